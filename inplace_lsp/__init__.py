@@ -1,0 +1,3 @@
+"""inplace-lsp: finds PyTorch in-place operations that break autograd."""
+
+__version__ = "0.1.0"
