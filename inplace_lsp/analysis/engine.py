@@ -1,10 +1,229 @@
-"""Entry points of the analysis: one document's text in, findings out (cached per block)."""
+"""Entry points of the analysis: one document's text in, findings out.
+
+`DocumentAnalysis` keeps the parse of each top-level block and the findings of each block
+(keyed by the block's text, its position and the definitions it depends on), so an edit inside
+one function re-parses and re-analyses that block only. `analyze()` is the one-shot form.
+"""
 
 from __future__ import annotations
 
-from inplace_lsp.analysis.findings import Finding
+import ast
+import hashlib
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from inplace_lsp.analysis import model as model_mod
+from inplace_lsp.analysis.blocks import Block, ParseCache, split
+from inplace_lsp.analysis.dataflow import Facts, Interpreter, iter_entry_points
+from inplace_lsp.analysis.findings import Finding, Severity
+from inplace_lsp.analysis.knowledge import Knowledge, load
+from inplace_lsp.analysis.rules import RULES
+from inplace_lsp.analysis.rules.base import DocContext, Rule
+from inplace_lsp.analysis.rules.ipl006_anomaly_left_on import AnomalyLeftOn
+
+# Code that can produce a finding mentions one of these; a block or function without any is
+# skipped without interpretation.
+CANDIDATE = re.compile(
+    r"[-+*/@%&|^]=|\]\s*=[^=]|[A-Za-z0-9]_\(|inplace|\bout\s*=|\.step\(|anomaly|\.data\b|detach|backward"
+)
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFORMATION: 2, Severity.HINT: 3}
+
+
+@dataclass(frozen=True)
+class SyntaxProblem:
+    line: int
+    col: int
+    message: str
+
+
+@dataclass(frozen=True)
+class DocumentResult:
+    findings: list[Finding]
+    syntax_errors: list[SyntaxProblem]
+    blocks_analysed: int  # how many blocks were interpreted (not served from the cache)
+
+
+class DocumentAnalysis:
+    """The analysis state of one open document."""
+
+    def __init__(self, knowledge: Knowledge | None = None, parse_cache: ParseCache | None = None) -> None:
+        self.knowledge = knowledge or load()
+        self.parse_cache = parse_cache or ParseCache()
+        self._fragments: dict[tuple[str, int, int], model_mod.Fragment] = {}
+        self._imports: dict[str, list[tuple[str, str]]] = {}
+        self._results: OrderedDict[tuple[str, int, str], list[Finding]] = OrderedDict()
+        self._rules: list[Rule] = [rule() for rule in RULES]
+        self._candidates: frozenset[str] = frozenset()
+
+    def update(self, text: str) -> DocumentResult:
+        blocks = split(text, self.parse_cache)
+        lines = text.splitlines()
+        parsed = [b for b in blocks if b.tree is not None]
+        model = self._model(parsed)
+        ctx = DocContext(lines, model)
+        findings: list[Finding] = []
+        analysed = 0
+        defs = self._definition_blocks(parsed)
+        self._candidates = _candidate_defs(parsed, defs)
+        imports_key = _digest(repr(sorted(model.imports.items())))
+        fragments: dict[tuple[str, int, int], model_mod.Fragment] = {}
+        for key, frag in self._fragments.items():
+            fragments[key] = frag
+        for block in parsed:
+            env_key = self._env_key(block, defs, imports_key)
+            cache_key = (block.key, block.start_line, env_key)
+            cached = self._results.get(cache_key)
+            if cached is None:
+                cached = self._analyse_block(block, model, ctx)
+                analysed += 1
+                self._results[cache_key] = cached
+                if len(self._results) > 4096:
+                    self._results.popitem(last=False)
+            findings.extend(cached)
+        errors = [
+            SyntaxProblem(
+                block.start_line + (block.error.lineno or 1) - 1 if block.error else block.start_line,
+                max((block.error.offset or 1) - 1, 0) if block.error else 0,
+                block.error.msg if block.error else "syntax error",
+            )
+            for block in blocks
+            if block.tree is None
+        ]
+        return DocumentResult(_dedupe(findings), errors, analysed)
+
+    def _model(self, blocks: list[Block]) -> model_mod.ModuleModel:
+        model = model_mod.ModuleModel()
+        for block in blocks:
+            if "import" in block.text:
+                aliases = self._imports.get(block.key)
+                if aliases is None:
+                    assert block.tree is not None
+                    aliases = list(model_mod.collect_imports(block.tree))
+                    self._imports[block.key] = aliases
+                for alias, qual in aliases:
+                    model.imports.setdefault(alias, qual)
+        imports_key = hash(tuple(sorted(model.imports.items())))
+        live: dict[tuple[str, int, int], model_mod.Fragment] = {}
+        for block in blocks:
+            key = (block.key, block.start_line, imports_key)
+            frag = self._fragments.get(key)
+            if frag is None:
+                assert block.tree is not None
+                frag = model_mod.fragment(block.tree, block.start_line, model)
+            live[key] = frag
+            model_mod.add_fragment(model, frag)
+        self._fragments = live
+        model_mod.finalize(model)
+        return model
+
+    def _calls_candidate(self, segment: str) -> bool:
+        return bool(self._candidates) and not self._candidates.isdisjoint(IDENT.findall(segment))
+
+    @staticmethod
+    def _definition_blocks(blocks: list[Block]) -> dict[str, Block]:
+        defs: dict[str, Block] = {}
+        for block in blocks:
+            assert block.tree is not None
+            for stmt in block.tree.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    defs[stmt.name] = block
+        return defs
+
+    def _env_key(self, block: Block, defs: dict[str, Block], imports_key: str) -> str:
+        """What the block's findings depend on besides its own text: the imports and the
+        blocks defining names it mentions (classes it instantiates, helpers it calls)."""
+        if not CANDIDATE.search(block.text) and not self._calls_candidate(block.text):
+            return "-"
+        names = set(IDENT.findall(block.text)) & defs.keys()
+        deps = sorted(
+            (defs[n].key, defs[n].start_line) for n in names if defs[n] is not block
+        )
+        # Local base classes' __init__ attributes: their blocks count too.
+        return _digest(imports_key + repr(deps))
+
+    def _analyse_block(self, block: Block, model: model_mod.ModuleModel, ctx: DocContext) -> list[Finding]:
+        tree = block.tree
+        assert tree is not None
+        if not CANDIDATE.search(block.text) and not self._calls_candidate(block.text):
+            return []
+        block_lines = block.text.splitlines()
+        findings: list[Finding] = []
+        for rule in self._rules:
+            if isinstance(rule, AnomalyLeftOn) and "anomaly" in block.text:
+                findings.extend(rule.check_tree(tree, block.start_line, ctx))
+        for fn, owner, body in iter_entry_points(model, tree):
+            if fn is not None:
+                segment = "\n".join(block_lines[fn.lineno - 1 : fn.end_lineno])
+                init_inplace = owner is not None and "inplace" in block.text
+                if not (CANDIDATE.search(segment) or init_inplace or self._calls_candidate(segment)):
+                    continue
+            interp = Interpreter(model, self.knowledge)
+            try:
+                if fn is not None:
+                    facts = interp.run_function(fn, block.start_line, owner)
+                else:
+                    facts = interp.run_module_code(body, block.start_line)
+            except RecursionError:
+                continue
+            if fn is not None:
+                _drop_intended_accumulations(facts, fn)
+            for rule in self._rules:
+                findings.extend(rule.check(facts, ctx))
+        return findings
+
+
+def _candidate_defs(blocks: list[Block], defs: dict[str, Block]) -> frozenset[str]:
+    """Top-level names whose code can produce findings, directly or through what they call."""
+    candidates = {name for name, block in defs.items() if CANDIDATE.search(block.text)}
+    mentions = {name: set(IDENT.findall(block.text)) & defs.keys() for name, block in defs.items()}
+    changed = True
+    while changed:
+        changed = False
+        for name, used in mentions.items():
+            if name not in candidates and not used.isdisjoint(candidates):
+                candidates.add(name)
+                changed = True
+    return frozenset(candidates)
+
+
+def _drop_intended_accumulations(facts: Facts, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    """A total that is backpropagated is accumulated on purpose (gradient accumulation)."""
+    used: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward":
+            used |= {n.id for n in ast.walk(node.func.value) if isinstance(n, ast.Name)}
+    facts.accumulations = [a for a in facts.accumulations if a.name not in used]
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    """One finding per (code, range): the most severe, with related locations merged."""
+    best: dict[tuple[str, int, int, int, int], Finding] = {}
+    for f in findings:
+        key = (f.code, f.span.line, f.span.col, f.span.end_line, f.span.end_col)
+        other = best.get(key)
+        if other is None or _SEVERITY_RANK[f.severity] < _SEVERITY_RANK[other.severity]:
+            best[key] = f
+    # An Error on a line makes a Warning of another code at the same range redundant.
+    errors = {(f.span.line, f.span.col) for f in best.values() if f.severity is Severity.ERROR}
+    result = [
+        f
+        for f in best.values()
+        if f.severity is Severity.ERROR or (f.span.line, f.span.col) not in errors or f.code in ("IPL004", "IPL006")
+    ]
+    return sorted(result, key=lambda f: (f.span.line, f.span.col, f.code))
 
 
 def analyze(text: str, path: str | None = None) -> list[Finding]:
     """All findings of one Python source text, before settings and noqa are applied."""
-    return []
+    return DocumentAnalysis().update(text).findings
+
+
+def analyze_document(text: str, path: str | None = None) -> DocumentResult:
+    """Findings and syntax errors of one source text."""
+    return DocumentAnalysis().update(text)

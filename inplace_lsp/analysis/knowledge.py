@@ -14,6 +14,24 @@ the positional operands in order: "T1" a tensor that requires grad, "T0" a tenso
 not, "S" a Python scalar; e.g. "T1,T0" or "T1,S". Slots: "arg0", "arg1", ... and "output".
 A module's `saves` maps "input_grad" / "input_nograd" (train mode, parameters requiring grad)
 to slots "input", "output" and "param:<name>".
+
+Details of the generated table (CPU, float64 probes):
+
+* Operands are the arguments that may be tensors, in parameter order (self first for
+  "Tensor.*"); a number where a tensor is also accepted is "S" (`x * 2`, `clamp(x, 0, 1)`,
+  `max(x, 1)` whose dim sits where `max(x, other)` takes a tensor). Dims, sizes and
+  hyperparameters after the operands are not listed, so a longer signature falls back to its
+  longest listed prefix. Tensor lists (`cat`) are flattened. Trailing optional operands
+  (a bias) are also probed absent: "T1,T1" and "T1,T1,T1" for `linear`.
+* Signature keys suffixed ";inplace" ("T1;inplace", "input_grad;inplace") are probes with
+  `inplace=True` (functions and modules with `inplace_kwarg`).
+* "output" is the result, or the first tensor of a tuple result; "output1", ... the others
+  (`max(x, 1)` saves "output1", its indices). Tensors private to the graph (masks, indices,
+  statistics, the copy of an input an in-place op takes before writing it) are not slots.
+* Modules: "input1", ... are further positional inputs (`Bilinear`, loss targets), and
+  "buffer:<name>" a saved buffer (BatchNorm's running stats in train mode).
+* `view` is also true for ops returning arg0 itself: in-place ops and aliases such as
+  `contiguous()` or `to()` to the same dtype.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1431 @@
+"""Abstract interpretation of one function body: tensor values, version groups, and the events
+that decide autograd errors (save, mutate, backward, optimizer step).
+
+Every tensor-valued name holds a Value. Views, `.detach()`, `.data` and in-place results share
+their source's version groups. An op that saves a tensor for backward adds a Save to the
+tensor's group; a later in-place write on that group makes the save stale. A stale save is an
+error when a backward() runs through it, or (in a function that leaves backward to its caller)
+when the graph holding it escapes through a return value or an attribute.
+
+Calls to local functions, methods and nn.Module classes are interpreted inline with the
+caller's values (depth-limited), so a save in forward() and a write in a helper method are
+seen together. Branches are analysed separately and joined; loop bodies run twice.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, Knowledge, OpInfo
+from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule
+from inplace_lsp.analysis.model import submodule as submodule_of
+
+MAX_INLINE_DEPTH = 4
+
+Loc = tuple[int, int, int, int]  # absolute 1-based line, utf-8 col, end line, end col
+
+CREATION_FUNCTIONS = frozenset(
+    f"torch.{name}"
+    for name in (
+        "zeros ones empty full rand randn randint randperm tensor as_tensor from_numpy arange "
+        "linspace logspace eye zeros_like ones_like empty_like full_like rand_like randn_like "
+        "randint_like tril_indices triu_indices bernoulli multinomial normal"
+    ).split()
+)
+NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
+ENABLE_GRAD_CONTEXTS = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
+SET_GRAD_CONTEXTS = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+ACTIVATIONS = frozenset(
+    "relu relu6 leaky_relu elu selu celu gelu silu mish hardtanh hardswish hardsigmoid sigmoid "
+    "tanh rrelu threshold softplus".split()
+)
+SCALAR_METHODS = frozenset(
+    "item tolist numpy size dim numel nelement element_size is_contiguous stride "
+    "data_ptr is_floating_point __len__ get_device".split()
+)
+ALIAS_METHODS = frozenset("to cuda cpu float double half bfloat16 type type_as contiguous".split())
+TENSOR_ATTR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+SCALAR_ATTRS = frozenset(
+    "shape dtype device ndim is_cuda is_leaf requires_grad names layout itemsize nbytes".split()
+)
+BIN_OPS: dict[type[ast.operator], str] = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "truediv",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "mod",
+    ast.Pow: "pow",
+    ast.MatMult: "matmul",
+    ast.BitAnd: "and",
+    ast.BitOr: "or",
+    ast.BitXor: "xor",
+    ast.LShift: "lshift",
+    ast.RShift: "rshift",
+}
+AUG_SYMBOL: dict[type[ast.operator], str] = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+}
+
+_ids = itertools.count(1)
+
+
+def new_id() -> int:
+    return next(_ids)
+
+
+@dataclass(eq=False)
+class ModuleRef:
+    """An nn.Module instance: a local class, a torch.nn class, or unknown."""
+
+    qualname: str | None
+    cls: ClassInfo | None
+    params_group: int
+    submodule: Submodule | None = None  # where it was constructed (`self.act = nn.ReLU(...)`)
+    site_start: int = 1  # block start line of the constructor call
+    parent: ModuleRef | None = None
+    training_flag: bool | None = None  # None: as its parent (model.eval() reaches every child)
+    attrs: dict[str, Value] = field(default_factory=dict)
+    children: list[ModuleRef] | None = None
+
+    @property
+    def training(self) -> bool:
+        ref: ModuleRef | None = self
+        while ref is not None:
+            if ref.training_flag is not None:
+                return ref.training_flag
+            ref = ref.parent
+        return True
+
+
+@dataclass(eq=False)
+class Value:
+    kind: str  # "tensor" | "scalar" | "module" | "optimizer" | "params" | "container" | "symbol" | "unknown"
+    groups: frozenset[int] = frozenset()
+    tensor: bool | None = None
+    grad: bool | None = None
+    grad_assumed: bool = False  # grad is an assumption (forward input), not proven
+    leaf: bool = False
+    graph: frozenset[int] = frozenset()
+    detached: bool = False
+    joined: bool = False
+    origin: str = ""
+    module: ModuleRef | None = None
+    steps: frozenset[int] = frozenset()  # optimizer: parameter groups it updates
+    items: tuple[Value, ...] | None = None
+    qualname: str | None = None  # symbol: dotted name
+    name: str | None = None  # the variable it was last bound to (for messages)
+
+    @property
+    def tensorish(self) -> bool:
+        return self.kind in ("tensor", "unknown") and self.tensor is not False
+
+
+def scalar() -> Value:
+    return Value("scalar", tensor=False, grad=False)
+
+
+def unknown() -> Value:
+    """An object the analysis knows nothing about (a fresh object each time: Values are mutable)."""
+    return Value("unknown", frozenset({new_id()}), tensor=None, grad=None)
+
+
+@dataclass(eq=False)
+class Ctx:
+    """A branch context; a save in an ancestor context happens on every path to its children."""
+
+    parent: Ctx | None = None
+
+    def descends_from(self, other: Ctx) -> bool:
+        node: Ctx | None = self
+        while node is not None:
+            if node is other:
+                return True
+            node = node.parent
+        return False
+
+
+@dataclass(eq=False)
+class Save:
+    id: int
+    group: int
+    op: str
+    slot: str  # "output", "input", "arg1", "param:weight"
+    grad_fn: str | None
+    loc: Loc
+    ctx: Ctx
+    possible: bool
+    what: str  # the tensor's name in the user's code, when known
+
+
+@dataclass(eq=False)
+class Mutation:
+    id: int
+    kind: str  # "augassign" | "method" | "setitem" | "out" | "inplace_kwarg" | "inplace_module" | "step"
+    op: str  # what the user wrote: "+=", "add_", "x[...] = ", "inplace=True", "optimizer.step()"
+    loc: Loc
+    ctx: Ctx
+    value: Value
+    possible: bool
+    target: str | None  # the name written to
+    stmt_loc: Loc  # the enclosing statement, which a fix rewrites
+    fix: str | None  # recipe kind
+    fix_params: tuple[tuple[str, str], ...] = ()
+    call_site: Loc | None = None  # inplace modules: where the module was called
+    activation: bool = False
+
+
+@dataclass(eq=False)
+class Conflict:
+    """A write to a tensor after an op saved it, reached by backward (or escaping to it)."""
+
+    mutation: Mutation
+    save: Save
+    definite: bool
+    via: str  # "backward" | "escape"
+    backward_loc: Loc | None = None
+
+
+@dataclass(eq=False)
+class LeafWrite:
+    mutation: Mutation
+    definite: bool
+
+
+@dataclass(eq=False)
+class Accumulation:
+    name: str
+    loc: Loc
+    stmt_loc: Loc
+    value_text: str
+
+
+@dataclass(eq=False)
+class AliasRead:
+    """A name read after an in-place write changed its tensor through another name."""
+
+    mutation: Mutation
+    read_name: str
+    read_loc: Loc
+
+
+@dataclass
+class Facts:
+    """Everything rules need, for one analysis entry point (function or module-level code)."""
+
+    conflicts: list[Conflict] = field(default_factory=list)
+    leaf_writes: list[LeafWrite] = field(default_factory=list)
+    accumulations: list[Accumulation] = field(default_factory=list)
+    alias_reads: list[AliasRead] = field(default_factory=list)
+    detached_writes: list[Mutation] = field(default_factory=list)
+    activation_reads: list[AliasRead] = field(default_factory=list)
+
+    def extend(self, other: Facts) -> None:
+        self.conflicts += other.conflicts
+        self.leaf_writes += other.leaf_writes
+        self.accumulations += other.accumulations
+        self.alias_reads += other.alias_reads
+        self.detached_writes += other.detached_writes
+        self.activation_reads += other.activation_reads
+
+
+@dataclass
+class Heap:
+    """Per-path autograd state: live saves per version group, stale saves, freed saves."""
+
+    live: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    stale: dict[int, Mutation] = field(default_factory=dict)
+    freed: set[int] = field(default_factory=set)
+    pending_alias: dict[int, list[tuple[Mutation, frozenset[str]]]] = field(default_factory=dict)
+
+    def copy(self) -> Heap:
+        return Heap(
+            dict(self.live),
+            dict(self.stale),
+            set(self.freed),
+            {k: list(v) for k, v in self.pending_alias.items()},
+        )
+
+    def join(self, other: Heap) -> None:
+        for group, saves in other.live.items():
+            mine = self.live.get(group, ())
+            self.live[group] = mine + tuple(s for s in saves if s not in mine)
+        for sid, mutation in other.stale.items():
+            self.stale.setdefault(sid, mutation)
+        self.freed &= other.freed
+        for group, pend in other.pending_alias.items():
+            mine_p = self.pending_alias.setdefault(group, [])
+            mine_p.extend(p for p in pend if p not in mine_p)
+
+
+@dataclass
+class Frame:
+    """One function activation: its variables and where its code sits in the document."""
+
+    env: dict[str, Value]
+    start: int  # block start line (1-based) of the code running in this frame
+    grad_enabled: bool
+    ctx: Ctx
+    returns: list[Value] = field(default_factory=list)
+    loop_depth: int = 0
+    loop_names: list[set[str]] = field(default_factory=list)
+    loop_has_backward: list[bool] = field(default_factory=list)
+    stmt: ast.stmt | None = None
+
+
+def join_values(a: Value, b: Value) -> Value:
+    if a is b:
+        return a
+    if a.kind == b.kind == "scalar":
+        return a
+    kind = a.kind if a.kind == b.kind else ("tensor" if "tensor" in (a.kind, b.kind) else "unknown")
+    tensor = a.tensor if a.tensor == b.tensor else None
+    if a.grad is True or b.grad is True:
+        grad: bool | None = True
+    elif a.grad is False and b.grad is False:
+        grad = False
+    else:
+        grad = None
+    return Value(
+        kind,
+        groups=a.groups | b.groups,
+        tensor=tensor,
+        grad=grad,
+        grad_assumed=a.grad_assumed or b.grad_assumed,
+        leaf=a.leaf and b.leaf,
+        graph=a.graph | b.graph,
+        detached=a.detached and b.detached,
+        joined=True,
+        origin=a.origin or b.origin,
+        module=a.module if a.module is b.module else (a.module or b.module),
+        steps=a.steps | b.steps,
+        name=a.name,
+    )
+
+
+class Interpreter:
+    """Runs one entry point abstractly and collects Facts."""
+
+    def __init__(self, model: ModuleModel, knowledge: Knowledge) -> None:
+        self.model = model
+        self.kb = knowledge
+        self.saves: dict[int, Save] = {}
+        self.facts = Facts()
+        self.heap = Heap()
+        self.escaped: set[int] = set()
+        self.call_stack: list[ast.AST] = []
+        self.backward_count = 0
+        self.group_names: dict[int, set[str]] = {}
+
+    # ------------------------------------------------------------------ entry points
+
+    def run_function(
+        self,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef,
+        start: int,
+        owner: ClassInfo | None,
+    ) -> Facts:
+        frame = Frame({}, start, grad_enabled=not self._decorated_no_grad(fn), ctx=Ctx())
+        args = fn.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(
+            args.defaults
+        )
+        is_method = owner is not None and not any(
+            isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list
+        )
+        in_module = owner is not None and owner.is_module
+        for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
+            if i == 0 and is_method and owner is not None:
+                if owner.is_module:
+                    ref = ModuleRef(owner.name, owner, new_id(), site_start=start)
+                    frame.env[arg.arg] = Value("module", tensor=False, grad=False, module=ref)
+                else:
+                    frame.env[arg.arg] = Value("unknown", tensor=False, grad=None)
+                continue
+            frame.env[arg.arg] = self._param_value(arg, default, assumed=in_module)
+        for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+            frame.env[arg.arg] = self._param_value(arg, default, assumed=in_module)
+        if args.vararg:
+            frame.env[args.vararg.arg] = Value("container", tensor=False, grad=None)
+        if args.kwarg:
+            frame.env[args.kwarg.arg] = Value("container", tensor=False, grad=None)
+        self.exec_body(fn.body, frame)
+        self._finish(frame.returns)
+        return self.facts
+
+    def run_module_code(self, body: list[ast.stmt], start: int) -> Facts:
+        frame = Frame({}, start, grad_enabled=True, ctx=Ctx())
+        self.exec_body(body, frame)
+        self._finish([])
+        return self.facts
+
+    def _finish(self, returns: list[Value]) -> None:
+        """Stale saves whose graph leaves the function reach the caller's backward."""
+        escaped = set(self.escaped)
+        for value in returns:
+            escaped |= self._graph_of(value)
+        for sid, mutation in self.heap.stale.items():
+            if sid in escaped and sid not in self.heap.freed:
+                self._conflict(mutation, self.saves[sid], "escape", None)
+
+    def _graph_of(self, value: Value) -> set[int]:
+        graph = set(value.graph)
+        for item in value.items or ():
+            graph |= self._graph_of(item)
+        return graph
+
+    def _param_value(self, arg: ast.arg, default: ast.expr | None, assumed: bool) -> Value:
+        annotation = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+        scalar_annotation = annotation.split("[")[0] in ("int", "float", "bool", "str", "Optional", "tuple", "list", "dict")
+        if "Tensor" in annotation:
+            scalar_annotation = False
+        elif "Module" in annotation or "Sequential" in annotation:
+            return Value("module", tensor=False, grad=False, module=ModuleRef(None, None, new_id()), name=arg.arg)
+        if (isinstance(default, ast.Constant) and default.value is not None) or scalar_annotation:
+            return Value("scalar", tensor=False, grad=False, name=arg.arg)
+        tensor = True if "Tensor" in annotation or default is None else None
+        return Value(
+            "tensor" if tensor else "unknown",
+            groups=frozenset({new_id()}),
+            tensor=tensor,
+            grad=True if assumed else None,
+            grad_assumed=True,
+            name=arg.arg,
+            origin=f"argument `{arg.arg}`",
+        )
+
+    def _decorated_no_grad(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        for dec in fn.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            if self.model.qualify(target) in NO_GRAD_CONTEXTS:
+                return True
+        return False
+
+    # ------------------------------------------------------------------ locations
+
+    def loc(self, node: ast.AST, frame: Frame) -> Loc:
+        off = frame.start - 1
+        line = getattr(node, "lineno", 1)
+        end_line = getattr(node, "end_lineno", None) or line
+        return (
+            line + off,
+            getattr(node, "col_offset", 0),
+            end_line + off,
+            getattr(node, "end_col_offset", None) or getattr(node, "col_offset", 0),
+        )
+
+    # ------------------------------------------------------------------ statements
+
+    def exec_body(self, body: list[ast.stmt], frame: Frame) -> None:
+        for stmt in body:
+            frame.stmt = stmt
+            try:
+                self.exec_stmt(stmt, frame)
+            except RecursionError:
+                return
+
+    def exec_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
+        method = getattr(self, "stmt_" + type(stmt).__name__, None)
+        if method is not None:
+            method(stmt, frame)
+        else:
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self.eval(child, frame)
+
+    def stmt_Expr(self, stmt: ast.Expr, frame: Frame) -> None:
+        self.eval(stmt.value, frame)
+
+    def stmt_Assign(self, stmt: ast.Assign, frame: Frame) -> None:
+        value = self.eval(stmt.value, frame)
+        for target in stmt.targets:
+            self.assign(target, value, frame, stmt)
+
+    def stmt_AnnAssign(self, stmt: ast.AnnAssign, frame: Frame) -> None:
+        if stmt.value is not None:
+            self.assign(stmt.target, self.eval(stmt.value, frame), frame, stmt)
+
+    def stmt_AugAssign(self, stmt: ast.AugAssign, frame: Frame) -> None:
+        rhs = self.eval(stmt.value, frame)
+        target = stmt.target
+        symbol = AUG_SYMBOL.get(type(stmt.op), "?")
+        opname = BIN_OPS.get(type(stmt.op), "add")
+        if isinstance(target, ast.Name):
+            current = frame.env.get(target.id)
+            if current is None or not current.tensorish or (current.tensor is None and not rhs.tensorish and current.kind == "unknown" and not current.groups):
+                # A Python number (or unknown object): `+=` rebinds, nothing is written in place.
+                result = self.binop(opname, current or unknown(), rhs, stmt, frame)
+                if frame.loop_depth and rhs.grad is not False and rhs.tensorish and any(target.id in names for names in frame.loop_names):
+                    self._note_accumulation(target.id, stmt, frame)
+                frame.env[target.id] = replace(result, name=target.id)
+                return
+            if frame.loop_depth and rhs.grad is not False and not rhs.detached and any(target.id in names for names in frame.loop_names):
+                self._note_accumulation(target.id, stmt, frame)
+            self.inplace_binop(current, rhs, opname, symbol, stmt, frame, target.id)
+            return
+        base = self.eval(target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else target, frame)
+        if isinstance(target, ast.Attribute):
+            current = self.attribute(base, target.attr, target, frame)
+            if current.tensorish and current.kind == "tensor":
+                self.inplace_binop(current, rhs, opname, symbol, stmt, frame, ast.unparse(target))
+            return
+        if isinstance(target, ast.Subscript) and base.tensorish:
+            view = self.subscript(base, target, frame)
+            self.inplace_binop(view, rhs, opname, symbol, stmt, frame, ast.unparse(target))
+
+    def _note_accumulation(self, name: str, stmt: ast.AugAssign, frame: Frame) -> None:
+        if frame.loop_has_backward and frame.loop_has_backward[-1]:
+            self.facts.accumulations.append(
+                Accumulation(name, self.loc(stmt, frame), self.loc(stmt, frame), ast.unparse(stmt.value))
+            )
+
+    def inplace_binop(
+        self, current: Value, rhs: Value, opname: str, symbol: str, stmt: ast.AugAssign, frame: Frame, target: str
+    ) -> None:
+        op = self.kb.op(f"Tensor.__i{opname}__")
+        fix = "augassign" if isinstance(stmt.target, ast.Name) else ("clone-setitem" if isinstance(stmt.target, ast.Subscript) else None)
+        self.mutate(
+            current,
+            kind="augassign",
+            op=f"{symbol}=",
+            node=stmt,
+            stmt=stmt,
+            frame=frame,
+            target=target,
+            fix=fix,
+            inputs=[rhs],
+        )
+        if op is not None:
+            self.record_saves(op, [current, rhs], current, stmt, frame)
+
+    def stmt_If(self, stmt: ast.If, frame: Frame) -> None:
+        self.eval(stmt.test, frame)
+        self.branch([stmt.body, stmt.orelse], frame)
+
+    def branch(self, bodies: list[list[ast.stmt]], frame: Frame) -> None:
+        base_env, base_heap, base_ctx = frame.env, self.heap, frame.ctx
+        results: list[tuple[dict[str, Value], Heap]] = []
+        for body in bodies:
+            frame.env = dict(base_env)
+            self.heap = base_heap.copy()
+            frame.ctx = Ctx(base_ctx)
+            self.exec_body(body, frame)
+            results.append((frame.env, self.heap))
+        frame.ctx = base_ctx
+        env, heap = results[0]
+        for other_env, other_heap in results[1:]:
+            merged: dict[str, Value] = {}
+            for name in env.keys() | other_env.keys():
+                a, b = env.get(name), other_env.get(name)
+                merged[name] = join_values(a, b) if a is not None and b is not None else (a or b)  # type: ignore[assignment]
+            env = merged
+            heap.join(other_heap)
+        frame.env, self.heap = env, heap
+
+    def stmt_For(self, stmt: ast.For | ast.AsyncFor, frame: Frame) -> None:
+        iterable = self.eval(stmt.iter, frame)
+        element = self.element_of(iterable, stmt.iter, frame)
+        self.loop(stmt, frame, lambda: self.assign(stmt.target, element, frame, stmt))
+        self.exec_body(stmt.orelse, frame)
+
+    stmt_AsyncFor = stmt_For
+
+    def stmt_While(self, stmt: ast.While, frame: Frame) -> None:
+        self.loop(stmt, frame, lambda: self.eval(stmt.test, frame))
+        self.exec_body(stmt.orelse, frame)
+
+    def loop(self, stmt: ast.For | ast.AsyncFor | ast.While, frame: Frame, head: object) -> None:
+        frame.loop_depth += 1
+        frame.loop_names.append(set(frame.env))
+        frame.loop_has_backward.append(_has_backward(stmt.body))
+        for _ in range(2):
+            head()  # type: ignore[operator]
+            self.exec_body(stmt.body, frame)
+        frame.loop_names.pop()
+        frame.loop_has_backward.pop()
+        frame.loop_depth -= 1
+
+    def stmt_With(self, stmt: ast.With | ast.AsyncWith, frame: Frame) -> None:
+        saved = frame.grad_enabled
+        for item in stmt.items:
+            expr = item.context_expr
+            func = expr.func if isinstance(expr, ast.Call) else expr
+            qual = self.model.qualify(func)
+            if qual in NO_GRAD_CONTEXTS:
+                frame.grad_enabled = False
+            elif qual in ENABLE_GRAD_CONTEXTS:
+                frame.grad_enabled = True
+            elif qual in SET_GRAD_CONTEXTS and isinstance(expr, ast.Call) and expr.args:
+                arg = expr.args[0]
+                if isinstance(arg, ast.Constant):
+                    frame.grad_enabled = bool(arg.value)
+            else:
+                value = self.eval(expr, frame)
+                if item.optional_vars is not None:
+                    self.assign(item.optional_vars, value, frame, stmt)
+        self.exec_body(stmt.body, frame)
+        frame.grad_enabled = saved
+
+    stmt_AsyncWith = stmt_With
+
+    def stmt_Try(self, stmt: ast.Try, frame: Frame) -> None:
+        self.exec_body(stmt.body, frame)
+        if stmt.handlers:
+            self.branch([[], *[h.body for h in stmt.handlers]], frame)
+        self.exec_body(stmt.orelse, frame)
+        self.exec_body(stmt.finalbody, frame)
+
+    stmt_TryStar = stmt_Try
+
+    def stmt_Return(self, stmt: ast.Return, frame: Frame) -> None:
+        if stmt.value is not None:
+            frame.returns.append(self.eval(stmt.value, frame))
+
+    def stmt_FunctionDef(self, stmt: ast.stmt, frame: Frame) -> None:
+        frame.env[getattr(stmt, "name", "_")] = unknown()
+
+    stmt_AsyncFunctionDef = stmt_FunctionDef
+    stmt_ClassDef = stmt_FunctionDef
+
+    def stmt_Import(self, stmt: ast.stmt, frame: Frame) -> None:
+        return
+
+    stmt_ImportFrom = stmt_Import
+    stmt_Global = stmt_Import
+    stmt_Nonlocal = stmt_Import
+    stmt_Pass = stmt_Import
+    stmt_Break = stmt_Import
+    stmt_Continue = stmt_Import
+
+    def stmt_Delete(self, stmt: ast.Delete, frame: Frame) -> None:
+        for target in stmt.targets:
+            if isinstance(target, ast.Name):
+                frame.env.pop(target.id, None)
+
+    def stmt_Match(self, stmt: ast.Match, frame: Frame) -> None:
+        self.eval(stmt.subject, frame)
+        self.branch([case.body for case in stmt.cases], frame)
+
+    # ------------------------------------------------------------------ assignment
+
+    def assign(self, target: ast.expr, value: Value, frame: Frame, stmt: ast.stmt) -> None:
+        if isinstance(target, ast.Name):
+            if value.kind == "tensor" or value.kind == "unknown":
+                for group in value.groups:
+                    self.group_names.setdefault(group, set()).add(target.id)
+                    pending = self.heap.pending_alias.get(group)
+                    if pending:
+                        self.heap.pending_alias[group] = [(m, o - {target.id}) for m, o in pending]
+            frame.env[target.id] = replace(value, name=target.id) if value.name != target.id else value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            elements = self.unpack(value, len(target.elts))
+            for elt, item in zip(target.elts, elements, strict=False):
+                self.assign(elt.value if isinstance(elt, ast.Starred) else elt, item, frame, stmt)
+        elif isinstance(target, ast.Attribute):
+            base = self.eval(target.value, frame)
+            self.escaped |= self._graph_of(value)
+            if base.module is not None:
+                base.module.attrs[target.attr] = value
+        elif isinstance(target, ast.Subscript):
+            base = self.eval(target.value, frame)
+            self.eval(target.slice, frame)
+            if base.tensorish and base.kind == "tensor":
+                self.mutate(
+                    base,
+                    kind="setitem",
+                    op=f"{ast.unparse(target)} = ...",
+                    node=target,
+                    stmt=stmt,
+                    frame=frame,
+                    target=_root_name(target),
+                    fix="clone-setitem",
+                    inputs=[value],
+                )
+                op = self.kb.op("Tensor.__setitem__")
+                if op is not None:
+                    self.record_saves(op, [base, value], base, target, frame)
+            else:
+                self.escaped |= self._graph_of(value)
+
+    def unpack(self, value: Value, count: int) -> list[Value]:
+        if value.items is not None:
+            return list(value.items)
+        if value.kind == "tensor":
+            # Unpacking a tensor (or the result of chunk/split/unbind) yields views of it.
+            return [replace(value, leaf=False, name=None) for _ in range(count)]
+        return [
+            Value(value.kind if value.kind != "container" else "unknown", frozenset({new_id()}), None, value.grad, graph=value.graph)
+            for _ in range(count)
+        ]
+
+    # ------------------------------------------------------------------ expressions
+
+    def eval(self, node: ast.expr, frame: Frame) -> Value:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is not None:
+            result: Value = method(node, frame)
+            return result
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.eval(child, frame)
+        return unknown()
+
+    def expr_Constant(self, node: ast.Constant, frame: Frame) -> Value:
+        return scalar()
+
+    def expr_Name(self, node: ast.Name, frame: Frame) -> Value:
+        value = frame.env.get(node.id)
+        if value is not None:
+            self._check_alias_read(value, node.id, node, frame)
+            return value
+        if node.id in self.model.imports or node.id in self.model.classes or node.id in self.model.functions:
+            return Value("symbol", tensor=False, grad=False, qualname=self.model.imports.get(node.id, node.id))
+        if node.id in ("True", "False", "None"):
+            return scalar()
+        return unknown()
+
+    def _check_alias_read(self, value: Value, name: str, node: ast.Name, frame: Frame) -> None:
+        for group in value.groups:
+            pending = self.heap.pending_alias.get(group)
+            if not pending:
+                continue
+            keep = []
+            for mutation, others in pending:
+                if name in others:
+                    read = AliasRead(mutation, name, self.loc(node, frame))
+                    if mutation.activation:
+                        self.facts.activation_reads.append(read)
+                    else:
+                        self.facts.alias_reads.append(read)
+                else:
+                    keep.append((mutation, others))
+            self.heap.pending_alias[group] = keep
+
+    def expr_Attribute(self, node: ast.Attribute, frame: Frame) -> Value:
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value  # type: ignore[assignment]
+        if isinstance(root, ast.Name) and root.id not in frame.env:
+            qual = self.model.qualify(node)
+            if qual is not None:
+                return Value("symbol", tensor=False, grad=False, qualname=qual)
+        base = self.eval(node.value, frame)
+        return self.attribute(base, node.attr, node, frame)
+
+    def attribute(self, base: Value, attr: str, node: ast.AST, frame: Frame) -> Value:
+        if base.kind == "symbol" and base.qualname:
+            return Value("symbol", tensor=False, grad=False, qualname=f"{base.qualname}.{attr}")
+        if base.module is not None:
+            return self.module_attr(base.module, attr)
+        if base.tensorish:
+            if attr == "data":
+                return replace(base, kind="tensor", tensor=True, grad=False, leaf=False, detached=True, graph=frozenset())
+            if attr in TENSOR_ATTR_VIEWS:
+                return replace(base, leaf=False)
+            if attr == "grad":
+                return Value("tensor", frozenset({new_id()}), True, False, origin=".grad")
+            if attr in SCALAR_ATTRS:
+                return scalar()
+        return Value("unknown", frozenset({new_id()}), None, None)
+
+    def module_attr(self, ref: ModuleRef, attr: str) -> Value:
+        if attr in ref.attrs:
+            return ref.attrs[attr]
+        value: Value
+        cls = ref.cls
+        if cls is not None and attr in cls.submodules:
+            sub = cls.submodules[attr]
+            value = self.module_value(sub.qualname, sub, new_id(), self.model.start_of(cls.node), ref)
+        elif cls is not None and attr in cls.parameters:
+            value = Value("tensor", frozenset({ref.params_group}), True, True, leaf=True, origin=f"parameter self.{attr}", name=f"self.{attr}")
+        elif cls is not None and attr in cls.plain_attrs:
+            value = scalar()
+        elif cls is not None and attr in cls.buffers:
+            value = Value("tensor", frozenset({new_id()}), True, False, origin=f"buffer self.{attr}")
+        elif ref.qualname is not None and ref.qualname.startswith("torch.nn.") and attr in ("weight", "bias", "in_proj_weight", "in_proj_bias"):
+            value = Value("tensor", frozenset({ref.params_group}), True, True, leaf=True, origin=f"parameter .{attr}")
+        elif ref.qualname is not None and ref.qualname.startswith("torch.nn.") and attr in ("running_mean", "running_var"):
+            value = Value("tensor", frozenset({new_id()}), True, False)
+        else:
+            value = Value("unknown", frozenset({new_id()}), None, None, origin=f"attribute {attr}")
+        ref.attrs[attr] = value
+        return value
+
+    def module_value(self, qualname: str | None, sub: Submodule | None, params_group: int, site_start: int, parent: ModuleRef | None = None) -> Value:
+        cls = self.model.classes.get(qualname) if qualname else None
+        if cls is not None and not cls.is_module:
+            cls = None
+        ref = ModuleRef(qualname, cls, params_group, submodule=sub, site_start=site_start, parent=parent)
+        if sub is not None and sub.children and qualname in ("torch.nn.Sequential", "torch.nn.ModuleList"):
+            ref.children = [
+                self.module_value(child.qualname, child, new_id(), site_start, ref).module  # type: ignore[misc]
+                for child in sub.children
+            ]
+        return Value("module", tensor=False, grad=False, module=ref)
+
+    def expr_Subscript(self, node: ast.Subscript, frame: Frame) -> Value:
+        base = self.eval(node.value, frame)
+        return self.subscript(base, node, frame)
+
+    def subscript(self, base: Value, node: ast.Subscript, frame: Frame) -> Value:
+        index = self.eval(node.slice, frame)
+        if base.items is not None and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+            try:
+                return base.items[node.slice.value]
+            except IndexError:
+                return unknown()
+        if base.module is not None:
+            children = base.module.children
+            if children:
+                return Value("module", tensor=False, grad=False, module=children[0])
+            return Value("module", tensor=False, grad=False, module=ModuleRef(None, None, base.module.params_group))
+        if base.tensorish and base.kind == "tensor":
+            advanced = index.tensorish and index.kind == "tensor" or isinstance(node.slice, ast.List)
+            if advanced:
+                return Value("tensor", frozenset({new_id()}), True, base.grad, base.grad_assumed, graph=base.graph, origin="indexing")
+            return replace(base, leaf=False, detached=base.detached)
+        if base.kind == "container":
+            return Value("unknown", frozenset({new_id()}), None, base.grad, graph=base.graph)
+        return Value("unknown", frozenset({new_id()}), None, None)
+
+    def expr_Tuple(self, node: ast.Tuple | ast.List, frame: Frame) -> Value:
+        items = tuple(self.eval(e.value if isinstance(e, ast.Starred) else e, frame) for e in node.elts)
+        grads = [i.grad for i in items if i.tensorish]
+        graph: frozenset[int] = frozenset().union(*(i.graph for i in items)) if items else frozenset()
+        return Value("container", tensor=False, grad=True if any(grads) else None, items=items, graph=graph)
+
+    expr_List = expr_Tuple
+
+    def expr_Dict(self, node: ast.Dict, frame: Frame) -> Value:
+        values = [self.eval(v, frame) for v in node.values]
+        for k in node.keys:
+            if k is not None:
+                self.eval(k, frame)
+        graph: frozenset[int] = frozenset().union(*(v.graph for v in values)) if values else frozenset()
+        return Value("container", tensor=False, grad=None, graph=graph)
+
+    def expr_IfExp(self, node: ast.IfExp, frame: Frame) -> Value:
+        self.eval(node.test, frame)
+        return join_values(self.eval(node.body, frame), self.eval(node.orelse, frame))
+
+    def expr_BinOp(self, node: ast.BinOp, frame: Frame) -> Value:
+        left = self.eval(node.left, frame)
+        right = self.eval(node.right, frame)
+        return self.binop(BIN_OPS.get(type(node.op), "add"), left, right, node, frame)
+
+    def binop(self, opname: str, left: Value, right: Value, node: ast.AST, frame: Frame) -> Value:
+        if left.kind != "tensor" and right.kind != "tensor":
+            if left.kind == "scalar" and right.kind == "scalar":
+                return scalar()
+            grad = True if (left.grad or right.grad) else None
+            return Value("unknown", frozenset({new_id()}), None, grad, graph=left.graph | right.graph)
+        if left.kind == "tensor":
+            op = self.kb.op(f"Tensor.__{opname}__")
+            return self.apply_op(op, f"`{opname}`", [left, right], node, frame, describe=_OP_TEXT.get(opname, opname))
+        op = self.kb.op(f"Tensor.__r{opname}__")
+        return self.apply_op(op, f"`{opname}`", [right, left], node, frame, describe=_OP_TEXT.get(opname, opname))
+
+    def expr_UnaryOp(self, node: ast.UnaryOp, frame: Frame) -> Value:
+        operand = self.eval(node.operand, frame)
+        if operand.tensorish and isinstance(node.op, ast.USub):
+            return self.apply_op(self.kb.op("Tensor.__neg__"), "neg", [operand], node, frame, describe="-")
+        if operand.tensorish:
+            return self.derived([operand])
+        return scalar()
+
+    def expr_Compare(self, node: ast.Compare, frame: Frame) -> Value:
+        values = [self.eval(node.left, frame), *(self.eval(c, frame) for c in node.comparators)]
+        if any(v.kind == "tensor" for v in values):
+            return Value("tensor", frozenset({new_id()}), True, False)
+        return scalar()
+
+    def expr_BoolOp(self, node: ast.BoolOp, frame: Frame) -> Value:
+        values = [self.eval(v, frame) for v in node.values]
+        result = values[0]
+        for v in values[1:]:
+            result = join_values(result, v)
+        return result
+
+    def expr_Lambda(self, node: ast.Lambda, frame: Frame) -> Value:
+        return unknown()
+
+    def expr_ListComp(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp, frame: Frame) -> Value:
+        inner = dict(frame.env)
+        for gen in node.generators:
+            it = self.eval(gen.iter, frame)
+            element = self.element_of(it, gen.iter, frame)
+            saved_env = frame.env
+            frame.env = inner
+            self.assign(gen.target, element, frame, frame.stmt or ast.Pass())
+            frame.env = saved_env
+        saved_env = frame.env
+        frame.env = inner
+        elt = self.eval(node.elt, frame)
+        frame.env = saved_env
+        return Value("container", tensor=False, grad=elt.grad, graph=elt.graph, items=None)
+
+    expr_GeneratorExp = expr_ListComp
+    expr_SetComp = expr_ListComp
+
+    def expr_Await(self, node: ast.Await, frame: Frame) -> Value:
+        return self.eval(node.value, frame)
+
+    def element_of(self, iterable: Value, node: ast.expr, frame: Frame) -> Value:
+        if iterable.kind == "params":
+            return Value("tensor", iterable.groups, True, True, leaf=True, origin="parameter")
+        if iterable.items:
+            result = iterable.items[0]
+            for item in iterable.items[1:]:
+                result = join_values(result, item)
+            return result
+        if iterable.module is not None:
+            children = iterable.module.children
+            if children:
+                return Value("module", tensor=False, grad=False, module=children[0])
+            return Value("module", tensor=False, grad=False, module=ModuleRef(None, None, iterable.module.params_group))
+        if iterable.kind == "tensor":
+            return replace(iterable, leaf=False)
+        if iterable.kind == "container":
+            return Value("unknown", frozenset({new_id()}), None, iterable.grad, graph=iterable.graph)
+        # Data loaders, ranges, zip(...): data, not parameters.
+        return Value("unknown", frozenset({new_id()}), None, False)
+
+    # ------------------------------------------------------------------ calls
+
+    def expr_Call(self, node: ast.Call, frame: Frame) -> Value:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            receiver = self._receiver(func, frame)
+            if receiver is not None and receiver.kind != "symbol":
+                return self.method_call(receiver, func.attr, node, frame)
+        callee = self.eval(func, frame)
+        args = [self.eval(a.value if isinstance(a, ast.Starred) else a, frame) for a in node.args]
+        kwargs = {kw.arg: self.eval(kw.value, frame) for kw in node.keywords if kw.arg}
+        for kw in node.keywords:
+            if kw.arg is None:
+                self.eval(kw.value, frame)
+        if callee.module is not None:
+            return self.module_call(callee.module, args, node, frame)
+        if callee.kind == "symbol" and callee.qualname:
+            return self.symbol_call(callee.qualname, args, kwargs, node, frame)
+        if callee.kind == "optimizer":
+            return unknown()
+        return self.unknown_call(args, kwargs)
+
+    def _receiver(self, func: ast.Attribute, frame: Frame) -> Value | None:
+        root = func.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id not in frame.env and self.model.qualify(func.value) is not None:
+            return None  # torch.nn.functional.relu(...): a qualified function, not a method
+        return self.eval(func.value, frame)
+
+    def unknown_call(self, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        values = [*args, *kwargs.values()]
+        grad: bool | None = True if any(v.grad for v in values if v.tensorish or v.kind == "container") else None
+        graph: frozenset[int] = frozenset().union(*(v.graph for v in values)) if values else frozenset()
+        return Value("unknown", frozenset({new_id()}), None, grad, graph=graph)
+
+    def derived(self, inputs: list[Value]) -> Value:
+        grads = [v.grad for v in inputs if v.tensorish]
+        grad = True if any(grads) else (False if grads and all(g is False for g in grads) else None)
+        graph: frozenset[int] = frozenset().union(*(v.graph for v in inputs)) if inputs else frozenset()
+        return Value("tensor", frozenset({new_id()}), True, grad, any(v.grad_assumed for v in inputs), graph=graph)
+
+    def method_call(self, receiver: Value, name: str, node: ast.Call, frame: Frame) -> Value:
+        args = [self.eval(a.value if isinstance(a, ast.Starred) else a, frame) for a in node.args]
+        kwargs = {kw.arg: self.eval(kw.value, frame) for kw in node.keywords if kw.arg}
+        if receiver.module is not None:
+            return self.module_method(receiver, name, args, kwargs, node, frame)
+        if receiver.kind == "optimizer":
+            if name == "step":
+                self.mutate(
+                    Value("tensor", receiver.steps, True, True),
+                    kind="step",
+                    op=f"{ast.unparse(node.func)}()",
+                    node=node,
+                    stmt=frame.stmt or node,
+                    frame=frame,
+                    target=None,
+                    fix=None,
+                    inputs=[],
+                    grad_mode=False,
+                )
+            return unknown()
+        if receiver.kind == "params":
+            return receiver
+        if receiver.kind == "container":
+            if name in ("append", "extend", "insert", "add", "update", "setdefault"):
+                for a in args:
+                    self.escaped |= self._graph_of(a)
+            return unknown()
+        if not receiver.tensorish:
+            return self.unknown_call([receiver, *args], kwargs)
+        if name == "backward":
+            self.backward(receiver, node, frame, _retain(node))
+            return scalar()
+        if name in SCALAR_METHODS:
+            return scalar()
+        if name == "detach":
+            return replace(receiver, kind="tensor", tensor=True, grad=False, grad_assumed=False, leaf=False, detached=True, graph=frozenset(), origin=".detach()")
+        if name == "clone":
+            return Value("tensor", frozenset({new_id()}), True, receiver.grad if frame.grad_enabled else False, receiver.grad_assumed, graph=receiver.graph, origin=".clone()")
+        if name == "requires_grad_":
+            receiver.grad = True
+            receiver.grad_assumed = False
+            if not receiver.graph:
+                receiver.leaf = True
+            return receiver
+        if name in ALIAS_METHODS:
+            return replace(receiver, leaf=False)
+        op = self.kb.op(f"Tensor.{name}")
+        return self.apply_op(op, name, [receiver, *args], node, frame, kwargs=kwargs, method=True)
+
+    def module_method(self, receiver: Value, name: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call, frame: Frame) -> Value:
+        ref = receiver.module
+        assert ref is not None
+        if name in ("parameters", "named_parameters"):
+            return Value("params", self.param_groups(ref), tensor=False, grad=True)
+        if name in ("train", "eval"):
+            training = name == "train"
+            if name == "train" and args and args[0].kind == "scalar" and node.args and isinstance(node.args[0], ast.Constant):
+                training = bool(node.args[0].value)
+            ref.training_flag = training
+            return receiver
+        if name in ("to", "cuda", "cpu", "float", "double", "half", "requires_grad_", "apply", "zero_grad", "share_memory"):
+            return receiver
+        if name == "forward":
+            return self.module_call(ref, args, node, frame)
+        if ref.cls is not None:
+            found = self.model.find_method(ref.cls, name)
+            if found is not None:
+                return self.inline(found[1], self.model.start_of(found[1]), [receiver, *args], kwargs, node, frame)
+        attr = self.module_attr(ref, name)
+        if attr.module is not None:
+            return self.module_call(attr.module, args, node, frame)
+        return self.unknown_call(args, kwargs)
+
+    def symbol_call(self, qual: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call, frame: Frame) -> Value:
+        if qual in self.model.classes:
+            cls = self.model.classes[qual]
+            if cls.is_module:
+                return Value("module", tensor=False, grad=False, module=ModuleRef(qual, cls, new_id(), site_start=frame.start))
+            return unknown()
+        if qual in self.model.functions:
+            fn = self.model.functions[qual]
+            return self.inline(fn, self.model.start_of(fn), args, kwargs, node, frame)
+        if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            return Value("tensor", frozenset({new_id()}), True, True, leaf=True, origin="nn.Parameter")
+        if qual in CREATION_FUNCTIONS:
+            grad = _requires_grad_kw(node)
+            return Value("tensor", frozenset({new_id()}), True, grad, leaf=grad, origin=qual)
+        if qual.startswith("torch.optim.") and qual.count(".") == 2 and args:
+            return Value("optimizer", tensor=False, grad=False, steps=self._param_groups(args[0]))
+        if qual in ("torch.autograd.backward", "torch.autograd.grad"):
+            if args:
+                self.backward(args[0], node, frame, _retain(node))
+            return unknown()
+        if qual.startswith("torch.nn.") and qual.count(".") == 2 and qual[9:10].isupper():
+            sub = submodule_of(self.model, "", node) or Submodule("", node, qual)
+            return self.module_value(qual, sub, new_id(), frame.start)
+        op = self.kb.op(qual)
+        if op is not None or qual.startswith("torch."):
+            return self.apply_op(op, qual, args, node, frame, kwargs=kwargs)
+        return self.unknown_call(args, kwargs)
+
+    def _param_groups(self, value: Value) -> frozenset[int]:
+        if value.kind == "params" or value.leaf:
+            return value.groups
+        if value.items:
+            groups: frozenset[int] = frozenset()
+            for item in value.items:
+                groups |= self._param_groups(item)
+            return groups
+        return value.groups
+
+    # ------------------------------------------------------------------ modules
+
+    def param_groups(self, ref: ModuleRef, depth: int = 0) -> frozenset[int]:
+        """The version groups of every parameter of a module and its submodules."""
+        groups = {ref.params_group}
+        if depth > 8:
+            return frozenset(groups)
+        for child in ref.children or ():
+            groups |= self.param_groups(child, depth + 1)
+        if ref.cls is not None:
+            for name in ref.cls.submodules:
+                attr = self.module_attr(ref, name)
+                if attr.module is not None:
+                    groups |= self.param_groups(attr.module, depth + 1)
+        return frozenset(groups)
+
+    def module_call(self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame) -> Value:
+        x = args[0] if args else unknown()
+        if ref.cls is not None:
+            found = self.model.find_method(ref.cls, "forward")
+            if found is not None:
+                this = Value("module", tensor=False, grad=False, module=ref)
+                return self.inline(found[1], self.model.start_of(found[1]), [this, *args], {}, node, frame)
+            return self.unknown_call(args, {})
+        if ref.children is not None and ref.qualname == "torch.nn.Sequential":
+            for child in ref.children:
+                x = self.module_call(child, [x], node, frame)
+            return x
+        info = self.kb.module(ref.qualname) if ref.qualname else None
+        if info is None:
+            result = self.unknown_call(args, {})
+            if result.grad is None and frame.grad_enabled:
+                result.grad = True  # unknown modules usually hold parameters
+            return result
+        inplace = info.inplace_default
+        keyword = ref.submodule.keyword("inplace") if ref.submodule is not None else None
+        if keyword is not None:
+            inplace = isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+        if info.eval_alias and not ref.training:
+            return x
+        if info.view:
+            return replace(x, leaf=False)
+        if inplace and x.tensorish:
+            kw_loc = None
+            if keyword is not None:
+                kw_loc = self._loc_in(keyword, ref.site_start)
+            short = ref.qualname.rsplit(".", 1)[-1] if ref.qualname else "module"
+            self.mutate(
+                x,
+                kind="inplace_module",
+                op=f"nn.{short}(inplace=True)",
+                node=node,
+                stmt=frame.stmt or node,
+                frame=frame,
+                target=x.name,
+                fix="inplace-false",
+                inputs=[],
+                loc_override=kw_loc,
+                activation=short.lower().rstrip("0123456789") in {a.replace("_", "") for a in ACTIVATIONS} or short in ("ReLU6", "LeakyReLU", "Hardtanh", "Hardswish", "Hardsigmoid", "SiLU", "Mish", "CELU", "ELU", "SELU", "Threshold"),
+            )
+            out = x
+        else:
+            out = Value("tensor", frozenset({new_id()}), True, None, x.grad_assumed, graph=x.graph)
+        input_grad = x.grad is not False
+        any_grad = frame.grad_enabled and (input_grad or bool(info.params))
+        out.grad = (True if (x.grad or info.params) else x.grad) if frame.grad_enabled else False
+        if any_grad:
+            short = ref.qualname.rsplit(".", 1)[-1] if ref.qualname else "module"
+            slots = info.saved_slots(input_grad)
+            new = set()
+            for slot in slots:
+                target_value: Value | None = None
+                if slot == "input":
+                    target_value = x
+                elif slot == "output":
+                    target_value = out
+                elif slot.startswith("param:"):
+                    target_value = Value("tensor", frozenset({ref.params_group}), True, True)
+                if target_value is None:
+                    continue
+                for group in target_value.groups:
+                    new.add(self._save(group, f"nn.{short}", slot, info.grad_fn, node, frame, possible=x.grad is None and slot != "input", what=target_value.name or ""))
+            out.graph = out.graph | frozenset(new)
+        return out
+
+    def _loc_in(self, node: ast.AST, start: int) -> Loc:
+        off = start - 1
+        return (
+            node.lineno + off,  # type: ignore[attr-defined]
+            node.col_offset,  # type: ignore[attr-defined]
+            (node.end_lineno or node.lineno) + off,  # type: ignore[attr-defined]
+            node.end_col_offset or node.col_offset,  # type: ignore[attr-defined]
+        )
+
+    def inline(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int, args: list[Value], kwargs: dict[str, Value], node: ast.AST, frame: Frame) -> Value:
+        if len(self.call_stack) >= MAX_INLINE_DEPTH or fn in self.call_stack:
+            return self.unknown_call(args, kwargs)
+        callee = Frame({}, start, frame.grad_enabled and not self._decorated_no_grad(fn), frame.ctx)
+        params = [*fn.args.posonlyargs, *fn.args.args]
+        defaults: list[ast.expr | None] = [None] * (len(params) - len(fn.args.defaults)) + list(fn.args.defaults)
+        for i, (param, default) in enumerate(zip(params, defaults, strict=True)):
+            if i < len(args):
+                callee.env[param.arg] = args[i]
+            elif param.arg in kwargs:
+                callee.env[param.arg] = kwargs[param.arg]
+            elif default is not None:
+                callee.env[param.arg] = scalar() if isinstance(default, ast.Constant) else unknown()
+            else:
+                callee.env[param.arg] = unknown()
+        for param in fn.args.kwonlyargs:
+            callee.env[param.arg] = kwargs.get(param.arg, unknown())
+        if fn.args.vararg:
+            callee.env[fn.args.vararg.arg] = Value("container", tensor=False, grad=None, items=tuple(args[len(params):]))
+        if fn.args.kwarg:
+            callee.env[fn.args.kwarg.arg] = Value("container", tensor=False, grad=None)
+        self.call_stack.append(fn)
+        try:
+            self.exec_body(fn.body, callee)
+        finally:
+            self.call_stack.pop()
+        if not callee.returns:
+            return scalar()
+        result = callee.returns[0]
+        for other in callee.returns[1:]:
+            result = join_values(result, other)
+        return result
+
+    # ------------------------------------------------------------------ ops
+
+    def apply_op(
+        self,
+        op: OpInfo | None,
+        name: str,
+        args: list[Value],
+        node: ast.AST,
+        frame: Frame,
+        *,
+        kwargs: dict[str, Value] | None = None,
+        method: bool = False,
+        describe: str | None = None,
+    ) -> Value:
+        kwargs = kwargs or {}
+        call = node if isinstance(node, ast.Call) else None
+        inplace_kw = call is not None and any(
+            kw.arg == "inplace" and isinstance(kw.value, ast.Constant) and kw.value.value is True for kw in call.keywords
+        )
+        out_kw = call is not None and any(kw.arg == "out" for kw in call.keywords)
+        tensor_args = [a for a in args if a.tensorish]
+        label = describe or (f".{name}()" if method else f"{name}()")
+        if op is None:
+            if method and name.endswith("_") and not name.endswith("__") and args:
+                self._method_mutation(args[0], name, node, frame, activation=name[:-1] in ACTIVATIONS)
+                return args[0]
+            if inplace_kw and args and args[0].tensorish:
+                self._kwarg_mutation(args[0], name, node, frame)
+                return args[0]
+            if not tensor_args:
+                return self.unknown_call(args, kwargs)
+            return self.derived(tensor_args)
+        receiver = args[0] if args else unknown()
+        result: Value
+        if op.inplace and receiver.tensorish:
+            short = name.rsplit(".", 1)[-1]
+            self._method_mutation(receiver, short, node, frame, activation=short.rstrip("_") in ACTIVATIONS)
+            result = receiver
+        elif inplace_kw and receiver.tensorish:
+            self._kwarg_mutation(receiver, name, node, frame)
+            result = receiver
+        elif out_kw:
+            out_value = kwargs.get("out", unknown())
+            if out_value.tensorish:
+                self.mutate(out_value, kind="out", op=f"{name}(..., out=...)", node=node, stmt=frame.stmt or node, frame=frame, target=out_value.name, fix=None, inputs=tensor_args)
+                result = out_value
+            else:
+                result = self.derived(tensor_args)
+        elif op.view and receiver.tensorish:
+            result = replace(receiver, leaf=False, kind="tensor" if receiver.kind == "unknown" else receiver.kind)
+            if op.name.endswith(("chunk", "split", "unbind", "tensor_split", "split_with_sizes")):
+                result = replace(result, kind="tensor")
+            return result
+        else:
+            result = self.derived(tensor_args) if tensor_args else Value("tensor", frozenset({new_id()}), True, False)
+        if not frame.grad_enabled:
+            if result is not receiver:
+                result.grad = False
+                result.graph = frozenset()
+            return result
+        self.record_saves(op, args, result, node, frame, label=label, inplace=inplace_kw)
+        return result
+
+    def record_saves(self, op: OpInfo, args: list[Value], result: Value, node: ast.AST, frame: Frame, *, label: str | None = None, inplace: bool = False) -> None:
+        if not frame.grad_enabled:
+            return
+        signature: list[str] = []
+        possible = False
+        for a in args:
+            if a.tensorish and (a.kind == "tensor" or a.tensor is True or a.grad is not None or a.groups):
+                if a.grad is None:
+                    possible = True
+                signature.append(TENSOR_NO_GRAD if a.grad is False else TENSOR_GRAD)
+            else:
+                signature.append(SCALAR)
+        if all(s != TENSOR_GRAD for s in signature):
+            return  # nothing requires grad: no graph, nothing saved
+        slots = _lookup(op, signature, inplace)
+        if not slots:
+            return
+        new: set[int] = set()
+        for slot in slots:
+            if slot == "output":
+                target = result
+            elif slot.startswith("arg") and slot[3:].isdigit() and int(slot[3:]) < len(args):
+                target = args[int(slot[3:])]
+            else:
+                continue
+            if not target.tensorish:
+                continue
+            for group in target.groups:
+                new.add(self._save(group, label or op.name, slot, op.grad_fn, node, frame, possible or target.joined, target.name or ""))
+        result.graph = result.graph | frozenset(new)
+        if result.grad is None and any(s == TENSOR_GRAD for s in signature):
+            result.grad = True
+
+    def _save(self, group: int, op: str, slot: str, grad_fn: str | None, node: ast.AST, frame: Frame, possible: bool, what: str) -> int:
+        sid = new_id()
+        self.saves[sid] = Save(sid, group, op, slot, grad_fn, self.loc(node, frame), frame.ctx, possible, what)
+        self.heap.live[group] = (*self.heap.live.get(group, ()), sid)
+        return sid
+
+    def _method_mutation(self, receiver: Value, name: str, node: ast.AST, frame: Frame, activation: bool) -> None:
+        stmt = frame.stmt or node
+        fix = None
+        if isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            fix = "method-out-of-place"
+        self.mutate(receiver, kind="method", op=f".{name}()", node=node, stmt=stmt, frame=frame, target=receiver.name, fix=fix, inputs=[], activation=activation)
+
+    def _kwarg_mutation(self, receiver: Value, name: str, node: ast.AST, frame: Frame) -> None:
+        loc = None
+        if isinstance(node, ast.Call):
+            kw = next((k for k in node.keywords if k.arg == "inplace"), None)
+            if kw is not None:
+                loc = self.loc(kw, frame)
+        short = name.rsplit(".", 1)[-1].rstrip("()")
+        self.mutate(receiver, kind="inplace_kwarg", op=f"{short}(..., inplace=True)", node=node, stmt=frame.stmt or node, frame=frame, target=receiver.name, fix="inplace-false", inputs=[], loc_override=loc, activation=short in ACTIVATIONS or short.replace("_", "") in ACTIVATIONS)
+
+    # ------------------------------------------------------------------ events
+
+    def mutate(
+        self,
+        value: Value,
+        *,
+        kind: str,
+        op: str,
+        node: ast.AST,
+        stmt: ast.AST,
+        frame: Frame,
+        target: str | None,
+        fix: str | None,
+        inputs: list[Value],
+        grad_mode: bool | None = None,
+        loc_override: Loc | None = None,
+        activation: bool = False,
+    ) -> Mutation:
+        grad_on = frame.grad_enabled if grad_mode is None else grad_mode
+        loc = loc_override or self.loc(node, frame)
+        mutation = Mutation(
+            new_id(), kind, op, loc, frame.ctx, value, value.joined, target, self.loc(stmt, frame), fix,
+            call_site=self.loc(node, frame) if loc_override else None, activation=activation,
+        )
+        if value.leaf and value.grad and grad_on and kind != "step":
+            self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
+            return mutation
+        if value.detached:
+            self.facts.detached_writes.append(mutation)
+        for group in value.groups:
+            for sid in self.heap.live.get(group, ()):
+                if sid not in self.heap.freed:
+                    self.heap.stale.setdefault(sid, mutation)
+            self.heap.live[group] = ()
+            names = self.group_names.get(group, set())
+            others = frozenset(names if activation else names - {target or ""})
+            if others:
+                pend = self.heap.pending_alias.setdefault(group, [])
+                pend.append((mutation, others))
+        if grad_on and (value.grad or any(i.grad for i in inputs)):
+            extra: frozenset[int] = frozenset().union(*(i.graph for i in inputs)) if inputs else frozenset()
+            value.graph = value.graph | extra
+            if value.grad is False and any(i.grad for i in inputs):
+                value.grad = True
+        return mutation
+
+    def backward(self, value: Value, node: ast.AST, frame: Frame, retain: bool) -> None:
+        self.backward_count += 1
+        value.grad = True  # backward() on it: it requires grad
+        loc = self.loc(node, frame)
+        for sid in self._graph_of(value):
+            mutation = self.heap.stale.get(sid)
+            if mutation is not None and sid not in self.heap.freed:
+                self._conflict(mutation, self.saves[sid], "backward", loc)
+            if not retain:
+                self.heap.freed.add(sid)
+
+    def _conflict(self, mutation: Mutation, save: Save, via: str, backward_loc: Loc | None) -> None:
+        definite = (
+            not save.possible
+            and not mutation.possible
+            and mutation.ctx.descends_from(save.ctx)
+        )
+        self.facts.conflicts.append(Conflict(mutation, save, definite, via, backward_loc))
+
+
+_OP_TEXT = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "matmul": "@", "pow": "**", "floordiv": "//", "mod": "%"}
+
+
+def _lookup(op: OpInfo, signature: list[str], inplace: bool) -> frozenset[str]:
+    suffix = ";inplace" if inplace else ""
+    for k in range(len(signature), 0, -1):
+        slots = op.saves.get(",".join(signature[:k]) + suffix)
+        if slots is not None:
+            return slots
+    # Unknown arity: the union of what any probe with the same first operand saved.
+    first = signature[0] if signature else TENSOR_GRAD
+    found: set[str] = set()
+    for sig, slots in op.saves.items():
+        if sig.split(",")[0].split(";")[0] == first and sig.endswith(suffix) and (suffix or ";" not in sig):
+            found |= slots
+    return frozenset(found)
+
+
+def _requires_grad_kw(node: ast.Call) -> bool:
+    return any(kw.arg == "requires_grad" and isinstance(kw.value, ast.Constant) and kw.value.value is True for kw in node.keywords)
+
+
+def _retain(node: ast.Call) -> bool:
+    return any(
+        kw.arg in ("retain_graph", "create_graph") and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
+        for kw in node.keywords
+    )
+
+
+def _root_name(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _has_backward(body: list[ast.stmt]) -> bool:
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr in ("backward", "step"):
+                return True
+    return False
+
+
+def iter_entry_points(model: ModuleModel, tree: ast.Module) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, ClassInfo | None, list[ast.stmt]]]:
+    """(function, owning class, statements): each function and method of a block, and the
+    block's module-level statements."""
+    loose: list[ast.stmt] = []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield stmt, None, stmt.body
+        elif isinstance(stmt, ast.ClassDef):
+            owner = model.classes.get(stmt.name)
+            for sub in stmt.body:
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield sub, owner if owner is not None and owner.node is stmt else None, sub.body
+        else:
+            loose.append(stmt)
+    if loose:
+        yield None, None, loose

@@ -1,0 +1,247 @@
+"""The module model: imports and aliases, nn.Module classes with their `__init__` attributes
+(and Sequential / ModuleList / ModuleDict contents), and local functions.
+
+Built from the parsed top-level blocks; holds no torch knowledge beyond name resolution.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+CONTAINERS = frozenset(
+    {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList"}
+)
+
+
+@dataclass
+class Submodule:
+    """What `self.<name> = ...` assigned in `__init__`: a module constructor call."""
+
+    name: str
+    call: ast.Call
+    qualname: str | None  # "torch.nn.ReLU", a local class name, or None if unknown
+    children: list[Submodule] = field(default_factory=list)  # Sequential / ModuleList contents
+
+    def keyword(self, name: str) -> ast.keyword | None:
+        return next((kw for kw in self.call.keywords if kw.arg == name), None)
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    node: ast.ClassDef
+    bases: list[str]
+    block_start: int = 1  # 1-based document line where the class's block starts
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    submodules: dict[str, Submodule] = field(default_factory=dict)
+    parameters: dict[str, ast.AST] = field(default_factory=dict)  # self.w = nn.Parameter(...)
+    buffers: set[str] = field(default_factory=set)  # register_buffer names
+    plain_attrs: set[str] = field(default_factory=set)  # self.scale = dim ** -0.5: not tensors
+    is_module: bool = False
+
+
+@dataclass
+class ModuleModel:
+    imports: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    block_starts: dict[int, int] = field(default_factory=dict)  # id(def node) -> block start line
+    mentions_torch: bool = False
+
+    def start_of(self, node: ast.AST) -> int:
+        return self.block_starts.get(id(node), 1)
+
+    def find_method(self, cls: ClassInfo, name: str) -> tuple[ClassInfo, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+        """The method `name` of cls or of its nearest local base class that defines it."""
+        seen: set[str] = set()
+        current: ClassInfo | None = cls
+        while current is not None and current.name not in seen:
+            seen.add(current.name)
+            method = current.methods.get(name)
+            if method is not None:
+                return current, method
+            current = next((self.classes[b] for b in current.bases if b in self.classes), None)
+        return None
+
+    def qualify(self, node: ast.AST) -> str | None:
+        """Dotted qualified name of a Name/Attribute chain, through the import aliases."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        root = self.imports.get(node.id)
+        if root is None:
+            if node.id in self.classes or node.id in self.functions:
+                root = node.id
+            else:
+                return None
+        return ".".join([root, *reversed(parts)])
+
+    def is_module_class(self, name: str, _seen: frozenset[str] = frozenset()) -> bool:
+        info = self.classes.get(name)
+        if info is None or name in _seen:
+            return False
+        return any(
+            base in MODULE_BASES or base.startswith("torch.nn.") or self.is_module_class(base, _seen | {name})
+            for base in info.bases
+        )
+
+
+def _import_aliases(stmt: ast.stmt) -> Iterable[tuple[str, str]]:
+    if isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            if alias.asname:
+                yield alias.asname, alias.name
+            else:
+                root = alias.name.split(".")[0]
+                yield root, root
+    elif isinstance(stmt, ast.ImportFrom):
+        base = "." * stmt.level + (stmt.module or "")
+        for alias in stmt.names:
+            if alias.name != "*":
+                sep = "" if base.endswith(".") else "."
+                yield alias.asname or alias.name, f"{base}{sep}{alias.name}" if base else alias.name
+
+
+def collect_imports(tree: ast.AST) -> Iterable[tuple[str, str]]:
+    """Imports anywhere in a block (imports inside functions and try/except count too)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield from _import_aliases(node)
+
+
+def _self_attr(target: ast.expr) -> str | None:
+    if (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    ):
+        return target.attr
+    return None
+
+
+def submodule(model: ModuleModel, name: str, value: ast.expr) -> Submodule | None:
+    if not isinstance(value, ast.Call):
+        return None
+    qual = model.qualify(value.func)
+    sub = Submodule(name, value, qual)
+    if qual in ("torch.nn.Sequential", "torch.nn.ModuleList"):
+        items: list[ast.expr] = list(value.args)
+        if len(items) == 1 and isinstance(items[0], (ast.List, ast.Tuple)):
+            items = list(items[0].elts)
+        for i, item in enumerate(items):
+            child = submodule(model, str(i), item)
+            if child is not None:
+                sub.children.append(child)
+    return sub
+
+
+def _scan_init(model: ModuleModel, info: ClassInfo, init: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    for node in ast.walk(init):
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "register_buffer" and node.args and isinstance(node.args[0], ast.Constant):
+                info.buffers.add(str(node.args[0].value))
+            elif node.func.attr == "register_parameter" and node.args and isinstance(node.args[0], ast.Constant):
+                info.parameters[str(node.args[0].value)] = node
+            continue
+        if value is None:
+            continue
+        for target in targets:
+            attr = _self_attr(target)
+            if attr is None:
+                continue
+            qual = model.qualify(value.func) if isinstance(value, ast.Call) else None
+            if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                info.parameters[attr] = value
+            elif isinstance(value, ast.Call):
+                sub = submodule(model, attr, value)
+                if sub is not None and attr not in info.submodules:
+                    info.submodules[attr] = sub
+            elif isinstance(value, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Name, ast.Tuple, ast.List)):
+                if not any(isinstance(n, ast.Call) for n in ast.walk(value)):
+                    info.plain_attrs.add(attr)
+            elif isinstance(value, ast.IfExp):
+                # self.act = nn.ReLU(inplace=True) if use_act else nn.Identity(): keep the first.
+                sub = submodule(model, attr, value.body)
+                if sub is not None and attr not in info.submodules:
+                    info.submodules[attr] = sub
+
+
+@dataclass
+class Fragment:
+    """What one block defines: its classes (with __init__ attributes) and functions."""
+
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    block_starts: dict[int, int] = field(default_factory=dict)
+
+
+def fragment(tree: ast.Module, start: int, model: ModuleModel) -> Fragment:
+    """The definitions of one block; `model` supplies the imports used to resolve names."""
+    frag = Fragment()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            frag.functions[stmt.name] = stmt
+            frag.block_starts[id(stmt)] = start
+        elif isinstance(stmt, ast.ClassDef):
+            info = ClassInfo(stmt.name, stmt, [model.qualify(b) or ast.unparse(b) for b in stmt.bases], start)
+            frag.classes[stmt.name] = info
+            frag.block_starts[id(stmt)] = start
+            for sub in stmt.body:
+                frag.block_starts[id(sub)] = start
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    info.methods[sub.name] = sub
+            init = info.methods.get("__init__")
+            if init is not None:
+                _scan_init(model, info, init)
+    return frag
+
+
+def add_fragment(model: ModuleModel, frag: Fragment) -> None:
+    model.classes.update(frag.classes)
+    model.functions.update(frag.functions)
+    model.block_starts.update(frag.block_starts)
+
+
+def finalize(model: ModuleModel) -> None:
+    """Facts that need every class: nn.Module subclasses, attributes from local base classes."""
+    model.mentions_torch = any(q == "torch" or q.startswith("torch.") for q in model.imports.values())
+    for info in model.classes.values():
+        info.bases = [model.imports.get(b, b) if "." not in b else b for b in info.bases]
+        info.is_module = model.is_module_class(info.name)
+    for info in model.classes.values():
+        seen = {info.name}
+        base = next((model.classes[b] for b in info.bases if b in model.classes), None)
+        while base is not None and base.name not in seen:
+            seen.add(base.name)
+            for name, sub in base.submodules.items():
+                info.submodules.setdefault(name, sub)
+            info.parameters = {**base.parameters, **info.parameters}
+            info.buffers |= base.buffers
+            info.plain_attrs |= base.plain_attrs
+            base = next((model.classes[b] for b in base.bases if b in model.classes), None)
+
+
+def build(blocks: Iterable[tuple[ast.Module, int, bool]]) -> ModuleModel:
+    """The model of a document from its parsed blocks: (tree, start line, has_import)."""
+    model = ModuleModel()
+    blocks = list(blocks)
+    for tree, _, has_import in blocks:
+        if has_import:
+            for alias, qual in collect_imports(tree):
+                model.imports.setdefault(alias, qual)
+    for tree, start, _ in blocks:
+        add_fragment(model, fragment(tree, start, model))
+    finalize(model)
+    return model

@@ -1,0 +1,168 @@
+"""The Rule base class and the document context rules use to turn facts into Findings."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from inplace_lsp.analysis.dataflow import Conflict, Facts, Loc, Mutation, Save
+from inplace_lsp.analysis.findings import (
+    Confidence,
+    Finding,
+    FixRecipe,
+    Related,
+    Severity,
+    Span,
+)
+from inplace_lsp.analysis.model import ModuleModel
+
+DOCS_URL = "https://github.com/inplace-lsp/inplace-lsp/blob/main/docs/rules.md"
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An INVALID example: the code, and what the quick fix should turn it into (if any)."""
+
+    code: str
+    fixed: str | None = None
+
+
+class DocContext:
+    """Source lines of the document, for converting utf-8 byte columns to code points."""
+
+    def __init__(self, lines: list[str], model: ModuleModel) -> None:
+        self.lines = lines
+        self.model = model
+
+    def _col(self, line: int, byte_col: int) -> int:
+        if not 1 <= line <= len(self.lines):
+            return byte_col
+        text = self.lines[line - 1]
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
+
+    def span(self, loc: Loc) -> Span:
+        line, col, end_line, end_col = loc
+        return Span(line, self._col(line, col), end_line, self._col(end_line, end_col))
+
+    def text(self, loc: Loc) -> str:
+        """The source text of a location (first line only for multi-line ranges)."""
+        line, col, end_line, end_col = loc
+        if not 1 <= line <= len(self.lines):
+            return ""
+        raw = self.lines[line - 1].encode("utf-8")
+        end = end_col if end_line == line else len(raw)
+        return raw[col:end].decode("utf-8", "ignore").rstrip("\r\n")
+
+
+def op_name(save: Save) -> str:
+    return save.op.strip("`").removesuffix("()")
+
+
+def describe_save(save: Save) -> str:
+    op = op_name(save)
+    if save.slot == "output":
+        what = "its output"
+    elif save.slot.startswith("param:"):
+        what = f"its {save.slot[6:]}"
+    elif save.what:
+        what = f"`{save.what}`"
+    else:
+        what = "its input"
+    return f"{op} saved {what} for backward"
+
+
+def save_related(ctx: DocContext, save: Save) -> Related:
+    needs = f"{save.grad_fn} needs it" if save.grad_fn else "its backward needs it"
+    return Related(ctx.span(save.loc), f"saved by {op_name(save)} here: {needs}")
+
+
+def history(ctx: DocContext, conflict: Conflict) -> tuple[str, ...]:
+    save, mutation = conflict.save, conflict.mutation
+    return (
+        f"v0 saved by {op_name(save)} at line {save.loc[0]}",
+        f"v1 written by `{mutation.op}` at line {mutation.loc[0]}",
+    )
+
+
+def suggestion(ctx: DocContext, mutation: Mutation) -> str:
+    """The out-of-place rewrite in words, e.g. "Write `h = h + 1`"."""
+    stmt_text = ctx.text(mutation.stmt_loc).strip()
+    if mutation.fix == "augassign":
+        try:
+            node = ast.parse(stmt_text).body[0]
+        except (SyntaxError, IndexError):
+            node = None
+        if isinstance(node, ast.AugAssign):
+            target = ast.unparse(node.target)
+            rhs = ast.unparse(node.value)
+            if isinstance(node.value, (ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp)):
+                rhs = f"({rhs})"
+            from inplace_lsp.analysis.dataflow import AUG_SYMBOL
+
+            return f"Write `{target} = {target} {AUG_SYMBOL.get(type(node.op), '+')} {rhs}`."
+    if mutation.fix == "method-out-of-place":
+        name = mutation.op.strip(".()")
+        return f"Use the out-of-place `{name.rstrip('_')}` and rebind the name."
+    if mutation.fix == "clone-setitem":
+        target = mutation.target or "the tensor"
+        return f"Clone it first (`{target} = {target}.clone()`) or build the result with torch.cat / torch.where."
+    if mutation.fix == "inplace-false":
+        return "Pass `inplace=False`."
+    return ""
+
+
+def fix_recipe(ctx: DocContext, mutation: Mutation) -> FixRecipe | None:
+    if mutation.fix is None:
+        return None
+    titles = {
+        "augassign": "Rewrite out of place",
+        "method-out-of-place": "Use the out-of-place method",
+        "clone-setitem": "Clone before writing",
+        "inplace-false": "Use inplace=False",
+    }
+    target = ctx.span(mutation.loc if mutation.fix == "inplace-false" else mutation.stmt_loc)
+    return FixRecipe(mutation.fix, titles.get(mutation.fix, "Fix"), True, target)
+
+
+class Rule:
+    """A rule: turns the dataflow facts of one entry point into findings."""
+
+    CODE: ClassVar[str]
+    NAME: ClassVar[str]
+    DEFAULT_SEVERITY: ClassVar[Severity]
+    VALID: ClassVar[list[str]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+
+    @classmethod
+    def summary(cls) -> str:
+        doc = (cls.__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else cls.NAME
+
+    def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
+        raise NotImplementedError
+
+    def conflict_finding(self, conflict: Conflict, ctx: DocContext, message: str) -> Finding:
+        mutation = conflict.mutation
+        related = [save_related(ctx, conflict.save)]
+        if mutation.call_site is not None:
+            related.append(Related(ctx.span(mutation.call_site), "the module writes in place when called here"))
+        if conflict.backward_loc is not None:
+            related.append(Related(ctx.span(conflict.backward_loc), "backward() fails here"))
+        return Finding(
+            code=self.CODE,
+            severity=Severity.ERROR if conflict.definite else Severity.WARNING,
+            message=message,
+            span=ctx.span(mutation.loc),
+            confidence=Confidence.DEFINITE if conflict.definite else Confidence.POSSIBLE,
+            related=tuple(related),
+            fix=fix_recipe(ctx, mutation),
+            history=history(ctx, conflict),
+        )
+
+    @staticmethod
+    def hedge(conflict: Conflict) -> str:
+        return "will fail" if conflict.definite else "may fail (on some paths)"

@@ -1,0 +1,79 @@
+"""IPL001 inplace-on-saved."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from inplace_lsp.analysis.dataflow import Facts
+from inplace_lsp.analysis.findings import Finding, Severity
+from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule, describe_save, suggestion
+
+GENERIC_KINDS = frozenset({"augassign", "method", "setitem", "out"})
+
+
+class InplaceOnSaved(Rule):
+    """An in-place write to a tensor that an earlier op saved for backward.
+
+    Autograd keeps a reference to some tensors (torch.sigmoid keeps its output, `a * b` keeps
+    both operands, nn.Linear keeps its input) and checks their version counter when backward()
+    runs. Writing into such a tensor afterwards (`+=`, `x.add_()`, `x[i] = v`, `out=`) bumps the
+    version and backward() raises "one of the variables needed for gradient computation has been
+    modified by an inplace operation". Views and `.detach()` share the version counter, so a
+    write through them counts too. In-place writes to tensors nobody saved (the output of
+    nn.Linear, conv or BatchNorm) are fine and not reported.
+
+    Fix: write out of place (`h = h + 1`), or clone before writing.
+    """
+
+    CODE = "IPL001"
+    NAME = "inplace-on-saved"
+    DEFAULT_SEVERITY = Severity.ERROR
+    VALID = [
+        "import torch.nn as nn\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 4)\n"
+        "    def forward(self, x):\n"
+        "        h = self.fc(x)\n"
+        "        h += 2.0\n"
+        "        return h\n",
+        "import torch\n"
+        "def f(x):\n"
+        "    h = torch.sigmoid(x)\n"
+        "    h = h + 1\n"
+        "    return h\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "class Gate(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        h = torch.sigmoid(x)\n"
+            "        h += 1\n"
+            "        return h\n",
+            fixed="        h = h + 1\n",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "class Head(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        p = torch.softmax(x, dim=-1)\n"
+            "        p[:, 0] = 0\n"
+            "        return p\n",
+        ),
+    ]
+
+    def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
+        for conflict in facts.conflicts:
+            mutation = conflict.mutation
+            if mutation.kind not in GENERIC_KINDS or mutation.activation or mutation.value.detached:
+                continue
+            message = (
+                f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); "
+                f"this `{mutation.op}` overwrites it in place, so backward() {self.hedge(conflict)}. "
+                f"{suggestion(ctx, mutation)}"
+            ).strip()
+            yield self.conflict_finding(conflict, ctx, message)

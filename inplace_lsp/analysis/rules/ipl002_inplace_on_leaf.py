@@ -1,0 +1,59 @@
+"""IPL002 inplace-on-leaf."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from inplace_lsp.analysis.dataflow import Facts
+from inplace_lsp.analysis.findings import Confidence, Finding, FixRecipe, Severity
+from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule
+
+
+class InplaceOnLeaf(Rule):
+    """An in-place update of a leaf tensor that requires grad, outside `torch.no_grad()`.
+
+    Parameters and tensors created with `requires_grad=True` are leaves; autograd refuses to
+    write into them while recording ("a leaf Variable that requires grad is being used in an
+    in-place operation"). Manual SGD (`w -= lr * w.grad`) must run under `torch.no_grad()`.
+
+    Fix: wrap the update in `with torch.no_grad():` (not `.data`, not `w = w - ...`, which
+    would turn the parameter into a non-leaf and stop it from learning).
+    """
+
+    CODE = "IPL002"
+    NAME = "inplace-on-leaf"
+    DEFAULT_SEVERITY = Severity.ERROR
+    VALID = [
+        "import torch\n"
+        "w = torch.randn(3, requires_grad=True)\n"
+        "loss = (w * w).sum()\n"
+        "loss.backward()\n"
+        "with torch.no_grad():\n"
+        "    w -= 0.1 * w.grad\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n"
+            "w = torch.randn(3, requires_grad=True)\n"
+            "loss = (w * w).sum()\n"
+            "loss.backward()\n"
+            "w -= 0.1 * w.grad\n",
+        ),
+    ]
+
+    def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
+        for write in facts.leaf_writes:
+            mutation = write.mutation
+            name = mutation.target or "this tensor"
+            yield Finding(
+                code=self.CODE,
+                severity=Severity.ERROR if write.definite else Severity.WARNING,
+                message=(
+                    f"`{name}` is a leaf that requires grad; `{mutation.op}` writes into it while "
+                    "autograd is recording, which raises at once. Do the update under "
+                    "`with torch.no_grad():`."
+                ),
+                span=ctx.span(mutation.loc),
+                confidence=Confidence.DEFINITE if write.definite else Confidence.POSSIBLE,
+                fix=FixRecipe("wrap-no-grad", "Wrap in `with torch.no_grad():`", True, ctx.span(mutation.stmt_loc)),
+            )

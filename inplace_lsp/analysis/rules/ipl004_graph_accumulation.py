@@ -1,0 +1,65 @@
+"""IPL004 graph-accumulation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from inplace_lsp.analysis.dataflow import Facts
+from inplace_lsp.analysis.findings import Confidence, Finding, FixRecipe, Severity
+from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule
+
+
+class GraphAccumulation(Rule):
+    """`total += loss` in a training loop keeps every iteration's autograd graph alive.
+
+    `loss` still carries its graph; adding it to a running total that lives across iterations
+    chains all those graphs together, so memory grows every step until the loop ends (and
+    logging the total reports a tensor, not a number). Only reported when the loop also calls
+    backward() or step() and the total itself is never backpropagated or returned.
+
+    Fix: accumulate `loss.item()` (or `loss.detach()`).
+    """
+
+    CODE = "IPL004"
+    NAME = "graph-accumulation"
+    DEFAULT_SEVERITY = Severity.WARNING
+    VALID = [
+        "def train(model, loader, opt):\n"
+        "    total = 0.0\n"
+        "    for x, y in loader:\n"
+        "        loss = model(x).sub(y).pow(2).mean()\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        total += loss.item()\n"
+        "    return total\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n"
+            "def train(model: torch.nn.Module, loader, opt):\n"
+            "    total_loss = 0.0\n"
+            "    for x, y in loader:\n"
+            "        loss = torch.nn.functional.mse_loss(model(x), y)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        total_loss += loss\n"
+            "    print(total_loss)\n",
+            fixed="        total_loss += loss.item()\n",
+        ),
+    ]
+
+    def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
+        for acc in facts.accumulations:
+            yield Finding(
+                code=self.CODE,
+                severity=Severity.WARNING,
+                message=(
+                    f"`{acc.name} += {acc.value_text}` keeps the autograd graph of every iteration "
+                    f"alive through `{acc.name}`. Accumulate `{acc.value_text}.item()` instead."
+                ),
+                span=ctx.span(acc.loc),
+                confidence=Confidence.DEFINITE,
+                fix=FixRecipe("item", "Accumulate `.item()`", False, ctx.span(acc.stmt_loc)),
+            )

@@ -1,0 +1,73 @@
+"""IPL005 mutated-detached-alias."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from inplace_lsp.analysis.dataflow import Facts
+from inplace_lsp.analysis.findings import Confidence, Finding, FixRecipe, Severity
+from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule, describe_save
+
+
+class MutatedDetachedAlias(Rule):
+    """An in-place write through a `.detach()` or `.data` alias of a tensor.
+
+    `y.detach()` and `y.data` do not copy: they share y's memory and (for detach) its version
+    counter. Writing into them changes y itself; if an op saved y for backward, backward()
+    fails (detach) or silently computes wrong gradients (`.data`, which hides the write from
+    the version check).
+
+    Fix: `.detach().clone()` when you need an independent copy.
+    """
+
+    CODE = "IPL005"
+    NAME = "mutated-detached-alias"
+    DEFAULT_SEVERITY = Severity.ERROR
+    VALID = [
+        "import torch\n"
+        "def f(x):\n"
+        "    y = x.exp()\n"
+        "    z = y.detach().clone()\n"
+        "    z[0] = 9\n"
+        "    return y, z\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "class M(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        y = x.exp()\n"
+            "        z = y.detach()\n"
+            "        z[0] = 9\n"
+            "        return y\n",
+        ),
+    ]
+
+    def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
+        reported: set[int] = set()
+        for conflict in facts.conflicts:
+            mutation = conflict.mutation
+            if not mutation.value.detached or mutation.kind == "step":
+                continue
+            reported.add(mutation.id)
+            message = (
+                f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); this write goes "
+                f"through a detached alias that shares its memory and version counter, so "
+                f"backward() {self.hedge(conflict)}. Use `.detach().clone()`."
+            )
+            yield self.conflict_finding(conflict, ctx, message)
+        for mutation in facts.detached_writes:
+            if mutation.id in reported:
+                continue
+            yield Finding(
+                code=self.CODE,
+                severity=Severity.WARNING,
+                message=(
+                    f"`{mutation.op}` writes through a `.detach()`/`.data` alias: the original "
+                    "tensor changes too. Use `.detach().clone()` for an independent copy."
+                ),
+                span=ctx.span(mutation.loc),
+                confidence=Confidence.POSSIBLE,
+                fix=FixRecipe("detach-clone", "Use `.detach().clone()`", True, ctx.span(mutation.stmt_loc)),
+            )

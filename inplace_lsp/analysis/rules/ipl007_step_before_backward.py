@@ -1,0 +1,68 @@
+"""IPL007 step-before-backward."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from inplace_lsp.analysis.dataflow import Facts
+from inplace_lsp.analysis.findings import Finding, Severity
+from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule, op_name
+
+
+class StepBeforeBackward(Rule):
+    """`optimizer.step()` between building a graph and a backward() that still needs the old
+    weights.
+
+    `step()` updates the parameters in place. A graph built before the step saved those
+    parameters (nn.Linear saves its weight to compute its input's gradient); a backward()
+    through that graph after the step fails. Typical in GAN loops: the discriminator steps,
+    then the generator's loss, computed through the discriminator before the step, is
+    backpropagated.
+
+    Fix: call every backward() that needs the graph before the step, or recompute the forward
+    pass after the step.
+    """
+
+    CODE = "IPL007"
+    NAME = "step-before-backward"
+    DEFAULT_SEVERITY = Severity.ERROR
+    VALID = [
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))\n"
+        "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "x = torch.randn(2, 4)\n"
+        "loss = net(x).sum()\n"
+        "opt.zero_grad()\n"
+        "loss.backward()\n"
+        "opt.step()\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))\n"
+            "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+            "x = torch.randn(2, 4)\n"
+            "out = net(x)\n"
+            "loss1 = out.sum()\n"
+            "loss2 = out.pow(2).sum()\n"
+            "loss1.backward(retain_graph=True)\n"
+            "opt.step()\n"
+            "loss2.backward()\n",
+        ),
+    ]
+
+    def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
+        for conflict in facts.conflicts:
+            if conflict.mutation.kind != "step":
+                continue
+            save = conflict.save
+            message = (
+                f"`{conflict.mutation.op}` updates parameters in place that {op_name(save)} "
+                f"(line {save.loc[0]}) saved for a backward() that runs later"
+                + (f" (line {conflict.backward_loc[0]})" if conflict.backward_loc else "")
+                + f"; that backward() {self.hedge(conflict)}. Call step() after every backward() "
+                "that needs these weights."
+            )
+            yield self.conflict_finding(conflict, ctx, message)

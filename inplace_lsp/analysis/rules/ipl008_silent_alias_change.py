@@ -1,0 +1,60 @@
+"""IPL008 silent-alias-change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from inplace_lsp.analysis.dataflow import Facts
+from inplace_lsp.analysis.findings import Confidence, Finding, Related, Severity
+from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule, fix_recipe
+
+
+class SilentAliasChange(Rule):
+    """An in-place op changes a tensor that another name still refers to and reads later.
+
+    `b = a` or `b = a.view(...)` does not copy; after `a += 1`, `b` has changed too. No error
+    is raised: the numbers are silently different from what the code reads like.
+
+    Fix: write out of place, or `.clone()` the alias you want to keep.
+    """
+
+    CODE = "IPL008"
+    NAME = "silent-alias-change"
+    DEFAULT_SEVERITY = Severity.WARNING
+    VALID = [
+        "import torch\n"
+        "def f(x):\n"
+        "    a = x.clone()\n"
+        "    flat = a.view(-1)\n"
+        "    a = a + 1\n"
+        "    return flat\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n"
+            "def f(x: torch.Tensor):\n"
+            "    a = x.clone()\n"
+            "    flat = a.view(-1)\n"
+            "    a += 1\n"
+            "    return flat\n",
+            fixed="    a = a + 1\n",
+        ),
+    ]
+
+    def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
+        for read in facts.alias_reads:
+            mutation = read.mutation
+            if mutation.kind == "step":
+                continue
+            yield Finding(
+                code=self.CODE,
+                severity=Severity.WARNING,
+                message=(
+                    f"`{mutation.op}` changes the tensor in place, and `{read.read_name}` "
+                    f"(line {read.read_loc[0]}) refers to the same memory, so it changes too."
+                ),
+                span=ctx.span(mutation.loc),
+                confidence=Confidence.POSSIBLE,
+                related=(Related(ctx.span(read.read_loc), f"`{read.read_name}` read here"),),
+                fix=fix_recipe(ctx, mutation),
+            )
