@@ -132,7 +132,9 @@ def parse(table: Mapping[str, object]) -> Knowledge:
         )
         for name, entry in modules_raw.items()
     }
-    return Knowledge(torch_version=str(table.get("torch_version", "unknown")), ops=ops, modules=modules)
+    return Knowledge(
+        torch_version=str(table.get("torch_version", "unknown")), ops=ops, modules=modules
+    )
 
 
 @functools.cache

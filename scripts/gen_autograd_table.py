@@ -1,0 +1,836 @@
+"""Probes the installed torch and writes inplace_lsp/data/autograd.json: what each op and nn module
+saves for backward, which return views or aliases, which write in place.
+
+Every op of OP_SPECS and every module of MOD_SPECS is run on small float64 inputs inside
+`torch.autograd.graph.saved_tensors_hooks`; each tensor handed to the pack hook is matched to the
+call's operands and outputs (and a module's parameters and buffers) by storage: a saved view or
+detached alias of an input is the input, it shares its storage and version counter. Tensors that
+match nothing (masks, indices, statistics, private copies) are private to the graph, left out.
+The format is described in inplace_lsp/analysis/knowledge.py.
+
+    python scripts/gen_autograd_table.py            # regenerate the JSON
+    python scripts/gen_autograd_table.py --check    # exit 1 when the JSON is stale
+
+`probe_op(name)` and `probe_module(name)` return one entry each; tests re-probe a sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import inspect
+import itertools
+import json
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F  # noqa: N812
+
+T1, T0, S = "T1", "T0", "S"
+FLOAT = (T1, T0)
+FLOAT_S = (T1, T0, S)
+DTYPE = torch.float64
+OUTPUT_PATH = Path(__file__).resolve().parent.parent / "inplace_lsp" / "data" / "autograd.json"
+FN = "torch.nn.functional."
+
+Entry = dict[str, Any]
+
+
+class ProbeError(RuntimeError):
+    """No call signature of an op or module could be probed."""
+
+
+# --------------------------------------------------------------------------- specs
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One positional operand: a float tensor (T1/T0), a Python number (S), or a fixed T0 tensor."""
+
+    shape: tuple[int, ...] = (2, 3)
+    kinds: tuple[str, ...] = FLOAT
+    low: float = 0.1
+    high: float = 0.9
+    scalar: float = 2.0
+    make: Callable[[], torch.Tensor] | None = None  # custom tensor (indices, masks, statistics)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    operands: tuple[Operand, ...]
+    args: tuple[Any, ...] = ()  # structural positional arguments after the operands
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    call: Callable[..., Any] | None = None  # call(fn, *operands, **kwargs) when args do not fit
+    min_operands: int | None = None  # trailing optional operands (bias) are probed absent too
+
+    def invoke(self, fn: Callable[..., Any], values: Sequence[Any], extra: dict[str, Any]) -> Any:
+        kwargs = {**dict(self.kwargs), **extra}
+        if self.call is not None:
+            return self.call(fn, *values, **kwargs)
+        return fn(*values, *self.args, **kwargs)
+
+
+@dataclass(frozen=True)
+class ModSpec:
+    name: str
+    make: Callable[..., nn.Module]  # make(**kwargs), kwargs being {} or {"inplace": True}
+    inputs: tuple[Operand, ...] = (Operand(),)  # inputs without T1 in kinds never require grad
+    call: Callable[..., Any] | None = None  # call(module, *inputs)
+
+
+X = Operand()
+XS = Operand(kinds=FLOAT_S)
+SCALAR0 = Operand(shape=(), kinds=(S, T1, T0), scalar=0.5)  # number or 0-dim tensor
+
+
+def _x(*shape: int, kinds: tuple[str, ...] = FLOAT, low: float = 0.1, high: float = 0.9) -> Operand:
+    return Operand(shape=shape, kinds=kinds, low=low, high=high)
+
+
+def _fixed(make: Callable[[], torch.Tensor]) -> Operand:
+    return Operand(kinds=(T0,), make=make)
+
+
+def _long(*values: Any) -> Operand:
+    return _fixed(lambda: torch.tensor(values, dtype=torch.long))
+
+
+MASK = _fixed(lambda: torch.tensor([[True, False, True], [False, True, False]]))
+ZEROS3 = _fixed(lambda: torch.zeros(3, dtype=DTYPE))
+ONES3 = _fixed(lambda: torch.ones(3, dtype=DTYPE))
+IDX_ROWS = _long(1, 0)  # index into dim 0 of a (2, 3) tensor
+IDX_GATHER = _fixed(lambda: torch.tensor([[0, 2, 1], [1, 0, 2]], dtype=torch.long))
+
+UNARY = (
+    "abs acos asin atan asinh atanh ceil cos cosh deg2rad digamma erf erfc erfinv exp exp2 expm1 "
+    "fix floor frac i0 lgamma log log10 log1p log2 logit nan_to_num neg negative rad2deg "
+    "reciprocal relu round rsqrt sgn sigmoid sign sin sinc sinh sqrt square tan tanh trunc "
+    "positive conj"
+).split()
+BINARY = (
+    "add sub mul div true_divide pow atan2 maximum minimum fmax fmin fmod remainder hypot xlogy "
+    "copysign logaddexp"
+).split()
+DUNDER_BINARY = (
+    "add radd sub rsub mul rmul truediv rtruediv pow rpow mod".split()  # Tensor.__<name>__
+)
+
+
+def _op_specs() -> list[OpSpec]:
+    specs: list[OpSpec] = []
+
+    def add(name: str, *operands: Operand, **kw: Any) -> None:
+        if "kwargs" in kw:
+            kw["kwargs"] = tuple(sorted(kw["kwargs"].items()))
+        specs.append(OpSpec(name, operands, **kw))
+
+    def both(attr: str, *operands: Operand, **kw: Any) -> None:
+        """torch.<attr>(x, ...) and Tensor.<attr>(x, ...), where they exist."""
+        if hasattr(torch, attr):
+            add(f"torch.{attr}", *operands, **kw)
+        if hasattr(torch.Tensor, attr):
+            add(f"Tensor.{attr}", *operands, **kw)
+
+    # elementwise
+    for attr in UNARY:
+        both(attr, X)
+    both("acosh", _x(2, 3, low=1.1, high=1.9))
+    for attr in BINARY:
+        if hasattr(torch, attr):
+            add(f"torch.{attr}", XS, XS)
+        add(f"Tensor.{attr}", X, XS)
+    both("clamp", X, Operand(kinds=FLOAT_S, scalar=0.3), Operand(kinds=FLOAT_S, scalar=0.7))
+    both("clip", X, Operand(kinds=FLOAT_S, scalar=0.3), Operand(kinds=FLOAT_S, scalar=0.7))
+    both("clamp_min", X, Operand(kinds=FLOAT_S, scalar=0.3))
+    both("clamp_max", X, Operand(kinds=FLOAT_S, scalar=0.7))
+    both("lerp", X, X, Operand(kinds=FLOAT_S, scalar=0.3))
+    both("addcmul", X, X, X)
+    both("addcdiv", X, X, X)
+    add("torch.where", MASK, XS, XS)
+    add("Tensor.where", X, MASK, XS)
+
+    # Python operators
+    for attr in DUNDER_BINARY:
+        add(f"Tensor.__{attr}__", X, XS)
+    add("Tensor.__matmul__", X, _x(3, 4))
+    add("Tensor.__rmatmul__", X, _x(4, 2))
+    for attr in ("neg", "abs", "pos"):
+        add(f"Tensor.__{attr}__", X)
+    add("Tensor.__getitem__", X, call=lambda fn, x: fn(x, 0))
+    add("Tensor.__setitem__", X, SCALAR0, call=lambda fn, x, v: fn(x, 0, v))
+
+    # reductions and normalisations
+    for attr in ("sum", "mean", "prod", "var", "std", "norm", "amax", "amin"):
+        both(attr, X)
+    # max(x), max(x, dim) (a number where max(x, other) takes a tensor), max(x, other)
+    both("max", X, Operand(kinds=(S, T1, T0), scalar=1), min_operands=1)
+    both("min", X, Operand(kinds=(S, T1, T0), scalar=1), min_operands=1)
+    both("median", X)
+    both("logsumexp", X, args=(1,))
+    both("cumsum", X, args=(1,))
+    both("cumprod", X, args=(1,))
+    both("softmax", X, args=(-1,))
+    both("log_softmax", X, args=(-1,))
+    both("topk", X, args=(2,))
+    both("sort", X)
+    both("dist", X, X)
+    add("torch.linalg.norm", X)
+    add("torch.linalg.vector_norm", X)
+    add("torch.linalg.inv", Operand(make=lambda: torch.eye(3, dtype=DTYPE) * 2 + 0.1))
+    both("det", Operand(make=lambda: torch.eye(3, dtype=DTYPE) * 2 + 0.1))
+
+    # linear algebra
+    both("matmul", X, _x(3, 4))
+    both("mm", X, _x(3, 4))
+    both("bmm", _x(2, 2, 3), _x(2, 3, 4))
+    both("mv", X, _x(3))
+    both("dot", _x(3), _x(3))
+    both("outer", _x(2), _x(3))
+    both("addmm", _x(2, 4), X, _x(3, 4))
+    both("addmv", _x(2), X, _x(3))
+    both("baddbmm", _x(2, 2, 4), _x(2, 2, 3), _x(2, 3, 4))
+    add("torch.einsum", X, _x(3, 4), call=lambda fn, a, b: fn("ij,jk->ik", a, b))
+    add("torch.tensordot", X, _x(3, 4), kwargs={"dims": 1})
+
+    # views, aliases and copies
+    add("Tensor.view", X, args=(3, 2))
+    add("Tensor.view_as", X, _x(3, 2))
+    both("reshape", X, args=((3, 2),))
+    add("Tensor.reshape_as", X, _x(3, 2))
+    both("transpose", X, args=(0, 1))
+    both("swapaxes", X, args=(0, 1))
+    both("movedim", X, args=(0, 1))
+    both("permute", X, args=((1, 0),))
+    both("t", X)
+    both("flatten", _x(2, 3, 1))
+    both("squeeze", _x(2, 1, 3))
+    both("unsqueeze", X, args=(0,))
+    add("Tensor.expand", _x(1, 3), args=(2, 3))
+    add("Tensor.expand_as", _x(1, 3), X)
+    add("Tensor.contiguous", X)
+    both("narrow", X, args=(1, 0, 2))
+    both("select", X, args=(0, 1))
+    both("chunk", X, args=(3, 1))
+    both("split", X, args=(1, 1))
+    both("unbind", X)
+    both("diagonal", X)
+    add("Tensor.unfold", X, args=(1, 2, 1))
+    both("as_strided", X, args=((2, 2), (3, 1)))
+    both("detach", X)
+    both("clone", X)
+    both("flip", X, args=((0,),))
+    both("roll", X, args=(1, 0))
+    both("tril", X)
+    both("triu", X)
+    add("Tensor.repeat", X, args=(2, 1))
+    both("tile", X, args=((2, 1),))
+    both("diag", _x(3))
+    add("Tensor.to", X, args=(DTYPE,))
+    add("Tensor.double", X)
+    add("Tensor.float", X)
+    add("Tensor.cpu", X)
+    add("Tensor.type_as", X, _x(2, 3))
+    add("torch.real", X)
+    add("torch.cat", X, X, call=lambda fn, a, b: fn([a, b]))
+    add("torch.stack", X, X, call=lambda fn, a, b: fn([a, b]))
+    add("torch.hstack", X, X, call=lambda fn, a, b: fn([a, b]))
+
+    # indexing and writes
+    both("index_select", X, IDX_ROWS, call=lambda fn, x, i: fn(x, 0, i))
+    both("gather", X, IDX_GATHER, call=lambda fn, x, i: fn(x, 1, i))
+    both("masked_select", X, MASK)
+    both("masked_fill", X, MASK, SCALAR0)
+    both("masked_scatter", X, MASK, X)
+    both("index_add", X, IDX_ROWS, X, call=lambda fn, x, i, s: fn(x, 0, i, s))
+    both("index_copy", X, IDX_ROWS, X, call=lambda fn, x, i, s: fn(x, 0, i, s))
+    both("index_fill", X, IDX_ROWS, SCALAR0, call=lambda fn, x, i, v: fn(x, 0, i, v))
+    both("scatter", X, IDX_GATHER, X, call=lambda fn, x, i, s: fn(x, 1, i, s))
+    both("scatter_add", X, IDX_GATHER, X, call=lambda fn, x, i, s: fn(x, 1, i, s))
+    both("index_put", X, IDX_ROWS, X, call=lambda fn, x, i, s: fn(x, (i,), s))
+    add("Tensor.fill_", X, SCALAR0)
+    add("Tensor.zero_", X)
+    add("Tensor.copy_", X, X)
+    add("Tensor.detach_", X)
+    add("Tensor.requires_grad_", _x(2, 3, kinds=(T0,)))
+
+    # neural-network functions
+    for attr in (
+        "relu relu6 gelu silu elu selu celu leaky_relu hardtanh hardswish hardsigmoid mish "
+        "softplus sigmoid tanh softsign tanhshrink hardshrink softshrink logsigmoid"
+    ).split():
+        add(FN + attr, X)
+    add(FN + "rrelu", X, kwargs={"training": True})
+    add(FN + "threshold", X, args=(0.5, 0.0))
+    for attr in ("softmax", "log_softmax", "softmin"):
+        add(FN + attr, X, kwargs={"dim": -1})
+    add(FN + "glu", _x(2, 4), kwargs={"dim": -1})
+    add(FN + "prelu", X, _x(1))
+    add(FN + "dropout", X, kwargs={"training": True})
+    add(FN + "dropout1d", _x(2, 3, 4), kwargs={"training": True})
+    add(FN + "dropout2d", _x(2, 3, 4, 4), kwargs={"training": True})
+    add(FN + "dropout3d", _x(2, 3, 2, 2, 2), kwargs={"training": True})
+    add(FN + "alpha_dropout", X, kwargs={"training": True})
+    add(FN + "feature_alpha_dropout", _x(2, 3, 4, 4), kwargs={"training": True})
+    add("torch.dropout", X, args=(0.5, True))
+    add(FN + "linear", X, _x(4, 3), _x(4), min_operands=2)
+    add(FN + "bilinear", X, X, _x(4, 3, 3), _x(4), min_operands=3)
+    add(FN + "conv1d", _x(1, 2, 5), _x(3, 2, 3), _x(3), min_operands=2)
+    add(FN + "conv2d", _x(1, 2, 5, 5), _x(3, 2, 3, 3), _x(3), min_operands=2)
+    add(FN + "conv3d", _x(1, 2, 4, 4, 4), _x(3, 2, 3, 3, 3), _x(3), min_operands=2)
+    add(FN + "conv_transpose2d", _x(1, 2, 5, 5), _x(2, 3, 3, 3), _x(3), min_operands=2)
+    add("torch.conv2d", _x(1, 2, 5, 5), _x(3, 2, 3, 3), _x(3), min_operands=2)
+    add(
+        FN + "batch_norm",
+        _x(4, 3),
+        ZEROS3,
+        ONES3,
+        _x(3),
+        _x(3),
+        kwargs={"training": True},
+        min_operands=3,
+    )
+    add(FN + "instance_norm", _x(2, 3, 4), ZEROS3, ONES3, _x(3), _x(3), min_operands=1)
+    add(
+        FN + "layer_norm", X, _x(3), _x(3), call=lambda fn, x, *wb: fn(x, (3,), *wb), min_operands=1
+    )
+    add(
+        "torch.layer_norm",
+        X,
+        _x(3),
+        _x(3),
+        call=lambda fn, x, *wb: fn(x, (3,), *wb),
+        min_operands=1,
+    )
+    add(
+        FN + "group_norm",
+        _x(2, 4, 3),
+        _x(4),
+        _x(4),
+        call=lambda fn, x, *wb: fn(x, 2, *wb),
+        min_operands=1,
+    )
+    add(FN + "rms_norm", X, _x(3), call=lambda fn, x, *w: fn(x, (3,), *w), min_operands=1)
+    add(FN + "embedding", _fixed(lambda: torch.tensor([[0, 2, 4], [1, 3, 0]])), _x(5, 4))
+    add(FN + "max_pool1d", _x(1, 2, 6), args=(2,))
+    add(FN + "max_pool2d", _x(1, 2, 4, 4), args=(2,))
+    add("torch.max_pool2d", _x(1, 2, 4, 4), args=(2,))
+    add(FN + "avg_pool1d", _x(1, 2, 6), args=(2,))
+    add(FN + "avg_pool2d", _x(1, 2, 4, 4), args=(2,))
+    add(FN + "adaptive_avg_pool2d", _x(1, 2, 4, 4), args=(2,))
+    add(FN + "adaptive_max_pool2d", _x(1, 2, 4, 4), args=(2,))
+    add(FN + "interpolate", _x(1, 2, 3, 3), kwargs={"scale_factor": 2})
+    add(FN + "pad", X, args=((1, 1),))
+    add(FN + "normalize", X, kwargs={"dim": 1})
+    add(FN + "pixel_shuffle", _x(1, 4, 2, 2), args=(2,))
+    add(FN + "unfold", _x(1, 2, 4, 4), args=(2,))
+    add(FN + "cosine_similarity", X, X)
+    add(FN + "pairwise_distance", X, X)
+    add(FN + "scaled_dot_product_attention", _x(1, 2, 3, 4), _x(1, 2, 3, 4), _x(1, 2, 3, 4))
+    add(FN + "cross_entropy", X, _long(0, 2))
+    add(FN + "nll_loss", _x(2, 3, low=-2.0, high=-0.1), _long(0, 2))
+    for attr in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "soft_margin_loss"):
+        add(FN + attr, X, X)
+    add(FN + "binary_cross_entropy", X, X)
+    add(FN + "binary_cross_entropy_with_logits", X, X)
+    add(FN + "kl_div", _x(2, 3, low=-2.0, high=-0.1), X)
+    add(FN + "poisson_nll_loss", X, X)
+    return [s for s in specs if _exists(s.name)]
+
+
+def _mod_specs() -> list[ModSpec]:
+    specs: list[ModSpec] = []
+
+    def add(name: str, make: Callable[..., nn.Module], *inputs: Operand, **kw: Any) -> None:
+        specs.append(ModSpec(f"torch.nn.{name}", make, inputs or (X,), **kw))
+
+    def simple(name: str, *args: Any, inputs: tuple[Operand, ...] = (X,)) -> None:
+        cls = getattr(nn, name)
+        add(name, lambda **kw: cls(*args, **kw), *inputs)
+
+    target = Operand(kinds=(T0,))
+    classes = _long(0, 2)
+    # every module with an `inplace` argument (asserted in main)
+    for name in (
+        "ReLU ReLU6 LeakyReLU ELU SELU CELU SiLU Mish Hardtanh Hardswish Hardsigmoid RReLU "
+        "Dropout AlphaDropout"
+    ).split():
+        simple(name)
+    simple("Threshold", 0.5, 0.0)
+    simple("Dropout1d", inputs=(_x(2, 3, 4),))
+    simple("Dropout2d", inputs=(_x(2, 3, 4, 4),))
+    simple("Dropout3d", inputs=(_x(2, 3, 2, 2, 2),))
+    simple("FeatureAlphaDropout", inputs=(_x(2, 3, 4, 4),))
+    # layers
+    simple("Linear", 3, 4)
+    simple("Bilinear", 3, 3, 4, inputs=(X, X))
+    simple("Conv1d", 2, 3, 3, inputs=(_x(1, 2, 5),))
+    simple("Conv2d", 2, 3, 3, inputs=(_x(1, 2, 5, 5),))
+    simple("Conv3d", 2, 3, 3, inputs=(_x(1, 2, 4, 4, 4),))
+    simple("ConvTranspose1d", 2, 3, 3, inputs=(_x(1, 2, 5),))
+    simple("ConvTranspose2d", 2, 3, 3, inputs=(_x(1, 2, 5, 5),))
+    simple("BatchNorm1d", 3, inputs=(_x(4, 3),))
+    simple("BatchNorm2d", 3, inputs=(_x(2, 3, 2, 2),))
+    simple("BatchNorm3d", 3, inputs=(_x(2, 3, 2, 2, 2),))
+    simple("LayerNorm", 3)
+    simple("GroupNorm", 2, 4, inputs=(_x(2, 4, 3),))
+    simple("InstanceNorm1d", 3, inputs=(_x(2, 3, 4),))
+    simple("InstanceNorm2d", 3, inputs=(_x(2, 3, 4, 4),))
+    simple("RMSNorm", 3)
+    simple("LocalResponseNorm", 2, inputs=(_x(1, 3, 4, 4),))
+    simple("Embedding", 5, 4, inputs=(_fixed(lambda: torch.tensor([[0, 2, 4], [1, 3, 0]])),))
+    simple("EmbeddingBag", 5, 4, inputs=(_fixed(lambda: torch.tensor([[0, 2, 4], [1, 3, 0]])),))
+    for name in (
+        "Sigmoid Tanh GELU Softplus Softsign Tanhshrink LogSigmoid Hardshrink Softshrink PReLU "
+        "Identity"
+    ).split():
+        simple(name)
+    for name in ("Softmax", "LogSoftmax", "Softmin"):
+        cls = getattr(nn, name)
+        add(name, lambda cls=cls, **kw: cls(dim=-1, **kw))
+    simple("GLU", inputs=(_x(2, 4),))
+    simple("MaxPool1d", 2, inputs=(_x(1, 2, 6),))
+    simple("MaxPool2d", 2, inputs=(_x(1, 2, 4, 4),))
+    simple("AvgPool1d", 2, inputs=(_x(1, 2, 6),))
+    simple("AvgPool2d", 2, inputs=(_x(1, 2, 4, 4),))
+    simple("AdaptiveAvgPool2d", 2, inputs=(_x(1, 2, 4, 4),))
+    simple("AdaptiveMaxPool2d", 2, inputs=(_x(1, 2, 4, 4),))
+    simple("Flatten", inputs=(_x(2, 3, 4),))
+    simple("Unflatten", 1, (3, 1))
+    add("Upsample", lambda **kw: nn.Upsample(scale_factor=2, **kw), _x(1, 2, 3, 3))
+    simple("PixelShuffle", 2, inputs=(_x(1, 4, 2, 2),))
+    simple("ZeroPad2d", 1, inputs=(_x(1, 2, 3, 3),))
+    simple("ConstantPad1d", 1, 0.0)
+    simple("ReflectionPad2d", 1, inputs=(_x(1, 2, 3, 3),))
+    simple("CosineSimilarity", inputs=(X, X))
+    simple("PairwiseDistance", inputs=(X, X))
+    add(
+        "MultiheadAttention",
+        lambda **kw: nn.MultiheadAttention(4, 2, **kw),
+        _x(3, 2, 4),
+        call=lambda m, x: m(x, x, x),
+    )
+    add(
+        "TransformerEncoderLayer",
+        lambda **kw: nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0, **kw),
+        _x(3, 2, 4),
+    )
+    for name in ("LSTM", "GRU", "RNN"):
+        simple(name, 4, 5, inputs=(_x(3, 2, 4),))
+    for name in ("LSTMCell", "GRUCell", "RNNCell"):
+        simple(name, 4, 5, inputs=(_x(2, 4),))
+    for name in ("MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCEWithLogitsLoss", "BCELoss"):
+        simple(name, inputs=(X, target))
+    simple("KLDivLoss", inputs=(_x(2, 3, low=-2.0, high=-0.1), target))
+    simple("CrossEntropyLoss", inputs=(X, classes))
+    simple("NLLLoss", inputs=(_x(2, 3, low=-2.0, high=-0.1), classes))
+    return specs
+
+
+def _exists(name: str) -> bool:
+    try:
+        resolve(name)
+    except AttributeError:
+        return False
+    return True
+
+
+def resolve(name: str) -> Any:
+    """The callable or class a qualified table name stands for."""
+    if name.startswith("Tensor."):
+        return getattr(torch.Tensor, name.removeprefix("Tensor."))
+    module, _, attr = name.rpartition(".")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _inplace_variant_spec(spec: OpSpec) -> OpSpec | None:
+    """The spec of the in-place sibling (`add` -> `add_`, `__add__` -> `__iadd__`), if any."""
+    prefix, _, attr = spec.name.rpartition(".")
+    if attr.startswith("__"):
+        if attr.startswith(("__r", "__i")):
+            return None
+        variant = f"{prefix}.__i{attr[2:]}"
+    elif attr.endswith("_"):
+        return None
+    else:
+        variant = f"{spec.name}_"
+    if not _exists(variant):
+        return None
+    # an in-place op writes arg0, which therefore cannot be a Python number
+    first = spec.operands[0]
+    operands = (dataclasses.replace(first, kinds=tuple(k for k in first.kinds if k != S)),)
+    return OpSpec(
+        variant,
+        operands + spec.operands[1:],
+        spec.args,
+        spec.kwargs,
+        spec.call,
+        spec.min_operands,
+    )
+
+
+def _build_op_specs() -> dict[str, OpSpec]:
+    specs: dict[str, OpSpec] = {}
+    for spec in _op_specs():
+        specs.setdefault(spec.name, spec)
+    for spec in list(specs.values()):
+        variant = _inplace_variant_spec(spec)
+        if variant is not None:
+            specs.setdefault(variant.name, variant)
+    return specs
+
+
+OP_SPECS: dict[str, OpSpec] = _build_op_specs()
+MOD_SPECS: dict[str, ModSpec] = {s.name: s for s in _mod_specs()}
+
+
+# --------------------------------------------------------------------------- probing
+
+
+def _value(operand: Operand, kind: str, gen: torch.Generator) -> Any:
+    if kind == S:
+        return operand.scalar
+    if operand.make is not None:
+        t = operand.make()
+    else:
+        t = torch.empty(operand.shape, dtype=DTYPE).uniform_(
+            operand.low, operand.high, generator=gen
+        )
+    if kind == T1:
+        t = t.requires_grad_().clone()  # a non-leaf, so in-place ops on it are allowed
+    return t
+
+
+def _flat_tensors(obj: Any) -> list[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, tuple | list):
+        return [t for item in obj for t in _flat_tensors(item)]
+    return []
+
+
+def _storage(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def _shares_version(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether b shares a's version counter (b is a, a view of a, or a detached alias of a)."""
+    if a is b:
+        return True
+    before = b._version
+    torch.autograd.graph.increment_version(a)
+    return b._version != before
+
+
+def _output_names(outputs: Sequence[torch.Tensor]) -> list[tuple[str, torch.Tensor]]:
+    return [("output" if i == 0 else f"output{i}", t) for i, t in enumerate(outputs)]
+
+
+def _classify(
+    packed: Sequence[tuple[torch.Tensor, int]],
+    inputs: Sequence[tuple[str, torch.Tensor]],
+    versions: dict[str, int],
+    outputs: Sequence[tuple[str, torch.Tensor]],
+) -> list[str]:
+    """Slots of the saved tensors; an input saved after the op wrote it is the output."""
+    slots: set[str] = set()
+    for saved, version in packed:
+        ptr = _storage(saved)
+        ins = [name for name, t in inputs if _storage(t) == ptr]
+        outs = [name for name, t in outputs if _storage(t) == ptr]
+        if ins and outs:
+            slots.add(outs[0] if version > versions.get(ins[0], version) else ins[0])
+        elif ins or outs:
+            slots.add((ins or outs)[0])
+    return sorted(slots)
+
+
+@dataclass
+class _Call:
+    slots: list[str]
+    inplace: bool  # arg0 / the first input was written
+    view: bool  # the first output shares its version counter with arg0 / the first input
+    grad_fn: str | None
+
+
+def _run(
+    call: Callable[[], Any],
+    inputs: Sequence[tuple[str, torch.Tensor]],
+    others: Sequence[tuple[str, torch.Tensor]] = (),
+) -> _Call:
+    versions = {name: t._version for name, t in inputs}
+    packed: list[tuple[torch.Tensor, int]] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        packed.append((t, t._version))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        result = call()
+    outputs = _flat_tensors(result)
+    slots = _classify(packed, [*inputs, *others], versions, _output_names(outputs))
+    first_in = inputs[0][1] if inputs and inputs[0][0] in ("arg0", "input") else None
+    inplace = first_in is not None and first_in._version != versions[inputs[0][0]]
+    first_out = outputs[0] if outputs else (first_in if result is None else None)
+    grad_fn = None
+    if first_out is not None and first_out.grad_fn is not None:
+        if not (first_out is first_in and not inplace):  # a returned input adds no node
+            grad_fn = type(first_out.grad_fn).__name__
+    view = bool(outputs) and first_in is not None and _shares_version(first_in, outputs[0])
+    return _Call(slots, inplace, view, grad_fn)
+
+
+def _accepts(fn: Any, keyword: str) -> bool:
+    try:
+        return keyword in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+
+
+def _signatures(spec: OpSpec) -> Iterator[tuple[str, ...]]:
+    count = len(spec.operands)
+    for n in range(count, (spec.min_operands or count) - 1, -1):
+        for sig in itertools.product(*(o.kinds for o in spec.operands[:n])):
+            if any(kind != S for kind in sig):
+                yield sig
+
+
+def _probe_signature(spec: OpSpec, fn: Any, sig: Sequence[str], extra: dict[str, Any]) -> _Call:
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(0)
+    values = [_value(o, kind, gen) for o, kind in zip(spec.operands, sig, strict=False)]
+    tensors = [(f"arg{i}", v) for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
+    return _run(lambda: spec.invoke(fn, values, extra), tensors)
+
+
+def _accepts_out(spec: OpSpec, fn: Any) -> bool:
+    """Measured: the op writes a tensor passed as out= (operands not requiring grad)."""
+    sig = [T0 if T0 in o.kinds else o.kinds[0] for o in spec.operands]
+    gen = torch.Generator().manual_seed(0)
+    values = [_value(o, kind, gen) for o, kind in zip(spec.operands, sig, strict=True)]
+    try:
+        with torch.no_grad():
+            reference = _flat_tensors(spec.invoke(fn, values, {}))
+            if not reference:
+                return False
+            buffers = [torch.empty_like(t) for t in reference]
+            out = buffers[0] if len(buffers) == 1 else tuple(buffers)
+            spec.invoke(fn, values, {"out": out})
+    except (TypeError, RuntimeError):
+        return False
+    return any(b._version > 0 for b in buffers)
+
+
+def _variants(name: str) -> tuple[str | None, str | None]:
+    """(inplace_variant, outofplace_variant) among the probed ops."""
+    prefix, _, attr = name.rpartition(".")
+    inplace: str | None = None
+    outofplace: str | None = None
+    if attr.startswith("__") and attr.endswith("__"):
+        inner = attr[2:-2]
+        if inner.startswith("i") and f"{prefix}.__{inner[1:]}__" in OP_SPECS:
+            outofplace = f"{prefix}.__{inner[1:]}__"
+        elif f"{prefix}.__i{inner}__" in OP_SPECS:
+            inplace = f"{prefix}.__i{inner}__"
+    elif attr.endswith("_"):
+        if name[:-1] in OP_SPECS:
+            outofplace = name[:-1]
+    elif f"{name}_" in OP_SPECS:
+        inplace = f"{name}_"
+    return inplace, outofplace
+
+
+NOTES: list[str] = []  # measured oddities printed by main (not part of the table)
+
+
+def probe_op(name: str) -> Entry:
+    """The table entry of one op of OP_SPECS, measured on the installed torch."""
+    spec = OP_SPECS[name]
+    fn = resolve(name)
+    inplace_kwarg = _accepts(fn, "inplace")
+    modes: list[tuple[str, dict[str, Any]]] = [("", {})]
+    if inplace_kwarg:
+        modes.append((";inplace", {"inplace": True}))
+    saves: dict[str, list[str]] = {}
+    inplace = view = False
+    grad_fn: str | None = None
+    errors: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for suffix, extra in modes:
+            writes = False
+            for sig in _signatures(spec):
+                try:
+                    result = _probe_signature(spec, fn, sig, extra)
+                except Exception as exc:  # a signature torch rejects (e.g. "S,T1" for add)
+                    errors.append(f"{','.join(sig)}{suffix}: {type(exc).__name__}: {exc}")
+                    continue
+                saves[",".join(sig) + suffix] = result.slots
+                writes |= result.inplace
+                if not suffix:
+                    inplace |= result.inplace
+                    view |= result.view
+                    grad_fn = grad_fn or result.grad_fn
+            if suffix and not writes:
+                NOTES.append(f"{name}: inplace=True did not write arg0")
+        out_kwarg = _accepts_out(spec, fn)
+    if not any(";" not in sig for sig in saves):
+        raise ProbeError("; ".join(errors[:3]))
+    inplace_variant, outofplace_variant = _variants(name)
+    return {
+        "saves": saves,
+        "view": view,
+        "inplace": inplace,
+        "inplace_kwarg": inplace_kwarg,
+        "out_kwarg": out_kwarg,
+        "inplace_variant": inplace_variant,
+        "outofplace_variant": outofplace_variant,
+        "grad_fn": grad_fn,
+    }
+
+
+def _module_call(
+    spec: ModSpec, module: nn.Module, kind: str
+) -> tuple[Callable[[], Any], list[tuple[str, torch.Tensor]]]:
+    gen = torch.Generator().manual_seed(0)
+    values = [_value(o, kind if kind in o.kinds else o.kinds[0], gen) for o in spec.inputs]
+    named = [("input" if i == 0 else f"input{i}", v) for i, v in enumerate(values)]
+    if spec.call is not None:
+        return (lambda: spec.call(module, *values)), named  # type: ignore[misc]
+    return (lambda: module(*values)), named
+
+
+def _make_module(spec: ModSpec, kwargs: dict[str, Any], train: bool) -> nn.Module:
+    torch.manual_seed(0)
+    module = spec.make(**kwargs).double()
+    module.train(train)
+    return module
+
+
+def probe_module(name: str) -> Entry:
+    """The table entry of one module of MOD_SPECS (train mode, parameters requiring grad)."""
+    spec = MOD_SPECS[name]
+    init = inspect.signature(resolve(name).__init__).parameters
+    inplace_kwarg = "inplace" in init
+    modes: list[tuple[str, dict[str, Any]]] = [("", {})]
+    if inplace_kwarg:
+        modes.append((";inplace", {"inplace": True}))
+    kinds = [k for k in (T1, T0) if k in spec.inputs[0].kinds]
+    saves: dict[str, list[str]] = {}
+    view = False
+    grad_fn: str | None = None
+    params: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for suffix, kwargs in modes:
+            for kind in kinds:
+                module = _make_module(spec, kwargs, train=True)
+                params = [n for n, _ in module.named_parameters()]
+                state: list[tuple[str, torch.Tensor]] = [
+                    (f"param:{n}", p) for n, p in module.named_parameters()
+                ]
+                state += [(f"buffer:{n}", b) for n, b in module.named_buffers()]
+                call, inputs = _module_call(spec, module, kind)
+                result = _run(call, inputs, state)
+                key = "input_grad" if kind == T1 else "input_nograd"
+                saves[key + suffix] = result.slots
+                if not suffix:
+                    view |= result.view
+                    grad_fn = grad_fn or result.grad_fn
+        module = _make_module(spec, {}, train=False)
+        call, inputs = _module_call(spec, module, kinds[0])
+        outputs = _flat_tensors(call())
+        eval_alias = bool(outputs) and _shares_version(inputs[0][1], outputs[0])
+    return {
+        "saves": saves,
+        "params": params,
+        "inplace_kwarg": inplace_kwarg,
+        "inplace_default": bool(init["inplace"].default) if inplace_kwarg else False,
+        "view": view,
+        "eval_alias": eval_alias,
+        "grad_fn": grad_fn,
+    }
+
+
+# --------------------------------------------------------------------------- coverage
+
+
+def modules_with_inplace() -> list[str]:
+    """Every torch.nn module class whose constructor takes `inplace`."""
+    found = []
+    for attr in dir(nn):
+        obj = getattr(nn, attr)
+        if inspect.isclass(obj) and issubclass(obj, nn.Module):
+            if _accepts(obj.__init__, "inplace"):
+                found.append(f"torch.nn.{attr}")
+    return sorted(found)
+
+
+def functions_with_inplace() -> list[str]:
+    """Every public torch.nn.functional function that takes `inplace`."""
+    return sorted(
+        FN + attr
+        for attr in dir(F)
+        if not attr.startswith("_") and callable(getattr(F, attr))
+        if _accepts(getattr(F, attr), "inplace")
+    )
+
+
+def build_table() -> tuple[dict[str, Any], list[str]]:
+    """The whole table and the notes of what was skipped."""
+    skipped: list[str] = []
+    ops: dict[str, Entry] = {}
+    modules: dict[str, Entry] = {}
+    for name in sorted(OP_SPECS):
+        try:
+            ops[name] = probe_op(name)
+        except Exception as exc:
+            skipped.append(f"op {name}: {type(exc).__name__}: {exc}")
+    for name in sorted(MOD_SPECS):
+        try:
+            modules[name] = probe_module(name)
+        except Exception as exc:
+            skipped.append(f"module {name}: {type(exc).__name__}: {exc}")
+    missing = [n for n in modules_with_inplace() if n not in modules]
+    missing += [n for n in functions_with_inplace() if n not in ops]
+    if missing:
+        raise SystemExit(f"not covered (an `inplace` argument): {', '.join(missing)}")
+    return {"torch_version": torch.__version__, "ops": ops, "modules": modules}, skipped
+
+
+def render(table: dict[str, Any]) -> str:
+    return json.dumps(table, sort_keys=True, indent=1) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=OUTPUT_PATH)
+    parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    table, skipped = build_table()
+    text = render(table)
+    print(f"torch {torch.__version__}: {len(table['ops'])} ops, {len(table['modules'])} modules")
+    print(f"skipped {len(skipped)}")
+    for line in skipped + NOTES:
+        print(f"  {line}")
+    if args.check:
+        current = args.output.read_text("utf-8") if args.output.exists() else ""
+        if current != text:
+            print(f"{args.output} is stale", file=sys.stderr)
+            return 1
+        return 0
+    args.output.write_text(text, "utf-8")
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
