@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, Knowledge, OpInfo
-from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule
+from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule, Undecidable, evaluate
 from inplace_lsp.analysis.model import submodule as submodule_of
 
 MAX_INLINE_DEPTH = 4
@@ -100,6 +100,8 @@ class ModuleRef:
     site_start: int = 1  # block start line of the constructor call
     parent: ModuleRef | None = None
     training_flag: bool | None = None  # None: as its parent (model.eval() reaches every child)
+    conditional: bool = False  # `self.act = A() if flag else B()`: which one runs is not known
+    consts: dict[str, object] = field(default_factory=dict)  # constant constructor arguments
     attrs: dict[str, Value] = field(default_factory=dict)
     children: list[ModuleRef] | None = None
 
@@ -122,7 +124,8 @@ class Value:
     grad_assumed: bool = False  # grad is an assumption (forward input), not proven
     leaf: bool = False
     graph: frozenset[int] = frozenset()
-    detached: bool = False
+    detached: str = ""  # "detach" (shares the version counter) or "data" (hides writes from it)
+    partial: bool = False  # a slice of a tensor, not the whole of it
     joined: bool = False
     origin: str = ""
     module: ModuleRef | None = None
@@ -130,6 +133,8 @@ class Value:
     items: tuple[Value, ...] | None = None
     qualname: str | None = None  # symbol: dotted name
     name: str | None = None  # the variable it was last bound to (for messages)
+    const: object = None  # scalar: its value, when has_const
+    has_const: bool = False
 
     @property
     def tensorish(self) -> bool:
@@ -309,7 +314,7 @@ def join_values(a: Value, b: Value) -> Value:
         grad_assumed=a.grad_assumed or b.grad_assumed,
         leaf=a.leaf and b.leaf,
         graph=a.graph | b.graph,
-        detached=a.detached and b.detached,
+        detached=a.detached if a.detached == b.detached else "",
         joined=True,
         origin=a.origin or b.origin,
         module=a.module if a.module is b.module else (a.module or b.module),
@@ -331,6 +336,7 @@ class Interpreter:
         self.call_stack: list[ast.AST] = []
         self.backward_count = 0
         self.group_names: dict[int, set[str]] = {}
+        self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
 
     # ------------------------------------------------------------------ entry points
 
@@ -354,6 +360,7 @@ class Interpreter:
             if i == 0 and is_method and owner is not None:
                 if owner.is_module:
                     ref = ModuleRef(owner.name, owner, new_id(), site_start=start)
+                    ref.consts = _bind_consts(owner, [], {})
                     frame.env[arg.arg] = Value("module", tensor=False, grad=False, module=ref)
                 else:
                     frame.env[arg.arg] = Value("unknown", tensor=False, grad=None)
@@ -486,8 +493,10 @@ class Interpreter:
                 self.inplace_binop(current, rhs, opname, symbol, stmt, frame, ast.unparse(target))
             return
         if isinstance(target, ast.Subscript) and base.tensorish:
-            view = self.subscript(base, target, frame)
-            self.inplace_binop(view, rhs, opname, symbol, stmt, frame, ast.unparse(target))
+            self.eval(target.slice, frame)
+            # `x[idx] += v` writes into x whatever idx is (index_put_ for tensor indices).
+            view = base if base.kind == "tensor" else replace(base, kind="tensor")
+            self.inplace_binop(view, rhs, opname, symbol, stmt, frame, _root_name(target) or ast.unparse(target))
 
     def _note_accumulation(self, name: str, stmt: ast.AugAssign, frame: Frame) -> None:
         if frame.loop_has_backward and frame.loop_has_backward[-1]:
@@ -626,7 +635,7 @@ class Interpreter:
 
     def assign(self, target: ast.expr, value: Value, frame: Frame, stmt: ast.stmt) -> None:
         if isinstance(target, ast.Name):
-            if value.kind == "tensor" or value.kind == "unknown":
+            if (value.kind == "tensor" or value.kind == "unknown") and not value.partial:
                 for group in value.groups:
                     self.group_names.setdefault(group, set()).add(target.id)
                     pending = self.heap.pending_alias.get(group)
@@ -687,7 +696,7 @@ class Interpreter:
         return unknown()
 
     def expr_Constant(self, node: ast.Constant, frame: Frame) -> Value:
-        return scalar()
+        return Value("scalar", tensor=False, grad=False, const=node.value, has_const=True)
 
     def expr_Name(self, node: ast.Name, frame: Frame) -> Value:
         value = frame.env.get(node.id)
@@ -735,7 +744,7 @@ class Interpreter:
             return self.module_attr(base.module, attr)
         if base.tensorish:
             if attr == "data":
-                return replace(base, kind="tensor", tensor=True, grad=False, leaf=False, detached=True, graph=frozenset())
+                return replace(base, kind="tensor", tensor=True, grad=False, leaf=False, detached="data", graph=frozenset())
             if attr in TENSOR_ATTR_VIEWS:
                 return replace(base, leaf=False)
             if attr == "grad":
@@ -750,8 +759,10 @@ class Interpreter:
         value: Value
         cls = ref.cls
         if cls is not None and attr in cls.submodules:
-            sub = cls.submodules[attr]
+            sub, conditional = _choose(cls.submodule_options.get(attr) or [cls.submodules[attr]], ref.consts)
             value = self.module_value(sub.qualname, sub, new_id(), self.model.start_of(cls.node), ref)
+            if value.module is not None and conditional:
+                value.module.conditional = True
         elif cls is not None and attr in cls.parameters:
             value = Value("tensor", frozenset({ref.params_group}), True, True, leaf=True, origin=f"parameter self.{attr}", name=f"self.{attr}")
         elif cls is not None and attr in cls.plain_attrs:
@@ -772,6 +783,9 @@ class Interpreter:
         if cls is not None and not cls.is_module:
             cls = None
         ref = ModuleRef(qualname, cls, params_group, submodule=sub, site_start=site_start, parent=parent)
+        ref.conditional = bool(parent is not None and parent.conditional)
+        if cls is not None:
+            ref.consts = _init_consts(cls, sub.call if sub is not None else None, parent)
         if sub is not None and sub.children and qualname in ("torch.nn.Sequential", "torch.nn.ModuleList"):
             ref.children = [
                 self.module_value(child.qualname, child, new_id(), site_start, ref).module  # type: ignore[misc]
@@ -799,7 +813,7 @@ class Interpreter:
             advanced = index.tensorish and index.kind == "tensor" or isinstance(node.slice, ast.List)
             if advanced:
                 return Value("tensor", frozenset({new_id()}), True, base.grad, base.grad_assumed, graph=base.graph, origin="indexing")
-            return replace(base, leaf=False, detached=base.detached)
+            return replace(base, leaf=False, detached=base.detached, partial=True)
         if base.kind == "container":
             return Value("unknown", frozenset({new_id()}), None, base.grad, graph=base.graph)
         return Value("unknown", frozenset({new_id()}), None, None)
@@ -876,9 +890,10 @@ class Interpreter:
             frame.env = saved_env
         saved_env = frame.env
         frame.env = inner
-        elt = self.eval(node.elt, frame)
+        first = self.eval(node.elt, frame)
+        elt = join_values(first, self.eval(node.elt, frame))  # a second iteration, as for loops
         frame.env = saved_env
-        return Value("container", tensor=False, grad=elt.grad, graph=elt.graph, items=None)
+        return Value("container", tensor=False, grad=elt.grad, graph=self._graph_of(first) | self._graph_of(elt), items=None)
 
     expr_GeneratorExp = expr_ListComp
     expr_SetComp = expr_ListComp
@@ -983,7 +998,7 @@ class Interpreter:
         if name in SCALAR_METHODS:
             return scalar()
         if name == "detach":
-            return replace(receiver, kind="tensor", tensor=True, grad=False, grad_assumed=False, leaf=False, detached=True, graph=frozenset(), origin=".detach()")
+            return replace(receiver, kind="tensor", tensor=True, grad=False, grad_assumed=False, leaf=False, detached="detach", graph=frozenset(), origin=".detach()")
         if name == "clone":
             return Value("tensor", frozenset({new_id()}), True, receiver.grad if frame.grad_enabled else False, receiver.grad_assumed, graph=receiver.graph, origin=".clone()")
         if name == "requires_grad_":
@@ -1025,7 +1040,9 @@ class Interpreter:
         if qual in self.model.classes:
             cls = self.model.classes[qual]
             if cls.is_module:
-                return Value("module", tensor=False, grad=False, module=ModuleRef(qual, cls, new_id(), site_start=frame.start))
+                ref = ModuleRef(qual, cls, new_id(), site_start=frame.start)
+                ref.consts = _bind_consts(cls, args, kwargs)
+                return Value("module", tensor=False, grad=False, module=ref)
             return unknown()
         if qual in self.model.functions:
             fn = self.model.functions[qual]
@@ -1076,6 +1093,15 @@ class Interpreter:
         return frozenset(groups)
 
     def module_call(self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame) -> Value:
+        if ref.conditional:
+            self.uncertain += 1
+            try:
+                return self._module_call(ref, args, node, frame)
+            finally:
+                self.uncertain -= 1
+        return self._module_call(ref, args, node, frame)
+
+    def _module_call(self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame) -> Value:
         x = args[0] if args else unknown()
         if ref.cls is not None:
             found = self.model.find_method(ref.cls, "forward")
@@ -1102,6 +1128,9 @@ class Interpreter:
         if info.view:
             return replace(x, leaf=False)
         if inplace and x.tensorish:
+            uncertain = ref.conditional or ("Dropout" in info.name and not _positive_p(ref.submodule, _owner(ref)))
+            if uncertain:
+                self.uncertain += 1
             kw_loc = None
             if keyword is not None:
                 kw_loc = self._loc_in(keyword, ref.site_start)
@@ -1119,6 +1148,8 @@ class Interpreter:
                 loc_override=kw_loc,
                 activation=short.lower().rstrip("0123456789") in {a.replace("_", "") for a in ACTIVATIONS} or short in ("ReLU6", "LeakyReLU", "Hardtanh", "Hardswish", "Hardsigmoid", "SiLU", "Mish", "CELU", "ELU", "SELU", "Threshold"),
             )
+            if uncertain:
+                self.uncertain -= 1
             out = x
         else:
             out = Value("tensor", frozenset({new_id()}), True, None, x.grad_assumed, graph=x.graph)
@@ -1127,7 +1158,9 @@ class Interpreter:
         out.grad = (True if (x.grad or info.params) else x.grad) if frame.grad_enabled else False
         if any_grad:
             short = ref.qualname.rsplit(".", 1)[-1] if ref.qualname else "module"
-            slots = info.saved_slots(input_grad)
+            slots = info.saves.get(("input_grad" if input_grad else "input_nograd") + (";inplace" if inplace else ""))
+            if slots is None:
+                slots = info.saved_slots(input_grad)
             new = set()
             for slot in slots:
                 target_value: Value | None = None
@@ -1206,7 +1239,7 @@ class Interpreter:
             kw.arg == "inplace" and isinstance(kw.value, ast.Constant) and kw.value.value is True for kw in call.keywords
         )
         out_kw = call is not None and any(kw.arg == "out" for kw in call.keywords)
-        tensor_args = [a for a in args if a.tensorish]
+        tensor_args = [t for a in args for t in _tensors_in(a)]
         label = describe or (f".{name}()" if method else f"{name}()")
         if op is None:
             if method and name.endswith("_") and not name.endswith("__") and args:
@@ -1222,7 +1255,7 @@ class Interpreter:
         result: Value
         if op.inplace and receiver.tensorish:
             short = name.rsplit(".", 1)[-1]
-            self._method_mutation(receiver, short, node, frame, activation=short.rstrip("_") in ACTIVATIONS)
+            self._method_mutation(receiver, short, node, frame, activation=short.rstrip("_") in ACTIVATIONS, inputs=tensor_args[1:])
             result = receiver
         elif inplace_kw and receiver.tensorish:
             self._kwarg_mutation(receiver, name, node, frame)
@@ -1255,7 +1288,11 @@ class Interpreter:
         signature: list[str] = []
         possible = False
         for a in args:
-            if a.tensorish and (a.kind == "tensor" or a.tensor is True or a.grad is not None or a.groups):
+            if a.kind == "container" and a.items:
+                grads = [i.grad for i in _tensors_in(a)]
+                signature.append(TENSOR_GRAD if any(grads) else (TENSOR_NO_GRAD if grads and all(g is False for g in grads) else SCALAR))
+                possible = possible or any(g is None for g in grads)
+            elif a.tensorish and (a.kind == "tensor" or a.tensor is True or a.grad is not None or a.groups):
                 if a.grad is None:
                     possible = True
                 signature.append(TENSOR_NO_GRAD if a.grad is False else TENSOR_GRAD)
@@ -1274,26 +1311,25 @@ class Interpreter:
                 target = args[int(slot[3:])]
             else:
                 continue
-            if not target.tensorish:
+            targets = _tensors_in(target)
+            if not targets:
                 continue
-            for group in target.groups:
+            for group in frozenset().union(*(t.groups for t in targets)):
                 new.add(self._save(group, label or op.name, slot, op.grad_fn, node, frame, possible or target.joined, target.name or ""))
         result.graph = result.graph | frozenset(new)
-        if result.grad is None and any(s == TENSOR_GRAD for s in signature):
-            result.grad = True
 
     def _save(self, group: int, op: str, slot: str, grad_fn: str | None, node: ast.AST, frame: Frame, possible: bool, what: str) -> int:
         sid = new_id()
-        self.saves[sid] = Save(sid, group, op, slot, grad_fn, self.loc(node, frame), frame.ctx, possible, what)
+        self.saves[sid] = Save(sid, group, op, slot, grad_fn, self.loc(node, frame), frame.ctx, possible or self.uncertain > 0, what)
         self.heap.live[group] = (*self.heap.live.get(group, ()), sid)
         return sid
 
-    def _method_mutation(self, receiver: Value, name: str, node: ast.AST, frame: Frame, activation: bool) -> None:
+    def _method_mutation(self, receiver: Value, name: str, node: ast.AST, frame: Frame, activation: bool, inputs: list[Value] | None = None) -> None:
         stmt = frame.stmt or node
         fix = None
         if isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
             fix = "method-out-of-place"
-        self.mutate(receiver, kind="method", op=f".{name}()", node=node, stmt=stmt, frame=frame, target=receiver.name, fix=fix, inputs=[], activation=activation)
+        self.mutate(receiver, kind="method", op=f".{name}()", node=node, stmt=stmt, frame=frame, target=receiver.name, fix=fix, inputs=inputs or [], activation=activation)
 
     def _kwarg_mutation(self, receiver: Value, name: str, node: ast.AST, frame: Frame) -> None:
         loc = None
@@ -1325,14 +1361,23 @@ class Interpreter:
         grad_on = frame.grad_enabled if grad_mode is None else grad_mode
         loc = loc_override or self.loc(node, frame)
         mutation = Mutation(
-            new_id(), kind, op, loc, frame.ctx, value, value.joined, target, self.loc(stmt, frame), fix,
+            new_id(), kind, op, loc, frame.ctx, value, value.joined or self.uncertain > 0, target, self.loc(stmt, frame), fix,
             call_site=self.loc(node, frame) if loc_override else None, activation=activation,
         )
         if value.leaf and value.grad and grad_on and kind != "step":
             self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
             return mutation
+        if value.detached == "data":
+            # `.data` hides the write from the version counter: no error, but the saved tensor
+            # changes under autograd's feet and the gradients come out silently wrong.
+            for group in value.groups:
+                for sid in self.heap.live.get(group, ()):
+                    if sid not in self.heap.freed:
+                        self._conflict(mutation, self.saves[sid], "data", None)
+            return mutation
         if value.detached:
             self.facts.detached_writes.append(mutation)
+        track_alias = value.grad is True
         for group in value.groups:
             for sid in self.heap.live.get(group, ()):
                 if sid not in self.heap.freed:
@@ -1340,7 +1385,7 @@ class Interpreter:
             self.heap.live[group] = ()
             names = self.group_names.get(group, set())
             others = frozenset(names if activation else names - {target or ""})
-            if others:
+            if others and track_alias:
                 pend = self.heap.pending_alias.setdefault(group, [])
                 pend.append((mutation, others))
         if grad_on and (value.grad or any(i.grad for i in inputs)):
@@ -1386,6 +1431,88 @@ def _lookup(op: OpInfo, signature: list[str], inplace: bool) -> frozenset[str]:
         if sig.split(",")[0].split(";")[0] == first and sig.endswith(suffix) and (suffix or ";" not in sig):
             found |= slots
     return frozenset(found)
+
+
+def _tensors_in(value: Value) -> list[Value]:
+    """The tensors of an argument: itself, or the items of a list/tuple (torch.cat([a, b]))."""
+    if value.kind == "container" and value.items:
+        return [t for item in value.items for t in _tensors_in(item)]
+    if value.kind == "container" and (value.graph or value.grad):
+        return [Value("tensor", frozenset(), True, value.grad, graph=value.graph)]
+    return [value] if value.tensorish else []
+
+
+def _positive_p(sub: Submodule | None, owner: ModuleRef | None) -> bool:
+    """Dropout(p) with p > 0 known: it really writes (p == 0 returns the input untouched)."""
+    if sub is None:
+        return False
+    arg = sub.call.args[0] if sub.call.args else next((k.value for k in sub.call.keywords if k.arg == "p"), None)
+    if arg is None:
+        return True  # the default p is 0.5
+    try:
+        p = evaluate(arg, owner.consts if owner is not None else {})
+    except Undecidable:
+        return False
+    return isinstance(p, (int, float)) and p > 0
+
+
+def _owner(ref: ModuleRef | None) -> ModuleRef | None:
+    """The nearest enclosing instance of a local class (whose __init__ built this module)."""
+    while ref is not None and ref.cls is None:
+        ref = ref.parent
+    return ref
+
+
+def _bind_consts(cls: ClassInfo, args: list[Value], kwargs: dict[str, Value]) -> dict[str, object]:
+    """Constructor arguments known as constants, by __init__ parameter name, defaults included."""
+    consts: dict[str, object] = {}
+    for name, default in cls.init_defaults.items():
+        if isinstance(default, ast.Constant):
+            consts[name] = default.value
+    for name, value in zip(cls.init_params, args, strict=False):
+        if value.kind == "scalar" and value.has_const:
+            consts[name] = value.const
+        else:
+            consts.pop(name, None)
+    for name, value in kwargs.items():
+        if value.kind == "scalar" and value.has_const:
+            consts[name] = value.const
+        else:
+            consts.pop(name, None)
+    return consts
+
+
+def _init_consts(cls: ClassInfo, call: ast.Call | None, parent: ModuleRef | None) -> dict[str, object]:
+    """Constants of a submodule's constructor call in its owner's __init__."""
+    owner = _owner(parent)
+    outer = owner.consts if owner is not None else {}
+    consts: dict[str, object] = {}
+    for name, default in cls.init_defaults.items():
+        if isinstance(default, ast.Constant):
+            consts[name] = default.value
+    if call is None:
+        return consts
+    pairs = list(zip(cls.init_params, call.args, strict=False))
+    pairs += [(kw.arg, kw.value) for kw in call.keywords if kw.arg]
+    for name, expr in pairs:
+        try:
+            consts[name] = evaluate(expr, outer)
+        except Undecidable:
+            consts.pop(name, None)
+    return consts
+
+
+def _choose(options: list[Submodule], consts: dict[str, object]) -> tuple[Submodule, bool]:
+    """The constructor that runs for these constants; conditional when it cannot be told."""
+    if len(options) == 1:
+        return options[0], False
+    for option in options:
+        try:
+            if all(bool(evaluate(test, consts)) == polarity for test, polarity in option.guards):
+                return option, False
+        except Undecidable:
+            return option, True
+    return options[0], True
 
 
 def _requires_grad_kw(node: ast.Call) -> bool:

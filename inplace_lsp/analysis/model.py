@@ -24,6 +24,7 @@ class Submodule:
     call: ast.Call
     qualname: str | None  # "torch.nn.ReLU", a local class name, or None if unknown
     children: list[Submodule] = field(default_factory=list)  # Sequential / ModuleList contents
+    guards: tuple[tuple[ast.expr, bool], ...] = ()  # the `if` tests in __init__ it depends on
 
     def keyword(self, name: str) -> ast.keyword | None:
         return next((kw for kw in self.call.keywords if kw.arg == name), None)
@@ -40,6 +41,10 @@ class ClassInfo:
     parameters: dict[str, ast.AST] = field(default_factory=dict)  # self.w = nn.Parameter(...)
     buffers: set[str] = field(default_factory=set)  # register_buffer names
     plain_attrs: set[str] = field(default_factory=set)  # self.scale = dim ** -0.5: not tensors
+    # Every constructor assigned to an attribute, with the `if` tests guarding it.
+    submodule_options: dict[str, list[Submodule]] = field(default_factory=dict)
+    init_params: list[str] = field(default_factory=list)
+    init_defaults: dict[str, ast.expr] = field(default_factory=dict)
     is_module: bool = False
 
 
@@ -141,41 +146,82 @@ def submodule(model: ModuleModel, name: str, value: ast.expr) -> Submodule | Non
     return sub
 
 
+Guard = tuple[ast.expr, bool]  # an `if` test in __init__ and which branch the code is in
+
+
 def _scan_init(model: ModuleModel, info: ClassInfo, init: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    args = init.args
+    positional = [*args.posonlyargs, *args.args][1:]
+    info.init_params = [a.arg for a in positional]
+    for arg, default in zip(reversed(positional), reversed(args.defaults), strict=False):
+        info.init_defaults[arg.arg] = default
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        info.init_params.append(arg.arg)
+        if kw_default is not None:
+            info.init_defaults[arg.arg] = kw_default
     for node in ast.walk(init):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            first = node.args[0]
+            if not isinstance(first, ast.Constant):
+                continue
+            if node.func.attr == "register_buffer":
+                info.buffers.add(str(first.value))
+            elif node.func.attr == "register_parameter":
+                info.parameters[str(first.value)] = node
+    _scan_statements(model, info, init.body, ())
+
+
+def _scan_statements(model: ModuleModel, info: ClassInfo, body: list[ast.stmt], guards: tuple[Guard, ...]) -> None:
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            _scan_statements(model, info, stmt.body, (*guards, (stmt.test, True)))
+            _scan_statements(model, info, stmt.orelse, (*guards, (stmt.test, False)))
+            continue
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
+            for field_name in ("body", "orelse", "finalbody"):
+                _scan_statements(model, info, getattr(stmt, field_name, []), guards)
+            for handler in getattr(stmt, "handlers", []):
+                _scan_statements(model, info, handler.body, guards)
+            continue
         targets: list[ast.expr] = []
         value: ast.expr | None = None
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr == "register_buffer" and node.args and isinstance(node.args[0], ast.Constant):
-                info.buffers.add(str(node.args[0].value))
-            elif node.func.attr == "register_parameter" and node.args and isinstance(node.args[0], ast.Constant):
-                info.parameters[str(node.args[0].value)] = node
-            continue
+        if isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets, value = [stmt.target], stmt.value
         if value is None:
             continue
         for target in targets:
             attr = _self_attr(target)
-            if attr is None:
-                continue
-            qual = model.qualify(value.func) if isinstance(value, ast.Call) else None
-            if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-                info.parameters[attr] = value
-            elif isinstance(value, ast.Call):
-                sub = submodule(model, attr, value)
-                if sub is not None and attr not in info.submodules:
-                    info.submodules[attr] = sub
-            elif isinstance(value, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Name, ast.Tuple, ast.List)):
-                if not any(isinstance(n, ast.Call) for n in ast.walk(value)):
-                    info.plain_attrs.add(attr)
-            elif isinstance(value, ast.IfExp):
-                # self.act = nn.ReLU(inplace=True) if use_act else nn.Identity(): keep the first.
-                sub = submodule(model, attr, value.body)
-                if sub is not None and attr not in info.submodules:
-                    info.submodules[attr] = sub
+            if attr is not None:
+                _record_attr(model, info, attr, value, guards)
+
+
+def _record_attr(model: ModuleModel, info: ClassInfo, attr: str, value: ast.expr, guards: tuple[Guard, ...]) -> None:
+    qual = model.qualify(value.func) if isinstance(value, ast.Call) else None
+    if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+        info.parameters[attr] = value
+        return
+    sub: Submodule | None = None
+    if isinstance(value, ast.Call):
+        sub = submodule(model, attr, value)
+    elif isinstance(value, ast.IfExp):
+        # self.act = nn.ReLU(inplace=True) if use_act else nn.Identity()
+        for branch, polarity in ((value.body, True), (value.orelse, False)):
+            option = submodule(model, attr, branch)
+            if option is not None:
+                option.guards = (*guards, (value.test, polarity))
+                info.submodule_options.setdefault(attr, []).append(option)
+                info.submodules.setdefault(attr, option)
+        return
+    elif isinstance(value, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Name, ast.Tuple, ast.List)):
+        if not any(isinstance(n, ast.Call) for n in ast.walk(value)):
+            info.plain_attrs.add(attr)
+        return
+    if sub is not None:
+        sub.guards = guards
+        info.submodule_options.setdefault(attr, []).append(sub)
+        info.submodules.setdefault(attr, sub)
 
 
 @dataclass
@@ -227,6 +273,8 @@ def finalize(model: ModuleModel) -> None:
             seen.add(base.name)
             for name, sub in base.submodules.items():
                 info.submodules.setdefault(name, sub)
+            for name, options in base.submodule_options.items():
+                info.submodule_options.setdefault(name, options)
             info.parameters = {**base.parameters, **info.parameters}
             info.buffers |= base.buffers
             info.plain_attrs |= base.plain_attrs
@@ -245,3 +293,50 @@ def build(blocks: Iterable[tuple[ast.Module, int, bool]]) -> ModuleModel:
         add_fragment(model, fragment(tree, start, model))
     finalize(model)
     return model
+
+
+class Undecidable(Exception):
+    """A guard whose value is not known from constants."""
+
+
+def evaluate(node: ast.expr, consts: dict[str, object]) -> object:
+    """The value of a small constant expression (constructor-argument tests in __init__)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id in consts:
+            return consts[node.id]
+        raise Undecidable(node.id)
+    if isinstance(node, ast.UnaryOp):
+        operand = evaluate(node.operand, consts)
+        if isinstance(node.op, ast.Not):
+            return not operand
+        if isinstance(node.op, ast.USub) and isinstance(operand, (int, float)):
+            return -operand
+        raise Undecidable("unary")
+    if isinstance(node, ast.BoolOp):
+        values = [evaluate(v, consts) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = evaluate(node.left, consts), evaluate(node.comparators[0], consts)
+        op = node.ops[0]
+        try:
+            if isinstance(op, ast.Eq):
+                return left == right
+            if isinstance(op, ast.NotEq):
+                return left != right
+            if isinstance(op, ast.Is):
+                return left is right
+            if isinstance(op, ast.IsNot):
+                return left is not right
+            if isinstance(op, ast.Lt):
+                return left < right  # type: ignore[operator]
+            if isinstance(op, ast.Gt):
+                return left > right  # type: ignore[operator]
+            if isinstance(op, ast.LtE):
+                return left <= right  # type: ignore[operator]
+            if isinstance(op, ast.GtE):
+                return left >= right  # type: ignore[operator]
+        except TypeError as exc:
+            raise Undecidable("compare") from exc
+    raise Undecidable(type(node).__name__)

@@ -51,6 +51,15 @@ class MutatedDetachedAlias(Rule):
             if not mutation.value.detached or mutation.kind == "step":
                 continue
             reported.add(mutation.id)
+            if conflict.via == "data":
+                message = (
+                    f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); writing it "
+                    "through `.data` hides the change from autograd's version check, so no error "
+                    "is raised and the gradients are silently wrong. Write out of place, or "
+                    "`.detach().clone()`."
+                )
+                yield self.conflict_finding(conflict, ctx, message)
+                continue
             message = (
                 f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); this write goes "
                 f"through a detached alias that shares its memory and version counter, so "
@@ -60,13 +69,14 @@ class MutatedDetachedAlias(Rule):
         for mutation in facts.detached_writes:
             if mutation.id in reported:
                 continue
+            text = (
+                f"`{mutation.op}` writes through a `.detach()` alias: the original tensor "
+                "changes too. Use `.detach().clone()` for an independent copy."
+            )
             yield Finding(
                 code=self.CODE,
                 severity=Severity.WARNING,
-                message=(
-                    f"`{mutation.op}` writes through a `.detach()`/`.data` alias: the original "
-                    "tensor changes too. Use `.detach().clone()` for an independent copy."
-                ),
+                message=text,
                 span=ctx.span(mutation.loc),
                 confidence=Confidence.POSSIBLE,
                 fix=FixRecipe("detach-clone", "Use `.detach().clone()`", True, ctx.span(mutation.stmt_loc)),

@@ -1,0 +1,5 @@
+"""`python -m inplace_lsp`: the same command line as the `inplace-lsp` script."""
+
+from inplace_lsp.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,707 @@
+"""Command line: `inplace-lsp check | serve | verify`: arguments, files, output formats, exit codes.
+
+No analysis logic lives here: each file goes through `engine.analyze` and `config.apply`.
+Exit codes: 0 no error-severity finding, 1 some, 2 usage or internal error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import importlib
+import io
+import json
+import math
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePath
+from typing import Any
+from urllib.parse import quote
+
+from inplace_lsp import __version__, config
+from inplace_lsp.analysis import engine
+from inplace_lsp.analysis.findings import Finding, Severity
+
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+# Below this many files, starting worker processes costs more than it saves.
+PARALLEL_MIN_FILES = 50
+
+HOME_URL = "https://github.com/inplace-lsp/inplace-lsp"
+RULES_DOC_URL = f"{HOME_URL}/blob/main/docs/rules.md"
+
+
+# ---------------------------------------------------------------- rules (names for the formats)
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    code: str
+    name: str
+    summary: str
+    default_severity: str  # as in DESIGN.md's rules table
+
+    @property
+    def help_uri(self) -> str:
+        return f"{RULES_DOC_URL}#{self.code.lower()}"
+
+
+# Used until (and where) the rules registry in inplace_lsp.analysis.rules has no entry.
+_FALLBACK_RULES = {
+    rule.code: rule
+    for rule in (
+        RuleInfo(
+            "IPL001",
+            "inplace-on-saved",
+            "In-place op on a tensor that an earlier op saved for backward.",
+            "error",
+        ),
+        RuleInfo(
+            "IPL002",
+            "inplace-on-leaf",
+            "In-place update of a leaf tensor that requires grad, outside torch.no_grad().",
+            "error",
+        ),
+        RuleInfo(
+            "IPL003",
+            "inplace-activation",
+            "In-place activation whose input is saved for backward or read again.",
+            "error",
+        ),
+        RuleInfo(
+            "IPL004",
+            "graph-accumulation",
+            "Accumulating a loss tensor in a loop keeps every iteration's graph alive.",
+            "warning",
+        ),
+        RuleInfo(
+            "IPL005",
+            "mutated-detached-alias",
+            "In-place write through a .detach() / .data alias of a tensor.",
+            "error",
+        ),
+        RuleInfo(
+            "IPL006",
+            "anomaly-left-on",
+            "Anomaly detection switched on outside a debug guard.",
+            "warning",
+        ),
+        RuleInfo(
+            "IPL007",
+            "step-before-backward",
+            "optimizer.step() between building a graph and calling backward on it.",
+            "error",
+        ),
+        RuleInfo(
+            "IPL008",
+            "silent-alias-change",
+            "In-place op changes a value that another name reads later.",
+            "warning",
+        ),
+    )
+}
+
+
+def _first_paragraph(text: str) -> str:
+    return " ".join(text.strip().split("\n\n", 1)[0].split())
+
+
+def rule_infos() -> dict[str, RuleInfo]:
+    """Every known rule by code: the registry's entries over the built-in fallback."""
+    rules = dict(_FALLBACK_RULES)
+    try:
+        registry = importlib.import_module("inplace_lsp.analysis.rules")
+    except ImportError:
+        return rules
+    all_rules: Callable[[], Iterable[Any]] | None = getattr(registry, "all_rules", None)
+    if all_rules is None:
+        return rules
+    for rule in all_rules():
+        code = str(rule.CODE)
+        # The docstring's first paragraph, as docs/rules.md shows it; else `summary`
+        # (Rule.summary() is a classmethod that keeps only the first line).
+        summary = rule.__doc__ or getattr(rule, "summary", None)
+        if callable(summary):
+            summary = summary()
+        if not isinstance(summary, str):
+            summary = ""
+        fallback = rules.get(code)
+        severity = getattr(rule, "DEFAULT_SEVERITY", None)
+        rules[code] = RuleInfo(
+            code,
+            str(rule.NAME),
+            _first_paragraph(summary) or (fallback.summary if fallback else code),
+            Severity(severity).value if severity else "warning",
+        )
+    return rules
+
+
+# ---------------------------------------------------------------- checking files
+
+
+@dataclass
+class FileResult:
+    """What checking one file produced; crosses process boundaries, so it stays picklable."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # for stderr
+    checked: bool = False  # the analysis ran to the end
+    failed: bool = False  # an internal or read error: exit 2
+    fixed: int = 0
+
+
+def source_lines(text: str) -> list[str]:
+    """Lines as `ast` numbers them (\\r\\n, \\r and \\n end a line; \\f and \\u2028 do not)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _safe_fixer() -> Callable[[str, list[Finding]], str] | None:
+    """`inplace_lsp.fixes.apply_safe_fixes`, once the fixes package provides it."""
+    fixes = importlib.import_module("inplace_lsp.fixes")
+    fixer: Callable[[str, list[Finding]], str] | None = getattr(fixes, "apply_safe_fixes", None)
+    return fixer
+
+
+def _findings(text: str, path: str, settings: config.Settings) -> list[Finding]:
+    return config.apply(engine.analyze(text, path), settings, source_lines(text))
+
+
+def check_file(path: str, settings: config.Settings, fix: bool = False) -> FileResult:
+    """Reads, analyses and (with fix) rewrites one file; never raises for a bad file."""
+    result = FileResult(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        result.messages.append(f"{path}: cannot read: {exc.strerror or exc}")
+        result.failed = True
+        return result
+    if b"torch" not in data:  # cheap: most files of a project never touch torch
+        return result
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = data[exc.start]
+        result.messages.append(
+            f"{path}: not UTF-8 (byte 0x{byte:02x} at offset {exc.start}), skipped"
+        )
+        return result
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text[len(bom) :]
+    try:
+        result.findings = _findings(text, path, settings)
+        if fix:
+            _fix(path, bom, text, settings, result)
+        result.checked = True
+    except SyntaxError as exc:  # the analyzer reports syntax errors itself; this is a fallback
+        where = f"{path}:{exc.lineno or 1}:{exc.offset or 1}"  # offset is 1-based already
+        result.messages.append(f"{where}: syntax error: {exc.msg}, skipped")
+    except RecursionError:
+        result.messages.append(f"{path}: too deeply nested to analyze (RecursionError), skipped")
+        result.failed = True
+    except Exception as exc:
+        result.messages.append(f"{path}: internal error: {_describe(exc)} (please report)")
+        result.failed = True
+    return result
+
+
+def _fixable(finding: Finding) -> bool:
+    return finding.fix is not None and finding.fix.safe
+
+
+def _fix(path: str, bom: str, text: str, settings: config.Settings, result: FileResult) -> None:
+    fixable = [f for f in result.findings if _fixable(f)]
+    fixer = _safe_fixer()
+    if not fixable or fixer is None:
+        return
+    fixed_text = fixer(text, fixable)
+    if fixed_text == text:
+        return
+    Path(path).write_bytes((bom + fixed_text).encode("utf-8"))
+    remaining = _findings(fixed_text, path, settings)
+    result.fixed = max(0, len(result.findings) - len(remaining))
+    result.findings = remaining
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _check_chunk(paths: list[str], settings: config.Settings, fix: bool) -> list[FileResult]:
+    return [check_file(path, settings, fix) for path in paths]
+
+
+def _worker_init() -> None:
+    # The parent handles Ctrl-C and stops the pool; workers must not print tracebacks for it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _cpu_count() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _stop(pool: concurrent.futures.ProcessPoolExecutor, *, kill: bool) -> None:
+    if kill:  # interrupted: do not wait for the chunks in flight
+        processes = getattr(pool, "_processes", None) or {}
+        for process in list(processes.values()):
+            process.terminate()
+    pool.shutdown(wait=not kill, cancel_futures=True)
+
+
+def check_files(
+    paths: Sequence[str], settings: config.Settings, fix: bool = False, jobs: int | None = None
+) -> list[FileResult]:
+    """Checks every file: in this process for a few, in worker processes for many."""
+    jobs = jobs or _cpu_count()
+    if len(paths) <= PARALLEL_MIN_FILES or jobs < 2:
+        return [check_file(path, settings, fix) for path in paths]
+    # Several chunks per worker balance uneven file sizes; chunks amortize pickling.
+    size = max(8, math.ceil(len(paths) / (jobs * 4)))
+    chunks = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
+    results: dict[str, FileResult] = {}
+    unfinished: list[str] = []
+    pool = concurrent.futures.ProcessPoolExecutor(jobs, initializer=_worker_init)
+    kill = True
+    try:
+        futures = {pool.submit(_check_chunk, chunk, settings, fix): chunk for chunk in chunks}
+        for future in concurrent.futures.as_completed(futures):
+            chunk = futures[future]
+            try:
+                results.update((result.path, result) for result in future.result())
+            except BrokenProcessPool:
+                unfinished.extend(chunk)
+            except Exception as exc:  # e.g. a result that cannot be pickled
+                for path in chunk:
+                    results[path] = _internal_error(path, exc)
+        kill = False
+    finally:
+        _stop(pool, kill=kill)
+    # A worker died (a crash in C code, the OOM killer): check what it left one file per
+    # process, so the file that kills a worker is named and the others are still checked.
+    for path in unfinished:
+        results[path] = _check_isolated(path, settings, fix)
+    return [results[path] for path in paths]
+
+
+def _internal_error(path: str, exc: BaseException) -> FileResult:
+    message = f"{path}: internal error: {_describe(exc)} (please report)"
+    return FileResult(path, messages=[message], failed=True)
+
+
+def _check_isolated(path: str, settings: config.Settings, fix: bool) -> FileResult:
+    pool = concurrent.futures.ProcessPoolExecutor(1, initializer=_worker_init)
+    kill = True
+    try:
+        result = pool.submit(check_file, path, settings, fix).result()
+        kill = False
+        return result
+    except BrokenProcessPool:
+        message = f"{path}: internal error: the worker process checking it crashed (please report)"
+        return FileResult(path, messages=[message], failed=True)
+    finally:
+        _stop(pool, kill=kill)
+
+
+def discover(
+    paths: Sequence[str], settings: config.Settings, root: Path
+) -> tuple[list[str], list[str]]:
+    """Python files under `paths` (directories walked, excluded names pruned; files named
+    on the command line always kept), and the paths that do not exist."""
+    root = Path(os.path.abspath(root))
+
+    def excluded(path: str) -> bool:
+        absolute = Path(os.path.abspath(path))
+        relative: PurePath = (
+            absolute.relative_to(root) if absolute.is_relative_to(root) else absolute
+        )
+        return settings.is_excluded(relative)
+
+    files: list[str] = []
+    missing: list[str] = []
+    for given in paths:
+        if os.path.isdir(given):
+            for directory, subdirectories, names in os.walk(given):
+                subdirectories[:] = sorted(
+                    d for d in subdirectories if not excluded(os.path.join(directory, d))
+                )
+                for name in sorted(names):
+                    path = os.path.join(directory, name)
+                    if name.endswith(".py") and not excluded(path):
+                        files.append(os.path.normpath(path))
+        elif os.path.exists(given):
+            files.append(os.path.normpath(given))
+        else:
+            missing.append(given)
+    return list(dict.fromkeys(files)), missing
+
+
+# ---------------------------------------------------------------- output formats
+
+
+Located = tuple[str, Finding]  # (path, finding)
+
+
+@dataclass(frozen=True)
+class Summary:
+    files_checked: int
+    fixed: int = 0
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def format_text(items: Sequence[Located], summary: Summary) -> str:
+    lines: list[str] = []
+    for path, finding in items:
+        span = finding.span
+        lines.append(
+            f"{path}:{span.line}:{span.col + 1}: {finding.code} "
+            f"[{finding.severity.value}] {finding.message}"
+        )
+        for related in finding.related:
+            where = f"{related.path or path}:{related.span.line}:{related.span.col + 1}"
+            lines.append(f"  {where}: {related.message}")
+    if summary.fixed:
+        lines.append(f"Fixed {_plural(summary.fixed, 'problem')}.")
+    if items:
+        counts = {severity: 0 for severity in Severity}
+        for _, finding in items:
+            counts[finding.severity] += 1
+        parts = [
+            _plural(counts[Severity.ERROR], "error"),
+            _plural(counts[Severity.WARNING], "warning"),
+        ]
+        if counts[Severity.INFORMATION]:
+            parts.append(f"{counts[Severity.INFORMATION]} information")
+        if counts[Severity.HINT]:
+            parts.append(_plural(counts[Severity.HINT], "hint"))
+        files_with = len({path for path, _ in items})
+        lines.append(
+            f"Found {_plural(len(items), 'problem')} ({', '.join(parts)}) "
+            f"in {files_with} of {_plural(summary.files_checked, 'file')}."
+        )
+    else:
+        lines.append(f"All checks passed: {_plural(summary.files_checked, 'file')}.")
+    return "\n".join(lines) + "\n"
+
+
+def format_json(items: Sequence[Located], summary: Summary) -> str:
+    records = [
+        {
+            "path": path,
+            "line": finding.span.line,
+            "column": finding.span.col + 1,
+            "end_line": finding.span.end_line,
+            "end_column": finding.span.end_col + 1,
+            "code": finding.code,
+            "severity": finding.severity.value,
+            "message": finding.message,
+            "related": [
+                {
+                    "path": related.path or path,
+                    "line": related.span.line,
+                    "column": related.span.col + 1,
+                    "message": related.message,
+                }
+                for related in finding.related
+            ],
+            "fixable": _fixable(finding),
+        }
+        for path, finding in items
+    ]
+    return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+
+
+def _github_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _github_property(text: str) -> str:
+    return _github_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+_GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning"}
+
+
+def format_github(items: Sequence[Located], summary: Summary) -> str:
+    lines: list[str] = []
+    for path, finding in items:
+        span = finding.span
+        message = "\n".join(
+            [finding.message]
+            + [
+                f"{r.path or path}:{r.span.line}:{r.span.col + 1}: {r.message}"
+                for r in finding.related
+            ]
+        )
+        properties = ",".join(
+            f"{key}={_github_property(str(value))}"
+            for key, value in (
+                ("file", path),
+                ("line", span.line),
+                ("col", span.col + 1),
+                ("endLine", span.end_line),
+                ("endColumn", span.end_col + 1),
+                ("title", finding.code),
+            )
+        )
+        level = _GITHUB_LEVEL.get(finding.severity, "notice")
+        lines.append(f"::{level} {properties}::{_github_data(message)}")
+    return "".join(line + "\n" for line in lines)
+
+
+_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning"}
+
+
+def _sarif_uri(path: str) -> str:
+    if os.path.isabs(path):
+        return Path(path).as_uri()
+    return quote(PurePath(path).as_posix())
+
+
+def _sarif_location(path: str, line: int, col: int, end_line: int, end_col: int) -> dict[str, Any]:
+    return {
+        "physicalLocation": {
+            "artifactLocation": {"uri": _sarif_uri(path)},
+            "region": {
+                "startLine": line,
+                "startColumn": col + 1,
+                "endLine": end_line,
+                "endColumn": end_col + 1,
+            },
+        }
+    }
+
+
+def format_sarif(items: Sequence[Located], summary: Summary) -> str:
+    infos = rule_infos()
+    for _, finding in items:  # a code the registry does not know still gets a rule entry
+        if finding.code not in infos:
+            infos[finding.code] = RuleInfo(
+                finding.code, finding.code.lower(), finding.code, "warning"
+            )
+    codes = sorted(infos)
+    index = {code: i for i, code in enumerate(codes)}
+    rules = [
+        {
+            "id": code,
+            "name": infos[code].name,
+            "shortDescription": {"text": infos[code].summary},
+            "helpUri": infos[code].help_uri,
+            "defaultConfiguration": {
+                "level": {"error": "error", "warning": "warning"}.get(
+                    infos[code].default_severity, "note"
+                )
+            },
+        }
+        for code in codes
+    ]
+    results = []
+    for path, finding in items:
+        span = finding.span
+        results.append(
+            {
+                "ruleId": finding.code,
+                "ruleIndex": index[finding.code],
+                "level": _SARIF_LEVEL.get(finding.severity, "note"),
+                "message": {"text": finding.message},
+                "locations": [
+                    _sarif_location(path, span.line, span.col, span.end_line, span.end_col)
+                ],
+                "relatedLocations": [
+                    {
+                        "id": i,
+                        "message": {"text": related.message},
+                        **_sarif_location(
+                            related.path or path,
+                            related.span.line,
+                            related.span.col,
+                            related.span.end_line,
+                            related.span.end_col,
+                        ),
+                    }
+                    for i, related in enumerate(finding.related)
+                ],
+            }
+        )
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "inplace-lsp",
+                        "version": __version__,
+                        "informationUri": HOME_URL,
+                        "rules": rules,
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
+FORMATS: dict[str, Callable[[Sequence[Located], Summary], str]] = {
+    "text": format_text,
+    "json": format_json,
+    "github": format_github,
+    "sarif": format_sarif,
+}
+
+
+# ---------------------------------------------------------------- commands
+
+
+def _error(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _load_settings(
+    args: argparse.Namespace, parser: argparse.ArgumentParser
+) -> tuple[config.Settings, Path]:
+    """The project's settings (or --config's), with --select / --ignore on top, and the
+    directory that exclude patterns are relative to."""
+    pyproject: Path | None
+    if args.config:
+        if not Path(args.config).is_file():
+            parser.error(f"--config: {args.config}: no such file")
+        pyproject = Path(args.config)
+    else:
+        first = Path(args.paths[0])
+        pyproject = config.find_pyproject(first if first.exists() else Path.cwd())
+    settings, problems = config.load_settings(pyproject) if pyproject else (config.Settings(), [])
+    for problem in problems:
+        _error(f"warning: {problem}")
+    for option in ("select", "ignore"):
+        value = getattr(args, option)
+        if value is None:
+            continue
+        from_cli, cli_problems = config.from_wire({option: value})
+        if cli_problems:
+            parser.error(
+                f"--{option}: {value!r}: expected comma-separated codes like IPL001,IPL003"
+            )
+        settings = replace(settings, **{option: getattr(from_cli, option)})
+    root = pyproject.parent if pyproject else Path.cwd()
+    return settings, root
+
+
+def _write(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `inplace-lsp check . | head`: stop quietly
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
+
+
+def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.fix and _safe_fixer() is None:
+        _error("--fix: no fixer available in this build")
+        return EXIT_ERROR
+    settings, root = _load_settings(args, parser)
+    files, missing = discover(args.paths, settings, root)
+    for path in missing:
+        _error(f"{path}: no such file or directory")
+    results = check_files(files, settings, fix=args.fix)
+    for result in results:
+        for message in result.messages:
+            _error(message)
+    checked = sum(result.checked for result in results)
+    if files and not checked and not any(result.messages for result in results):
+        _error("note: no file under the given paths mentions torch; nothing to check")
+    items = sorted(
+        ((result.path, finding) for result in results for finding in result.findings),
+        key=lambda item: (item[0], item[1].span.line, item[1].span.col, item[1].code),
+    )
+    summary = Summary(files_checked=checked, fixed=sum(result.fixed for result in results))
+    _write(FORMATS[args.format](items, summary))
+    if missing or any(result.failed for result in results):
+        return EXIT_ERROR
+    if any(finding.severity is Severity.ERROR for _, finding in items):
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def _cmd_not_yet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    _error(f"inplace-lsp {args.command}: not implemented yet in this build")
+    return EXIT_ERROR
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="inplace-lsp",
+        description="Finds PyTorch in-place operations that break autograd.",
+    )
+    parser.add_argument("--version", action="version", version=f"inplace-lsp {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    check = commands.add_parser(
+        "check",
+        help="report in-place problems in files and directories",
+        description="Report in-place problems. Exit 0: no error-severity finding; "
+        "1: some; 2: usage or internal error.",
+    )
+    check.add_argument("--format", choices=sorted(FORMATS), default="text")
+    check.add_argument("--select", metavar="CODES", help="comma-separated codes or prefixes")
+    check.add_argument("--ignore", metavar="CODES", help="comma-separated codes or prefixes")
+    check.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    check.add_argument("--config", metavar="FILE", help="settings file instead of pyproject.toml")
+    check.add_argument("paths", nargs="*", default=["."], metavar="PATHS")
+    check.set_defaults(handler=_cmd_check, command_parser=check)
+
+    serve = commands.add_parser("serve", help="run the language server (stdio by default)")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    serve.set_defaults(handler=_cmd_not_yet, command_parser=serve)
+
+    verify = commands.add_parser("verify", help="run a module under torch to prove a finding")
+    verify.add_argument("target", metavar="FILE[:LINE]")
+    verify.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    verify.add_argument("--format", choices=["text", "json"], default="text")
+    verify.set_defaults(handler=_cmd_not_yet, command_parser=verify)
+    return parser
+
+
+def _tolerant_streams() -> None:
+    # A path or message that the terminal's encoding cannot show must not end the run.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs one command; returns its exit code (never raises, never prints a traceback)."""
+    _tolerant_streams()
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        handler: Callable[[argparse.Namespace, argparse.ArgumentParser], int] = args.handler
+        return handler(args, args.command_parser)
+    except SystemExit as exc:  # argparse: --help, --version, usage errors
+        if exc.code is None:
+            return EXIT_CLEAN
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    except KeyboardInterrupt:
+        _error("inplace-lsp: interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        _error(f"inplace-lsp: internal error: {_describe(exc)} (please report)")
+        return EXIT_ERROR

@@ -1,0 +1,553 @@
+"""The command line: output formats, exit codes, settings, noqa, file walking, bad input.
+
+Format and exit-code tests run `cli.main` in this process with `engine.analyze` replaced by a
+fake that reports a finding for each `#! CODE severity` marker; a few smoke tests run
+`python -m inplace_lsp` in a subprocess (there the real engine runs).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inplace_lsp import cli, fixes
+from inplace_lsp.analysis import engine
+from inplace_lsp.analysis.findings import Finding, FixRecipe, Related, Severity, Span
+from inplace_lsp.config import Settings
+
+REPO = Path(__file__).resolve().parents[1]
+MARKER = re.compile(r"#! (?P<code>IPL\d+) (?P<severity>\w+)(?P<fixable> fixable)?")
+
+
+def fake_analyze(text: str, path: str | None = None) -> list[Finding]:
+    """A finding per `#! CODE severity [fixable]` marker, on the code before the marker,
+    with the previous line as the related `saved by` location."""
+    findings = []
+    for number, line in enumerate(cli.source_lines(text), start=1):
+        match = MARKER.search(line)
+        if not match:
+            continue
+        col = len(line) - len(line.lstrip())
+        end = len(line[: match.start()].rstrip())
+        span = Span(number, col, number, end)
+        fix = None
+        if match.group("fixable"):
+            fix = FixRecipe("out-of-place", "Rewrite out of place", True, span)
+        findings.append(
+            Finding(
+                match.group("code"),
+                Severity(match.group("severity")),
+                f"{match.group('code')}: h is modified in place",
+                span,
+                related=(
+                    Related(Span(max(1, number - 1), 4, max(1, number - 1), 17), "saved here"),
+                ),
+                fix=fix,
+            )
+        )
+    return findings
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project directory (its own pyproject.toml), the current directory."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(engine, "analyze", fake_analyze)
+    return tmp_path
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+MODEL = """import torch
+h = torch.sigmoid(x)
+h += 1  #! IPL001 error fixable
+g = h.exp()
+g.add_(1)  #! IPL008 warning
+"""
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# ---------------------------------------------------------------- formats
+
+
+def test_text_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "model.py", MODEL)
+    write(project / "clean.py", "import torch\n")
+    code, out, err = run_main(capsys, "check")
+    assert code == 1
+    assert err == ""
+    assert out == (
+        "model.py:3:1: IPL001 [error] IPL001: h is modified in place\n"
+        "  model.py:2:5: saved here\n"
+        "model.py:5:1: IPL008 [warning] IPL008: h is modified in place\n"
+        "  model.py:4:5: saved here\n"
+        "Found 2 problems (1 error, 1 warning) in 1 of 2 files.\n"
+    )
+
+
+def test_text_summary_when_clean(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "clean.py", "import torch\n")
+    assert run_main(capsys, "check") == (0, "All checks passed: 1 file.\n", "")
+
+
+def test_text_summary_counts_hints(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "a.py", "import torch\nx += 1  #! IPL001 hint\ny += 1  #! IPL004 hint\n")
+    code, out, _ = run_main(capsys, "check")
+    assert code == 0
+    assert out.endswith("Found 2 problems (0 errors, 0 warnings, 2 hints) in 1 of 1 file.\n")
+
+
+def test_json_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "model.py", MODEL)
+    code, out, _ = run_main(capsys, "check", "--format", "json", "model.py")
+    assert code == 1
+    records = json.loads(out)
+    assert records[0] == {
+        "path": "model.py",
+        "line": 3,
+        "column": 1,
+        "end_line": 3,
+        "end_column": 7,
+        "code": "IPL001",
+        "severity": "error",
+        "message": "IPL001: h is modified in place",
+        "related": [{"path": "model.py", "line": 2, "column": 5, "message": "saved here"}],
+        "fixable": True,
+    }
+    assert [(r["code"], r["severity"], r["fixable"]) for r in records] == [
+        ("IPL001", "error", True),
+        ("IPL008", "warning", False),
+    ]
+
+
+def test_json_columns_count_code_points(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "u.py", "import torch\n    h += 1  #! IPL001 error\n")
+    write(project / "bom.py", "\ufeffh += 1  #! IPL001 error  torch\n")
+    _, out, _ = run_main(capsys, "check", "--format", "json")
+    records = {r["path"]: r for r in json.loads(out)}
+    assert (records["u.py"]["column"], records["u.py"]["end_column"]) == (5, 11)
+    assert (records["bom.py"]["column"], records["bom.py"]["end_column"]) == (1, 7)
+
+
+def test_json_related_in_another_file(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def analyze(text: str, path: str | None = None) -> list[Finding]:
+        saved = Related(Span(7, 8, 7, 20), "saved by torch.tanh here", "models/layers.py")
+        return [Finding("IPL001", Severity.ERROR, "m", Span(1, 0, 1, 1), related=(saved,))]
+
+    monkeypatch.setattr(engine, "analyze", analyze)
+    write(project / "a.py", "import torch\n")
+    _, out, _ = run_main(capsys, "check", "--format", "json")
+    assert json.loads(out)[0]["related"] == [
+        {"path": "models/layers.py", "line": 7, "column": 9, "message": "saved by torch.tanh here"}
+    ]
+
+
+def test_json_empty_is_an_empty_array(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "clean.py", "import torch\n")
+    code, out, _ = run_main(capsys, "check", "--format", "json")
+    assert (code, json.loads(out)) == (0, [])
+
+
+def test_github_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "model.py", MODEL)
+    write(project / "a,b:c.py", "import torch\nx += 1  #! IPL004 information\n")
+    code, out, _ = run_main(capsys, "check", "--format", "github")
+    assert code == 1
+    assert out.splitlines() == [
+        "::notice file=a%2Cb%3Ac.py,line=2,col=1,endLine=2,endColumn=7,title=IPL004::"
+        "IPL004: h is modified in place%0Aa,b:c.py:1:5: saved here",
+        "::error file=model.py,line=3,col=1,endLine=3,endColumn=7,title=IPL001::"
+        "IPL001: h is modified in place%0Amodel.py:2:5: saved here",
+        "::warning file=model.py,line=5,col=1,endLine=5,endColumn=10,title=IPL008::"
+        "IPL008: h is modified in place%0Amodel.py:4:5: saved here",
+    ]
+
+
+def test_github_escapes_messages(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def analyze(text: str, path: str | None = None) -> list[Finding]:
+        return [Finding("IPL001", Severity.ERROR, "100% sure\r\nreally", Span(1, 0, 1, 1))]
+
+    monkeypatch.setattr(engine, "analyze", analyze)
+    write(project / "a.py", "import torch\n")
+    _, out, _ = run_main(capsys, "check", "--format", "github")
+    properties = "file=a.py,line=1,col=1,endLine=1,endColumn=2,title=IPL001"
+    assert out == f"::error {properties}::100%25 sure%0D%0Areally\n"
+
+
+def test_sarif_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "sub dir" / "model.py", MODEL)
+    code, out, _ = run_main(capsys, "check", "--format", "sarif")
+    assert code == 1
+    log = json.loads(out)
+    assert log["version"] == "2.1.0"
+    assert "sarif-2.1.0" in log["$schema"]
+    (run,) = log["runs"]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "inplace-lsp"
+    assert {"version", "informationUri", "rules"} <= driver.keys()
+    rule_ids = [rule["id"] for rule in driver["rules"]]
+    assert [f"IPL00{i}" for i in range(1, 9)] == rule_ids[:8]
+    for rule in driver["rules"]:
+        assert {"id", "name", "shortDescription", "helpUri"} <= rule.keys()
+        assert rule["shortDescription"]["text"]
+        assert rule["helpUri"].startswith("https://")
+    assert run["columnKind"] == "unicodeCodePoints"
+    first, second = run["results"]
+    assert first["ruleId"] == "IPL001"
+    assert driver["rules"][first["ruleIndex"]]["id"] == "IPL001"
+    assert (first["level"], second["level"]) == ("error", "warning")
+    assert first["message"] == {"text": "IPL001: h is modified in place"}
+    location = first["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "sub%20dir/model.py"
+    assert location["region"] == {"startLine": 3, "startColumn": 1, "endLine": 3, "endColumn": 7}
+    (related,) = first["relatedLocations"]
+    assert related["id"] == 0
+    assert related["message"] == {"text": "saved here"}
+    assert related["physicalLocation"]["region"]["startLine"] == 2
+
+
+def test_sarif_levels_for_hints_and_unknown_codes(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(project / "a.py", "import torch\nx += 1  #! IPL009 hint\n")
+    _, out, _ = run_main(capsys, "check", "--format", "sarif")
+    run = json.loads(out)["runs"][0]
+    (result,) = run["results"]
+    assert result["level"] == "note"
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "IPL009"
+
+
+def test_rule_infos_come_from_the_registry() -> None:
+    infos = cli.rule_infos()
+    assert [f"IPL00{i}" for i in range(1, 9)] == sorted(infos)[:8]
+    assert infos["IPL001"].name == "inplace-on-saved"
+    assert infos["IPL001"].help_uri.endswith("docs/rules.md#ipl001")
+    assert all(info.summary and "\n" not in info.summary for info in infos.values())
+
+
+def test_rule_infos_without_a_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = cli.importlib.import_module
+
+    def import_module(name: str) -> object:
+        if name == "inplace_lsp.analysis.rules":
+            raise ImportError(name)
+        return real_import(name)
+
+    monkeypatch.setattr(cli.importlib, "import_module", import_module)
+    infos = cli.rule_infos()
+    assert sorted(infos) == [f"IPL00{i}" for i in range(1, 9)]
+    assert (infos["IPL004"].name, infos["IPL004"].default_severity) == (
+        "graph-accumulation",
+        "warning",
+    )
+
+
+# ---------------------------------------------------------------- settings, noqa, exit codes
+
+
+def test_warnings_only_exit_zero(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "a.py", "import torch\nx += 1  #! IPL008 warning\n")
+    assert run_main(capsys, "check")[0] == 0
+
+
+def test_select_and_ignore_flags(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "model.py", MODEL)
+    code, out, _ = run_main(capsys, "check", "--ignore", "IPL001", "--format", "json")
+    assert (code, [r["code"] for r in json.loads(out)]) == (0, ["IPL008"])
+    code, out, _ = run_main(capsys, "check", "--select", "ipl001", "--format", "json")
+    assert (code, [r["code"] for r in json.loads(out)]) == (1, ["IPL001"])
+
+
+def test_bad_select_is_a_usage_error(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main(capsys, "check", "--select", "E501")
+    assert code == 2
+    assert "usage: inplace-lsp check" in err
+    assert "--select" in err
+
+
+def test_pyproject_settings_apply(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(
+        project / "pyproject.toml",
+        '[tool.inplace-lsp]\nseverity = { IPL001 = "warning" }\nexclude = ["skipped"]\n',
+    )
+    write(project / "model.py", MODEL)
+    write(project / "skipped" / "bad.py", "import torch\nx += 1  #! IPL002 error\n")
+    code, out, _ = run_main(capsys, "check", "--format", "json")
+    assert code == 0
+    assert [(r["path"], r["severity"]) for r in json.loads(out)] == [
+        ("model.py", "warning"),
+        ("model.py", "warning"),
+    ]
+
+
+def test_config_flag_and_its_problems(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "settings.toml", 'ignore = ["IPL008"]\nstrict = "maybe"\n')
+    write(project / "model.py", MODEL)
+    code, out, err = run_main(capsys, "check", "--config", "settings.toml", "--format", "json")
+    assert code == 1
+    assert [r["code"] for r in json.loads(out)] == ["IPL001"]
+    assert err == (
+        "warning: settings.toml: setting 'strict': expected true or false, got 'maybe'; "
+        "using the default\n"
+    )
+    code, _, err = run_main(capsys, "check", "--config", "absent.toml")
+    assert code == 2 and "absent.toml: no such file" in err
+
+
+def test_noqa_in_the_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(
+        project / "a.py",
+        "import torch\n"
+        "x += 1  #! IPL001 error  # noqa: IPL001\n"
+        "x += 1  #! IPL001 error  # noqa: E501\n"
+        "x += 1  #! IPL001 error  # noqa\n",
+    )
+    code, out, _ = run_main(capsys, "check", "--format", "json")
+    assert (code, [r["line"] for r in json.loads(out)]) == (1, [3])
+
+
+def test_internal_error_in_one_file(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def analyze(text: str, path: str | None = None) -> list[Finding]:
+        if path == "boom.py":
+            raise ValueError("no such op")
+        return fake_analyze(text, path)
+
+    monkeypatch.setattr(engine, "analyze", analyze)
+    write(project / "boom.py", "import torch\n")
+    write(project / "model.py", MODEL)
+    code, out, err = run_main(capsys, "check")
+    assert code == 2
+    assert err == "boom.py: internal error: ValueError: no such op (please report)\n"
+    assert "model.py:3:1: IPL001" in out
+    assert "Traceback" not in out + err
+
+
+def test_recursion_error_is_reported_per_file(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def analyze(text: str, path: str | None = None) -> list[Finding]:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(engine, "analyze", analyze)
+    write(project / "deep.py", "import torch\nx = " + "(" * 5000 + ")" * 5000 + "\n")
+    code, _, err = run_main(capsys, "check")
+    assert code == 2
+    assert err == "deep.py: too deeply nested to analyze (RecursionError), skipped\n"
+
+
+def test_syntax_error_from_the_engine_is_not_internal(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def analyze(text: str, path: str | None = None) -> list[Finding]:
+        raise SyntaxError("invalid syntax", (path, 2, 5, "x = = 1", 2, 6))
+
+    monkeypatch.setattr(engine, "analyze", analyze)
+    write(project / "bad.py", "import torch\nx = = 1\n")
+    code, _, err = run_main(capsys, "check")
+    assert code == 0
+    assert err == "bad.py:2:5: syntax error: invalid syntax, skipped\n"
+
+
+def test_keyboard_interrupt_exits_130(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def analyze(text: str, path: str | None = None) -> list[Finding]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine, "analyze", analyze)
+    write(project / "a.py", "import torch\n")
+    assert run_main(capsys, "check") == (130, "", "inplace-lsp: interrupted\n")
+
+
+def test_missing_path_exit_2_others_still_checked(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(project / "model.py", MODEL)
+    code, out, err = run_main(capsys, "check", "nope.py", "model.py")
+    assert code == 2
+    assert err == "nope.py: no such file or directory\n"
+    assert "model.py:3:1" in out
+
+
+def test_non_utf8_does_not_change_the_exit_code(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "latin.py").write_bytes(b"import torch\n# caf\xe9\n")
+    write(project / "clean.py", "import torch\n")
+    code, out, err = run_main(capsys, "check")
+    assert code == 0
+    assert err == "latin.py: not UTF-8 (byte 0xe9 at offset 18), skipped\n"
+    assert out == "All checks passed: 1 file.\n"
+
+
+def test_ten_megabyte_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    body = "x = torch.zeros(3)\n" * (10 * 1024 * 1024 // 19)
+    write(project / "big.py", "import torch\n" + body + "x += 1  #! IPL008 warning\n")
+    code, out, _ = run_main(capsys, "check", "--format", "json")
+    assert code == 0
+    assert [r["line"] for r in json.loads(out)] == [len(body) // 19 + 2]
+
+
+# ---------------------------------------------------------------- --fix
+
+
+def test_fix_without_a_fixer(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "model.py", MODEL)
+    if hasattr(fixes, "apply_safe_fixes"):
+        pytest.skip("this build has a fixer")
+    assert run_main(capsys, "check", "--fix") == (
+        2,
+        "",
+        "--fix: no fixer available in this build\n",
+    )
+
+
+def test_fix_calls_the_fixer(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list[str]] = []
+
+    def apply_safe_fixes(text: str, findings: list[Finding]) -> str:
+        calls.append([f.code for f in findings])
+        return text.replace("h += 1  #! IPL001 error fixable", "h = h + 1")
+
+    monkeypatch.setattr(fixes, "apply_safe_fixes", apply_safe_fixes, raising=False)
+    model = write(project / "model.py", MODEL)
+    code, out, _ = run_main(capsys, "check", "--fix")
+    assert calls == [["IPL001"]]  # only the safe-fixable finding
+    assert code == 0
+    assert "h = h + 1\n" in model.read_text(encoding="utf-8")
+    assert out.splitlines()[-2:] == [
+        "Fixed 1 problem.",
+        "Found 1 problem (0 errors, 1 warning) in 1 of 1 file.",
+    ]
+
+
+# ---------------------------------------------------------------- many files
+
+
+def needs_fork() -> None:
+    # Under "fork" the workers inherit the monkeypatched engine; other start methods re-import.
+    if multiprocessing.get_start_method() != "fork":
+        pytest.skip("worker processes only see the fake analyzer under the 'fork' start method")
+
+
+def test_parallel_matches_sequential(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    needs_fork()
+    paths = [
+        str(write(project / f"m{i:03}.py", MODEL if i % 3 else "import torch\n")) for i in range(60)
+    ]
+    settings = Settings()
+    sequential = cli.check_files(paths, settings, jobs=1)
+    monkeypatch.setattr(cli, "PARALLEL_MIN_FILES", 10)
+    parallel = cli.check_files(paths, settings, jobs=2)
+    assert [(r.path, r.findings, r.checked) for r in parallel] == [
+        (r.path, r.findings, r.checked) for r in sequential
+    ]
+
+
+def test_worker_crash_is_reported(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    needs_fork()
+    parent = os.getpid()
+
+    def analyze(text: str, path: str | None = None) -> list[Finding]:
+        if path is not None and path.endswith("crash.py") and os.getpid() != parent:
+            os._exit(70)  # what a segfault in a C extension looks like to the pool
+        return fake_analyze(text, path)
+
+    monkeypatch.setattr(engine, "analyze", analyze)
+    monkeypatch.setattr(cli, "PARALLEL_MIN_FILES", 10)
+    paths = [str(write(project / f"m{i:03}.py", MODEL)) for i in range(30)]
+    paths.insert(7, str(write(project / "crash.py", "import torch\n")))
+    results = cli.check_files(paths, Settings(), jobs=2)
+    crashed = [r for r in results if r.failed]
+    assert [r.path for r in crashed] == [str(project / "crash.py")]
+    assert "worker process checking it crashed (please report)" in crashed[0].messages[0]
+    assert all(len(r.findings) == 2 and r.checked for r in results if not r.failed)
+
+
+# ---------------------------------------------------------------- subprocess smoke tests
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "inplace_lsp", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(), ("check", "--format", "xml"), ("lint",), ("check", "--select", "nope")],
+)
+def test_usage_errors_exit_2(tmp_path: Path, args: tuple[str, ...]) -> None:
+    result = run_cli(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "usage: inplace-lsp" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [("serve",), ("serve", "--tcp", "127.0.0.1:2087"), ("verify", "m.py:3")]
+)
+def test_serve_and_verify_not_yet(tmp_path: Path, args: tuple[str, ...]) -> None:
+    result = run_cli(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == f"inplace-lsp {args[0]}: not implemented yet in this build\n"
+
+
+def test_subprocess_walk_exclude_skip_and_non_utf8(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.inplace-lsp]\nexclude = ["generated"]\n')
+    write(tmp_path / "pkg" / "model.py", "import torch\n")
+    write(tmp_path / "pkg" / "util.py", "import os\n")  # never mentions torch: skipped
+    write(tmp_path / "pkg" / "notes.txt", "torch\n")  # not a .py file
+    write(tmp_path / "pkg" / "generated" / "big.py", "import torch\n")
+    write(tmp_path / ".venv" / "lib" / "site.py", "import torch\n")
+    write(tmp_path / "build" / "lib" / "model.py", "import torch\n")
+    (tmp_path / "pkg" / "latin1.py").write_bytes(b"import torch\ns = '\xff'\n")
+    result = run_cli("check", cwd=tmp_path)
+    assert result.stderr == (
+        f"{os.path.join('pkg', 'latin1.py')}: not UTF-8 (byte 0xff at offset 18), skipped\n"
+    )
+    assert result.stdout == "All checks passed: 1 file.\n"
+    assert result.returncode == 0
+    # A file named on the command line is checked even inside an excluded directory.
+    result = run_cli("check", "build/lib/model.py", "pkg/util.py", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "All checks passed: 1 file.\n")
+
+
+def test_subprocess_json_on_real_engine(tmp_path: Path) -> None:
+    write(tmp_path / "a.py", "import torch\nx = torch.zeros(3)\n")
+    result = run_cli("check", "--format", "json", "a.py", cwd=tmp_path)
+    assert result.returncode in (0, 1)
+    assert isinstance(json.loads(result.stdout), list)
