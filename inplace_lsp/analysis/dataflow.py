@@ -117,7 +117,8 @@ class ModuleRef:
 
 @dataclass(eq=False)
 class Value:
-    kind: str  # "tensor" | "scalar" | "module" | "optimizer" | "params" | "container" | "symbol" | "unknown"
+    # "tensor" | "scalar" | "module" | "optimizer" | "params" | "container" | "symbol" | "unknown"
+    kind: str
     groups: frozenset[int] = frozenset()
     tensor: bool | None = None
     grad: bool | None = None
@@ -181,7 +182,8 @@ class Save:
 @dataclass(eq=False)
 class Mutation:
     id: int
-    kind: str  # "augassign" | "method" | "setitem" | "out" | "inplace_kwarg" | "inplace_module" | "step"
+    # "augassign" | "method" | "setitem" | "out" | "inplace_kwarg" | "inplace_module" | "step"
+    kind: str
     op: str  # what the user wrote: "+=", "add_", "x[...] = ", "inplace=True", "optimizer.step()"
     loc: Loc
     ctx: Ctx
@@ -353,7 +355,8 @@ class Interpreter:
             args.defaults
         )
         is_method = owner is not None and not any(
-            isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list
+            isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+            for d in fn.decorator_list
         )
         in_module = owner is not None and owner.is_module
         for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
@@ -399,11 +402,26 @@ class Interpreter:
 
     def _param_value(self, arg: ast.arg, default: ast.expr | None, assumed: bool) -> Value:
         annotation = ast.unparse(arg.annotation) if arg.annotation is not None else ""
-        scalar_annotation = annotation.split("[")[0] in ("int", "float", "bool", "str", "Optional", "tuple", "list", "dict")
+        scalar_annotation = annotation.split("[")[0] in (
+            "int",
+            "float",
+            "bool",
+            "str",
+            "Optional",
+            "tuple",
+            "list",
+            "dict",
+        )
         if "Tensor" in annotation:
             scalar_annotation = False
         elif "Module" in annotation or "Sequential" in annotation:
-            return Value("module", tensor=False, grad=False, module=ModuleRef(None, None, new_id()), name=arg.arg)
+            return Value(
+                "module",
+                tensor=False,
+                grad=False,
+                module=ModuleRef(None, None, new_id()),
+                name=arg.arg,
+            )
         if (isinstance(default, ast.Constant) and default.value is not None) or scalar_annotation:
             return Value("scalar", tensor=False, grad=False, name=arg.arg)
         tensor = True if "Tensor" in annotation or default is None else None
@@ -428,14 +446,11 @@ class Interpreter:
 
     def loc(self, node: ast.AST, frame: Frame) -> Loc:
         off = frame.start - 1
-        line = getattr(node, "lineno", 1)
-        end_line = getattr(node, "end_lineno", None) or line
-        return (
-            line + off,
-            getattr(node, "col_offset", 0),
-            end_line + off,
-            getattr(node, "end_col_offset", None) or getattr(node, "col_offset", 0),
-        )
+        line: int = getattr(node, "lineno", 1)
+        end_line: int = getattr(node, "end_lineno", None) or line
+        col: int = getattr(node, "col_offset", 0)
+        end_col: int = getattr(node, "end_col_offset", None) or col
+        return (line + off, col, end_line + off, end_col)
 
     # ------------------------------------------------------------------ statements
 
@@ -475,18 +490,39 @@ class Interpreter:
         opname = BIN_OPS.get(type(stmt.op), "add")
         if isinstance(target, ast.Name):
             current = frame.env.get(target.id)
-            if current is None or not current.tensorish or (current.tensor is None and not rhs.tensorish and current.kind == "unknown" and not current.groups):
+            if (
+                current is None
+                or not current.tensorish
+                or (
+                    current.tensor is None
+                    and not rhs.tensorish
+                    and current.kind == "unknown"
+                    and not current.groups
+                )
+            ):
                 # A Python number (or unknown object): `+=` rebinds, nothing is written in place.
                 result = self.binop(opname, current or unknown(), rhs, stmt, frame)
-                if frame.loop_depth and rhs.grad is not False and rhs.tensorish and any(target.id in names for names in frame.loop_names):
+                if (
+                    frame.loop_depth
+                    and rhs.grad is not False
+                    and rhs.tensorish
+                    and any(target.id in names for names in frame.loop_names)
+                ):
                     self._note_accumulation(target.id, stmt, frame)
                 frame.env[target.id] = replace(result, name=target.id)
                 return
-            if frame.loop_depth and rhs.grad is not False and not rhs.detached and any(target.id in names for names in frame.loop_names):
+            if (
+                frame.loop_depth
+                and rhs.grad is not False
+                and not rhs.detached
+                and any(target.id in names for names in frame.loop_names)
+            ):
                 self._note_accumulation(target.id, stmt, frame)
             self.inplace_binop(current, rhs, opname, symbol, stmt, frame, target.id)
             return
-        base = self.eval(target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else target, frame)
+        base = self.eval(
+            target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else target, frame
+        )
         if isinstance(target, ast.Attribute):
             current = self.attribute(base, target.attr, target, frame)
             if current.tensorish and current.kind == "tensor":
@@ -496,19 +532,34 @@ class Interpreter:
             self.eval(target.slice, frame)
             # `x[idx] += v` writes into x whatever idx is (index_put_ for tensor indices).
             view = base if base.kind == "tensor" else replace(base, kind="tensor")
-            self.inplace_binop(view, rhs, opname, symbol, stmt, frame, _root_name(target) or ast.unparse(target))
+            self.inplace_binop(
+                view, rhs, opname, symbol, stmt, frame, _root_name(target) or ast.unparse(target)
+            )
 
     def _note_accumulation(self, name: str, stmt: ast.AugAssign, frame: Frame) -> None:
         if frame.loop_has_backward and frame.loop_has_backward[-1]:
             self.facts.accumulations.append(
-                Accumulation(name, self.loc(stmt, frame), self.loc(stmt, frame), ast.unparse(stmt.value))
+                Accumulation(
+                    name, self.loc(stmt, frame), self.loc(stmt, frame), ast.unparse(stmt.value)
+                )
             )
 
     def inplace_binop(
-        self, current: Value, rhs: Value, opname: str, symbol: str, stmt: ast.AugAssign, frame: Frame, target: str
+        self,
+        current: Value,
+        rhs: Value,
+        opname: str,
+        symbol: str,
+        stmt: ast.AugAssign,
+        frame: Frame,
+        target: str,
     ) -> None:
         op = self.kb.op(f"Tensor.__i{opname}__")
-        fix = "augassign" if isinstance(stmt.target, ast.Name) else ("clone-setitem" if isinstance(stmt.target, ast.Subscript) else None)
+        fix = (
+            "augassign"
+            if isinstance(stmt.target, ast.Name)
+            else ("clone-setitem" if isinstance(stmt.target, ast.Subscript) else None)
+        )
         self.mutate(
             current,
             kind="augassign",
@@ -641,7 +692,9 @@ class Interpreter:
                     pending = self.heap.pending_alias.get(group)
                     if pending:
                         self.heap.pending_alias[group] = [(m, o - {target.id}) for m, o in pending]
-            frame.env[target.id] = replace(value, name=target.id) if value.name != target.id else value
+            frame.env[target.id] = (
+                replace(value, name=target.id) if value.name != target.id else value
+            )
         elif isinstance(target, (ast.Tuple, ast.List)):
             elements = self.unpack(value, len(target.elts))
             for elt, item in zip(target.elts, elements, strict=False):
@@ -679,7 +732,13 @@ class Interpreter:
             # Unpacking a tensor (or the result of chunk/split/unbind) yields views of it.
             return [replace(value, leaf=False, name=None) for _ in range(count)]
         return [
-            Value(value.kind if value.kind != "container" else "unknown", frozenset({new_id()}), None, value.grad, graph=value.graph)
+            Value(
+                value.kind if value.kind != "container" else "unknown",
+                frozenset({new_id()}),
+                None,
+                value.grad,
+                graph=value.graph,
+            )
             for _ in range(count)
         ]
 
@@ -703,8 +762,17 @@ class Interpreter:
         if value is not None:
             self._check_alias_read(value, node.id, node, frame)
             return value
-        if node.id in self.model.imports or node.id in self.model.classes or node.id in self.model.functions:
-            return Value("symbol", tensor=False, grad=False, qualname=self.model.imports.get(node.id, node.id))
+        if (
+            node.id in self.model.imports
+            or node.id in self.model.classes
+            or node.id in self.model.functions
+        ):
+            return Value(
+                "symbol",
+                tensor=False,
+                grad=False,
+                qualname=self.model.imports.get(node.id, node.id),
+            )
         if node.id in ("True", "False", "None"):
             return scalar()
         return unknown()
@@ -744,7 +812,15 @@ class Interpreter:
             return self.module_attr(base.module, attr)
         if base.tensorish:
             if attr == "data":
-                return replace(base, kind="tensor", tensor=True, grad=False, leaf=False, detached="data", graph=frozenset())
+                return replace(
+                    base,
+                    kind="tensor",
+                    tensor=True,
+                    grad=False,
+                    leaf=False,
+                    detached="data",
+                    graph=frozenset(),
+                )
             if attr in TENSOR_ATTR_VIEWS:
                 return replace(base, leaf=False)
             if attr == "grad":
@@ -759,34 +835,76 @@ class Interpreter:
         value: Value
         cls = ref.cls
         if cls is not None and attr in cls.submodules:
-            sub, conditional = _choose(cls.submodule_options.get(attr) or [cls.submodules[attr]], ref.consts)
-            value = self.module_value(sub.qualname, sub, new_id(), self.model.start_of(cls.node), ref)
+            sub, conditional = _choose(
+                cls.submodule_options.get(attr) or [cls.submodules[attr]], ref.consts
+            )
+            value = self.module_value(
+                sub.qualname, sub, new_id(), self.model.start_of(cls.node), ref
+            )
             if value.module is not None and conditional:
                 value.module.conditional = True
         elif cls is not None and attr in cls.parameters:
-            value = Value("tensor", frozenset({ref.params_group}), True, True, leaf=True, origin=f"parameter self.{attr}", name=f"self.{attr}")
+            value = Value(
+                "tensor",
+                frozenset({ref.params_group}),
+                True,
+                True,
+                leaf=True,
+                origin=f"parameter self.{attr}",
+                name=f"self.{attr}",
+            )
         elif cls is not None and attr in cls.plain_attrs:
             value = scalar()
         elif cls is not None and attr in cls.buffers:
-            value = Value("tensor", frozenset({new_id()}), True, False, origin=f"buffer self.{attr}")
-        elif ref.qualname is not None and ref.qualname.startswith("torch.nn.") and attr in ("weight", "bias", "in_proj_weight", "in_proj_bias"):
-            value = Value("tensor", frozenset({ref.params_group}), True, True, leaf=True, origin=f"parameter .{attr}")
-        elif ref.qualname is not None and ref.qualname.startswith("torch.nn.") and attr in ("running_mean", "running_var"):
+            value = Value(
+                "tensor", frozenset({new_id()}), True, False, origin=f"buffer self.{attr}"
+            )
+        elif (
+            ref.qualname is not None
+            and ref.qualname.startswith("torch.nn.")
+            and attr in ("weight", "bias", "in_proj_weight", "in_proj_bias")
+        ):
+            value = Value(
+                "tensor",
+                frozenset({ref.params_group}),
+                True,
+                True,
+                leaf=True,
+                origin=f"parameter .{attr}",
+            )
+        elif (
+            ref.qualname is not None
+            and ref.qualname.startswith("torch.nn.")
+            and attr in ("running_mean", "running_var")
+        ):
             value = Value("tensor", frozenset({new_id()}), True, False)
         else:
             value = Value("unknown", frozenset({new_id()}), None, None, origin=f"attribute {attr}")
         ref.attrs[attr] = value
         return value
 
-    def module_value(self, qualname: str | None, sub: Submodule | None, params_group: int, site_start: int, parent: ModuleRef | None = None) -> Value:
+    def module_value(
+        self,
+        qualname: str | None,
+        sub: Submodule | None,
+        params_group: int,
+        site_start: int,
+        parent: ModuleRef | None = None,
+    ) -> Value:
         cls = self.model.classes.get(qualname) if qualname else None
         if cls is not None and not cls.is_module:
             cls = None
-        ref = ModuleRef(qualname, cls, params_group, submodule=sub, site_start=site_start, parent=parent)
+        ref = ModuleRef(
+            qualname, cls, params_group, submodule=sub, site_start=site_start, parent=parent
+        )
         ref.conditional = bool(parent is not None and parent.conditional)
         if cls is not None:
             ref.consts = _init_consts(cls, sub.call if sub is not None else None, parent)
-        if sub is not None and sub.children and qualname in ("torch.nn.Sequential", "torch.nn.ModuleList"):
+        if (
+            sub is not None
+            and sub.children
+            and qualname in ("torch.nn.Sequential", "torch.nn.ModuleList")
+        ):
             ref.children = [
                 self.module_value(child.qualname, child, new_id(), site_start, ref).module  # type: ignore[misc]
                 for child in sub.children
@@ -799,7 +917,11 @@ class Interpreter:
 
     def subscript(self, base: Value, node: ast.Subscript, frame: Frame) -> Value:
         index = self.eval(node.slice, frame)
-        if base.items is not None and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+        if (
+            base.items is not None
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, int)
+        ):
             try:
                 return base.items[node.slice.value]
             except IndexError:
@@ -808,21 +930,42 @@ class Interpreter:
             children = base.module.children
             if children:
                 return Value("module", tensor=False, grad=False, module=children[0])
-            return Value("module", tensor=False, grad=False, module=ModuleRef(None, None, base.module.params_group))
+            return Value(
+                "module",
+                tensor=False,
+                grad=False,
+                module=ModuleRef(None, None, base.module.params_group),
+            )
         if base.tensorish and base.kind == "tensor":
-            advanced = index.tensorish and index.kind == "tensor" or isinstance(node.slice, ast.List)
+            advanced = (
+                index.tensorish and index.kind == "tensor" or isinstance(node.slice, ast.List)
+            )
             if advanced:
-                return Value("tensor", frozenset({new_id()}), True, base.grad, base.grad_assumed, graph=base.graph, origin="indexing")
+                return Value(
+                    "tensor",
+                    frozenset({new_id()}),
+                    True,
+                    base.grad,
+                    base.grad_assumed,
+                    graph=base.graph,
+                    origin="indexing",
+                )
             return replace(base, leaf=False, detached=base.detached, partial=True)
         if base.kind == "container":
             return Value("unknown", frozenset({new_id()}), None, base.grad, graph=base.graph)
         return Value("unknown", frozenset({new_id()}), None, None)
 
     def expr_Tuple(self, node: ast.Tuple | ast.List, frame: Frame) -> Value:
-        items = tuple(self.eval(e.value if isinstance(e, ast.Starred) else e, frame) for e in node.elts)
+        items = tuple(
+            self.eval(e.value if isinstance(e, ast.Starred) else e, frame) for e in node.elts
+        )
         grads = [i.grad for i in items if i.tensorish]
-        graph: frozenset[int] = frozenset().union(*(i.graph for i in items)) if items else frozenset()
-        return Value("container", tensor=False, grad=True if any(grads) else None, items=items, graph=graph)
+        graph: frozenset[int] = (
+            frozenset().union(*(i.graph for i in items)) if items else frozenset()
+        )
+        return Value(
+            "container", tensor=False, grad=True if any(grads) else None, items=items, graph=graph
+        )
 
     expr_List = expr_Tuple
 
@@ -831,7 +974,9 @@ class Interpreter:
         for k in node.keys:
             if k is not None:
                 self.eval(k, frame)
-        graph: frozenset[int] = frozenset().union(*(v.graph for v in values)) if values else frozenset()
+        graph: frozenset[int] = (
+            frozenset().union(*(v.graph for v in values)) if values else frozenset()
+        )
         return Value("container", tensor=False, grad=None, graph=graph)
 
     def expr_IfExp(self, node: ast.IfExp, frame: Frame) -> Value:
@@ -848,17 +993,25 @@ class Interpreter:
             if left.kind == "scalar" and right.kind == "scalar":
                 return scalar()
             grad = True if (left.grad or right.grad) else None
-            return Value("unknown", frozenset({new_id()}), None, grad, graph=left.graph | right.graph)
+            return Value(
+                "unknown", frozenset({new_id()}), None, grad, graph=left.graph | right.graph
+            )
         if left.kind == "tensor":
             op = self.kb.op(f"Tensor.__{opname}__")
-            return self.apply_op(op, f"`{opname}`", [left, right], node, frame, describe=_OP_TEXT.get(opname, opname))
+            return self.apply_op(
+                op, f"`{opname}`", [left, right], node, frame, describe=_OP_TEXT.get(opname, opname)
+            )
         op = self.kb.op(f"Tensor.__r{opname}__")
-        return self.apply_op(op, f"`{opname}`", [right, left], node, frame, describe=_OP_TEXT.get(opname, opname))
+        return self.apply_op(
+            op, f"`{opname}`", [right, left], node, frame, describe=_OP_TEXT.get(opname, opname)
+        )
 
     def expr_UnaryOp(self, node: ast.UnaryOp, frame: Frame) -> Value:
         operand = self.eval(node.operand, frame)
         if operand.tensorish and isinstance(node.op, ast.USub):
-            return self.apply_op(self.kb.op("Tensor.__neg__"), "neg", [operand], node, frame, describe="-")
+            return self.apply_op(
+                self.kb.op("Tensor.__neg__"), "neg", [operand], node, frame, describe="-"
+            )
         if operand.tensorish:
             return self.derived([operand])
         return scalar()
@@ -879,7 +1032,9 @@ class Interpreter:
     def expr_Lambda(self, node: ast.Lambda, frame: Frame) -> Value:
         return unknown()
 
-    def expr_ListComp(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp, frame: Frame) -> Value:
+    def expr_ListComp(
+        self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp, frame: Frame
+    ) -> Value:
         inner = dict(frame.env)
         for gen in node.generators:
             it = self.eval(gen.iter, frame)
@@ -893,7 +1048,13 @@ class Interpreter:
         first = self.eval(node.elt, frame)
         elt = join_values(first, self.eval(node.elt, frame))  # a second iteration, as for loops
         frame.env = saved_env
-        return Value("container", tensor=False, grad=elt.grad, graph=self._graph_of(first) | self._graph_of(elt), items=None)
+        return Value(
+            "container",
+            tensor=False,
+            grad=elt.grad,
+            graph=frozenset(self._graph_of(first) | self._graph_of(elt)),
+            items=None,
+        )
 
     expr_GeneratorExp = expr_ListComp
     expr_SetComp = expr_ListComp
@@ -913,11 +1074,18 @@ class Interpreter:
             children = iterable.module.children
             if children:
                 return Value("module", tensor=False, grad=False, module=children[0])
-            return Value("module", tensor=False, grad=False, module=ModuleRef(None, None, iterable.module.params_group))
+            return Value(
+                "module",
+                tensor=False,
+                grad=False,
+                module=ModuleRef(None, None, iterable.module.params_group),
+            )
         if iterable.kind == "tensor":
             return replace(iterable, leaf=False)
         if iterable.kind == "container":
-            return Value("unknown", frozenset({new_id()}), None, iterable.grad, graph=iterable.graph)
+            return Value(
+                "unknown", frozenset({new_id()}), None, iterable.grad, graph=iterable.graph
+            )
         # Data loaders, ranges, zip(...): data, not parameters.
         return Value("unknown", frozenset({new_id()}), None, False)
 
@@ -947,21 +1115,38 @@ class Interpreter:
         root = func.value
         while isinstance(root, ast.Attribute):
             root = root.value
-        if isinstance(root, ast.Name) and root.id not in frame.env and self.model.qualify(func.value) is not None:
+        if (
+            isinstance(root, ast.Name)
+            and root.id not in frame.env
+            and self.model.qualify(func.value) is not None
+        ):
             return None  # torch.nn.functional.relu(...): a qualified function, not a method
         return self.eval(func.value, frame)
 
     def unknown_call(self, args: list[Value], kwargs: dict[str, Value]) -> Value:
         values = [*args, *kwargs.values()]
-        grad: bool | None = True if any(v.grad for v in values if v.tensorish or v.kind == "container") else None
-        graph: frozenset[int] = frozenset().union(*(v.graph for v in values)) if values else frozenset()
+        grad: bool | None = (
+            True if any(v.grad for v in values if v.tensorish or v.kind == "container") else None
+        )
+        graph: frozenset[int] = (
+            frozenset().union(*(v.graph for v in values)) if values else frozenset()
+        )
         return Value("unknown", frozenset({new_id()}), None, grad, graph=graph)
 
     def derived(self, inputs: list[Value]) -> Value:
         grads = [v.grad for v in inputs if v.tensorish]
         grad = True if any(grads) else (False if grads and all(g is False for g in grads) else None)
-        graph: frozenset[int] = frozenset().union(*(v.graph for v in inputs)) if inputs else frozenset()
-        return Value("tensor", frozenset({new_id()}), True, grad, any(v.grad_assumed for v in inputs), graph=graph)
+        graph: frozenset[int] = (
+            frozenset().union(*(v.graph for v in inputs)) if inputs else frozenset()
+        )
+        return Value(
+            "tensor",
+            frozenset({new_id()}),
+            True,
+            grad,
+            any(v.grad_assumed for v in inputs),
+            graph=graph,
+        )
 
     def method_call(self, receiver: Value, name: str, node: ast.Call, frame: Frame) -> Value:
         args = [self.eval(a.value if isinstance(a, ast.Starred) else a, frame) for a in node.args]
@@ -998,9 +1183,27 @@ class Interpreter:
         if name in SCALAR_METHODS:
             return scalar()
         if name == "detach":
-            return replace(receiver, kind="tensor", tensor=True, grad=False, grad_assumed=False, leaf=False, detached="detach", graph=frozenset(), origin=".detach()")
+            return replace(
+                receiver,
+                kind="tensor",
+                tensor=True,
+                grad=False,
+                grad_assumed=False,
+                leaf=False,
+                detached="detach",
+                graph=frozenset(),
+                origin=".detach()",
+            )
         if name == "clone":
-            return Value("tensor", frozenset({new_id()}), True, receiver.grad if frame.grad_enabled else False, receiver.grad_assumed, graph=receiver.graph, origin=".clone()")
+            return Value(
+                "tensor",
+                frozenset({new_id()}),
+                True,
+                receiver.grad if frame.grad_enabled else False,
+                receiver.grad_assumed,
+                graph=receiver.graph,
+                origin=".clone()",
+            )
         if name == "requires_grad_":
             receiver.grad = True
             receiver.grad_assumed = False
@@ -1012,31 +1215,60 @@ class Interpreter:
         op = self.kb.op(f"Tensor.{name}")
         return self.apply_op(op, name, [receiver, *args], node, frame, kwargs=kwargs, method=True)
 
-    def module_method(self, receiver: Value, name: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call, frame: Frame) -> Value:
+    def module_method(
+        self,
+        receiver: Value,
+        name: str,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
         ref = receiver.module
         assert ref is not None
         if name in ("parameters", "named_parameters"):
             return Value("params", self.param_groups(ref), tensor=False, grad=True)
         if name in ("train", "eval"):
             training = name == "train"
-            if name == "train" and args and args[0].kind == "scalar" and node.args and isinstance(node.args[0], ast.Constant):
+            if (
+                name == "train"
+                and args
+                and args[0].kind == "scalar"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
                 training = bool(node.args[0].value)
             ref.training_flag = training
             return receiver
-        if name in ("to", "cuda", "cpu", "float", "double", "half", "requires_grad_", "apply", "zero_grad", "share_memory"):
+        if name in (
+            "to",
+            "cuda",
+            "cpu",
+            "float",
+            "double",
+            "half",
+            "requires_grad_",
+            "apply",
+            "zero_grad",
+            "share_memory",
+        ):
             return receiver
         if name == "forward":
             return self.module_call(ref, args, node, frame)
         if ref.cls is not None:
             found = self.model.find_method(ref.cls, name)
             if found is not None:
-                return self.inline(found[1], self.model.start_of(found[1]), [receiver, *args], kwargs, node, frame)
+                return self.inline(
+                    found[1], self.model.start_of(found[1]), [receiver, *args], kwargs, node, frame
+                )
         attr = self.module_attr(ref, name)
         if attr.module is not None:
             return self.module_call(attr.module, args, node, frame)
         return self.unknown_call(args, kwargs)
 
-    def symbol_call(self, qual: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call, frame: Frame) -> Value:
+    def symbol_call(
+        self, qual: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call, frame: Frame
+    ) -> Value:
         if qual in self.model.classes:
             cls = self.model.classes[qual]
             if cls.is_module:
@@ -1048,7 +1280,9 @@ class Interpreter:
             fn = self.model.functions[qual]
             return self.inline(fn, self.model.start_of(fn), args, kwargs, node, frame)
         if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-            return Value("tensor", frozenset({new_id()}), True, True, leaf=True, origin="nn.Parameter")
+            return Value(
+                "tensor", frozenset({new_id()}), True, True, leaf=True, origin="nn.Parameter"
+            )
         if qual in CREATION_FUNCTIONS:
             grad = _requires_grad_kw(node)
             return Value("tensor", frozenset({new_id()}), True, grad, leaf=grad, origin=qual)
@@ -1101,13 +1335,17 @@ class Interpreter:
                 self.uncertain -= 1
         return self._module_call(ref, args, node, frame)
 
-    def _module_call(self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame) -> Value:
+    def _module_call(
+        self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
+    ) -> Value:
         x = args[0] if args else unknown()
         if ref.cls is not None:
             found = self.model.find_method(ref.cls, "forward")
             if found is not None:
                 this = Value("module", tensor=False, grad=False, module=ref)
-                return self.inline(found[1], self.model.start_of(found[1]), [this, *args], {}, node, frame)
+                return self.inline(
+                    found[1], self.model.start_of(found[1]), [this, *args], {}, node, frame
+                )
             return self.unknown_call(args, {})
         if ref.children is not None and ref.qualname == "torch.nn.Sequential":
             for child in ref.children:
@@ -1128,7 +1366,9 @@ class Interpreter:
         if info.view:
             return replace(x, leaf=False)
         if inplace and x.tensorish:
-            uncertain = ref.conditional or ("Dropout" in info.name and not _positive_p(ref.submodule, _owner(ref)))
+            uncertain = ref.conditional or (
+                "Dropout" in info.name and not _positive_p(ref.submodule, _owner(ref))
+            )
             if uncertain:
                 self.uncertain += 1
             kw_loc = None
@@ -1146,7 +1386,22 @@ class Interpreter:
                 fix="inplace-false",
                 inputs=[],
                 loc_override=kw_loc,
-                activation=short.lower().rstrip("0123456789") in {a.replace("_", "") for a in ACTIVATIONS} or short in ("ReLU6", "LeakyReLU", "Hardtanh", "Hardswish", "Hardsigmoid", "SiLU", "Mish", "CELU", "ELU", "SELU", "Threshold"),
+                activation=short.lower().rstrip("0123456789")
+                in {a.replace("_", "") for a in ACTIVATIONS}
+                or short
+                in (
+                    "ReLU6",
+                    "LeakyReLU",
+                    "Hardtanh",
+                    "Hardswish",
+                    "Hardsigmoid",
+                    "SiLU",
+                    "Mish",
+                    "CELU",
+                    "ELU",
+                    "SELU",
+                    "Threshold",
+                ),
             )
             if uncertain:
                 self.uncertain -= 1
@@ -1158,7 +1413,9 @@ class Interpreter:
         out.grad = (True if (x.grad or info.params) else x.grad) if frame.grad_enabled else False
         if any_grad:
             short = ref.qualname.rsplit(".", 1)[-1] if ref.qualname else "module"
-            slots = info.saves.get(("input_grad" if input_grad else "input_nograd") + (";inplace" if inplace else ""))
+            slots = info.saves.get(
+                ("input_grad" if input_grad else "input_nograd") + (";inplace" if inplace else "")
+            )
             if slots is None:
                 slots = info.saved_slots(input_grad)
             new = set()
@@ -1173,7 +1430,18 @@ class Interpreter:
                 if target_value is None:
                     continue
                 for group in target_value.groups:
-                    new.add(self._save(group, f"nn.{short}", slot, info.grad_fn, node, frame, possible=x.grad is None and slot != "input", what=target_value.name or ""))
+                    new.add(
+                        self._save(
+                            group,
+                            f"nn.{short}",
+                            slot,
+                            info.grad_fn,
+                            node,
+                            frame,
+                            possible=x.grad is None and slot != "input",
+                            what=target_value.name or "",
+                        )
+                    )
             out.graph = out.graph | frozenset(new)
         return out
 
@@ -1186,12 +1454,22 @@ class Interpreter:
             node.end_col_offset or node.col_offset,  # type: ignore[attr-defined]
         )
 
-    def inline(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int, args: list[Value], kwargs: dict[str, Value], node: ast.AST, frame: Frame) -> Value:
+    def inline(
+        self,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef,
+        start: int,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.AST,
+        frame: Frame,
+    ) -> Value:
         if len(self.call_stack) >= MAX_INLINE_DEPTH or fn in self.call_stack:
             return self.unknown_call(args, kwargs)
         callee = Frame({}, start, frame.grad_enabled and not self._decorated_no_grad(fn), frame.ctx)
         params = [*fn.args.posonlyargs, *fn.args.args]
-        defaults: list[ast.expr | None] = [None] * (len(params) - len(fn.args.defaults)) + list(fn.args.defaults)
+        defaults: list[ast.expr | None] = [None] * (len(params) - len(fn.args.defaults)) + list(
+            fn.args.defaults
+        )
         for i, (param, default) in enumerate(zip(params, defaults, strict=True)):
             if i < len(args):
                 callee.env[param.arg] = args[i]
@@ -1204,7 +1482,9 @@ class Interpreter:
         for param in fn.args.kwonlyargs:
             callee.env[param.arg] = kwargs.get(param.arg, unknown())
         if fn.args.vararg:
-            callee.env[fn.args.vararg.arg] = Value("container", tensor=False, grad=None, items=tuple(args[len(params):]))
+            callee.env[fn.args.vararg.arg] = Value(
+                "container", tensor=False, grad=None, items=tuple(args[len(params) :])
+            )
         if fn.args.kwarg:
             callee.env[fn.args.kwarg.arg] = Value("container", tensor=False, grad=None)
         self.call_stack.append(fn)
@@ -1236,14 +1516,17 @@ class Interpreter:
         kwargs = kwargs or {}
         call = node if isinstance(node, ast.Call) else None
         inplace_kw = call is not None and any(
-            kw.arg == "inplace" and isinstance(kw.value, ast.Constant) and kw.value.value is True for kw in call.keywords
+            kw.arg == "inplace" and isinstance(kw.value, ast.Constant) and kw.value.value is True
+            for kw in call.keywords
         )
         out_kw = call is not None and any(kw.arg == "out" for kw in call.keywords)
         tensor_args = [t for a in args for t in _tensors_in(a)]
         label = describe or (f".{name}()" if method else f"{name}()")
         if op is None:
             if method and name.endswith("_") and not name.endswith("__") and args:
-                self._method_mutation(args[0], name, node, frame, activation=name[:-1] in ACTIVATIONS)
+                self._method_mutation(
+                    args[0], name, node, frame, activation=name[:-1] in ACTIVATIONS
+                )
                 return args[0]
             if inplace_kw and args and args[0].tensorish:
                 self._kwarg_mutation(args[0], name, node, frame)
@@ -1255,7 +1538,14 @@ class Interpreter:
         result: Value
         if op.inplace and receiver.tensorish:
             short = name.rsplit(".", 1)[-1]
-            self._method_mutation(receiver, short, node, frame, activation=short.rstrip("_") in ACTIVATIONS, inputs=tensor_args[1:])
+            self._method_mutation(
+                receiver,
+                short,
+                node,
+                frame,
+                activation=short.rstrip("_") in ACTIVATIONS,
+                inputs=tensor_args[1:],
+            )
             result = receiver
         elif inplace_kw and receiver.tensorish:
             self._kwarg_mutation(receiver, name, node, frame)
@@ -1263,17 +1553,33 @@ class Interpreter:
         elif out_kw:
             out_value = kwargs.get("out", unknown())
             if out_value.tensorish:
-                self.mutate(out_value, kind="out", op=f"{name}(..., out=...)", node=node, stmt=frame.stmt or node, frame=frame, target=out_value.name, fix=None, inputs=tensor_args)
+                self.mutate(
+                    out_value,
+                    kind="out",
+                    op=f"{name}(..., out=...)",
+                    node=node,
+                    stmt=frame.stmt or node,
+                    frame=frame,
+                    target=out_value.name,
+                    fix=None,
+                    inputs=tensor_args,
+                )
                 result = out_value
             else:
                 result = self.derived(tensor_args)
         elif op.view and receiver.tensorish:
-            result = replace(receiver, leaf=False, kind="tensor" if receiver.kind == "unknown" else receiver.kind)
+            result = replace(
+                receiver, leaf=False, kind="tensor" if receiver.kind == "unknown" else receiver.kind
+            )
             if op.name.endswith(("chunk", "split", "unbind", "tensor_split", "split_with_sizes")):
                 result = replace(result, kind="tensor")
             return result
         else:
-            result = self.derived(tensor_args) if tensor_args else Value("tensor", frozenset({new_id()}), True, False)
+            result = (
+                self.derived(tensor_args)
+                if tensor_args
+                else Value("tensor", frozenset({new_id()}), True, False)
+            )
         if not frame.grad_enabled:
             if result is not receiver:
                 result.grad = False
@@ -1282,7 +1588,17 @@ class Interpreter:
         self.record_saves(op, args, result, node, frame, label=label, inplace=inplace_kw)
         return result
 
-    def record_saves(self, op: OpInfo, args: list[Value], result: Value, node: ast.AST, frame: Frame, *, label: str | None = None, inplace: bool = False) -> None:
+    def record_saves(
+        self,
+        op: OpInfo,
+        args: list[Value],
+        result: Value,
+        node: ast.AST,
+        frame: Frame,
+        *,
+        label: str | None = None,
+        inplace: bool = False,
+    ) -> None:
         if not frame.grad_enabled:
             return
         signature: list[str] = []
@@ -1290,9 +1606,15 @@ class Interpreter:
         for a in args:
             if a.kind == "container" and a.items:
                 grads = [i.grad for i in _tensors_in(a)]
-                signature.append(TENSOR_GRAD if any(grads) else (TENSOR_NO_GRAD if grads and all(g is False for g in grads) else SCALAR))
+                signature.append(
+                    TENSOR_GRAD
+                    if any(grads)
+                    else (TENSOR_NO_GRAD if grads and all(g is False for g in grads) else SCALAR)
+                )
                 possible = possible or any(g is None for g in grads)
-            elif a.tensorish and (a.kind == "tensor" or a.tensor is True or a.grad is not None or a.groups):
+            elif a.tensorish and (
+                a.kind == "tensor" or a.tensor is True or a.grad is not None or a.groups
+            ):
                 if a.grad is None:
                     possible = True
                 signature.append(TENSOR_NO_GRAD if a.grad is False else TENSOR_GRAD)
@@ -1315,21 +1637,76 @@ class Interpreter:
             if not targets:
                 continue
             for group in frozenset().union(*(t.groups for t in targets)):
-                new.add(self._save(group, label or op.name, slot, op.grad_fn, node, frame, possible or target.joined, target.name or ""))
+                new.add(
+                    self._save(
+                        group,
+                        label or op.name,
+                        slot,
+                        op.grad_fn,
+                        node,
+                        frame,
+                        possible or target.joined,
+                        target.name or "",
+                    )
+                )
         result.graph = result.graph | frozenset(new)
 
-    def _save(self, group: int, op: str, slot: str, grad_fn: str | None, node: ast.AST, frame: Frame, possible: bool, what: str) -> int:
+    def _save(
+        self,
+        group: int,
+        op: str,
+        slot: str,
+        grad_fn: str | None,
+        node: ast.AST,
+        frame: Frame,
+        possible: bool,
+        what: str,
+    ) -> int:
         sid = new_id()
-        self.saves[sid] = Save(sid, group, op, slot, grad_fn, self.loc(node, frame), frame.ctx, possible or self.uncertain > 0, what)
+        self.saves[sid] = Save(
+            sid,
+            group,
+            op,
+            slot,
+            grad_fn,
+            self.loc(node, frame),
+            frame.ctx,
+            possible or self.uncertain > 0,
+            what,
+        )
         self.heap.live[group] = (*self.heap.live.get(group, ()), sid)
         return sid
 
-    def _method_mutation(self, receiver: Value, name: str, node: ast.AST, frame: Frame, activation: bool, inputs: list[Value] | None = None) -> None:
+    def _method_mutation(
+        self,
+        receiver: Value,
+        name: str,
+        node: ast.AST,
+        frame: Frame,
+        activation: bool,
+        inputs: list[Value] | None = None,
+    ) -> None:
         stmt = frame.stmt or node
         fix = None
-        if isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        if (
+            isinstance(stmt, (ast.Expr, ast.Assign))
+            and isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
             fix = "method-out-of-place"
-        self.mutate(receiver, kind="method", op=f".{name}()", node=node, stmt=stmt, frame=frame, target=receiver.name, fix=fix, inputs=inputs or [], activation=activation)
+        self.mutate(
+            receiver,
+            kind="method",
+            op=f".{name}()",
+            node=node,
+            stmt=stmt,
+            frame=frame,
+            target=receiver.name,
+            fix=fix,
+            inputs=inputs or [],
+            activation=activation,
+        )
 
     def _kwarg_mutation(self, receiver: Value, name: str, node: ast.AST, frame: Frame) -> None:
         loc = None
@@ -1338,7 +1715,19 @@ class Interpreter:
             if kw is not None:
                 loc = self.loc(kw, frame)
         short = name.rsplit(".", 1)[-1].rstrip("()")
-        self.mutate(receiver, kind="inplace_kwarg", op=f"{short}(..., inplace=True)", node=node, stmt=frame.stmt or node, frame=frame, target=receiver.name, fix="inplace-false", inputs=[], loc_override=loc, activation=short in ACTIVATIONS or short.replace("_", "") in ACTIVATIONS)
+        self.mutate(
+            receiver,
+            kind="inplace_kwarg",
+            op=f"{short}(..., inplace=True)",
+            node=node,
+            stmt=frame.stmt or node,
+            frame=frame,
+            target=receiver.name,
+            fix="inplace-false",
+            inputs=[],
+            loc_override=loc,
+            activation=short in ACTIVATIONS or short.replace("_", "") in ACTIVATIONS,
+        )
 
     # ------------------------------------------------------------------ events
 
@@ -1361,8 +1750,18 @@ class Interpreter:
         grad_on = frame.grad_enabled if grad_mode is None else grad_mode
         loc = loc_override or self.loc(node, frame)
         mutation = Mutation(
-            new_id(), kind, op, loc, frame.ctx, value, value.joined or self.uncertain > 0, target, self.loc(stmt, frame), fix,
-            call_site=self.loc(node, frame) if loc_override else None, activation=activation,
+            new_id(),
+            kind,
+            op,
+            loc,
+            frame.ctx,
+            value,
+            value.joined or self.uncertain > 0,
+            target,
+            self.loc(stmt, frame),
+            fix,
+            call_site=self.loc(node, frame) if loc_override else None,
+            activation=activation,
         )
         if value.leaf and value.grad and grad_on and kind != "step":
             self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
@@ -1389,7 +1788,9 @@ class Interpreter:
                 pend = self.heap.pending_alias.setdefault(group, [])
                 pend.append((mutation, others))
         if grad_on and (value.grad or any(i.grad for i in inputs)):
-            extra: frozenset[int] = frozenset().union(*(i.graph for i in inputs)) if inputs else frozenset()
+            extra: frozenset[int] = (
+                frozenset().union(*(i.graph for i in inputs)) if inputs else frozenset()
+            )
             value.graph = value.graph | extra
             if value.grad is False and any(i.grad for i in inputs):
                 value.grad = True
@@ -1408,14 +1809,21 @@ class Interpreter:
 
     def _conflict(self, mutation: Mutation, save: Save, via: str, backward_loc: Loc | None) -> None:
         definite = (
-            not save.possible
-            and not mutation.possible
-            and mutation.ctx.descends_from(save.ctx)
+            not save.possible and not mutation.possible and mutation.ctx.descends_from(save.ctx)
         )
         self.facts.conflicts.append(Conflict(mutation, save, definite, via, backward_loc))
 
 
-_OP_TEXT = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "matmul": "@", "pow": "**", "floordiv": "//", "mod": "%"}
+_OP_TEXT = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "truediv": "/",
+    "matmul": "@",
+    "pow": "**",
+    "floordiv": "//",
+    "mod": "%",
+}
 
 
 def _lookup(op: OpInfo, signature: list[str], inplace: bool) -> frozenset[str]:
@@ -1428,7 +1836,11 @@ def _lookup(op: OpInfo, signature: list[str], inplace: bool) -> frozenset[str]:
     first = signature[0] if signature else TENSOR_GRAD
     found: set[str] = set()
     for sig, slots in op.saves.items():
-        if sig.split(",")[0].split(";")[0] == first and sig.endswith(suffix) and (suffix or ";" not in sig):
+        if (
+            sig.split(",")[0].split(";")[0] == first
+            and sig.endswith(suffix)
+            and (suffix or ";" not in sig)
+        ):
             found |= slots
     return frozenset(found)
 
@@ -1446,7 +1858,11 @@ def _positive_p(sub: Submodule | None, owner: ModuleRef | None) -> bool:
     """Dropout(p) with p > 0 known: it really writes (p == 0 returns the input untouched)."""
     if sub is None:
         return False
-    arg = sub.call.args[0] if sub.call.args else next((k.value for k in sub.call.keywords if k.arg == "p"), None)
+    arg = (
+        sub.call.args[0]
+        if sub.call.args
+        else next((k.value for k in sub.call.keywords if k.arg == "p"), None)
+    )
     if arg is None:
         return True  # the default p is 0.5
     try:
@@ -1482,7 +1898,9 @@ def _bind_consts(cls: ClassInfo, args: list[Value], kwargs: dict[str, Value]) ->
     return consts
 
 
-def _init_consts(cls: ClassInfo, call: ast.Call | None, parent: ModuleRef | None) -> dict[str, object]:
+def _init_consts(
+    cls: ClassInfo, call: ast.Call | None, parent: ModuleRef | None
+) -> dict[str, object]:
     """Constants of a submodule's constructor call in its owner's __init__."""
     owner = _owner(parent)
     outer = owner.consts if owner is not None else {}
@@ -1516,12 +1934,16 @@ def _choose(options: list[Submodule], consts: dict[str, object]) -> tuple[Submod
 
 
 def _requires_grad_kw(node: ast.Call) -> bool:
-    return any(kw.arg == "requires_grad" and isinstance(kw.value, ast.Constant) and kw.value.value is True for kw in node.keywords)
+    return any(
+        kw.arg == "requires_grad" and isinstance(kw.value, ast.Constant) and kw.value.value is True
+        for kw in node.keywords
+    )
 
 
 def _retain(node: ast.Call) -> bool:
     return any(
-        kw.arg in ("retain_graph", "create_graph") and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
+        kw.arg in ("retain_graph", "create_graph")
+        and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
         for kw in node.keywords
     )
 
@@ -1540,7 +1962,11 @@ def _has_backward(body: list[ast.stmt]) -> bool:
     return False
 
 
-def iter_entry_points(model: ModuleModel, tree: ast.Module) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, ClassInfo | None, list[ast.stmt]]]:
+def iter_entry_points(
+    model: ModuleModel, tree: ast.Module
+) -> Iterator[
+    tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, ClassInfo | None, list[ast.stmt]]
+]:
     """(function, owning class, statements): each function and method of a block, and the
     block's module-level statements."""
     loose: list[ast.stmt] = []

@@ -48,7 +48,9 @@ class DocumentResult:
 class DocumentAnalysis:
     """The analysis state of one open document."""
 
-    def __init__(self, knowledge: Knowledge | None = None, parse_cache: ParseCache | None = None) -> None:
+    def __init__(
+        self, knowledge: Knowledge | None = None, parse_cache: ParseCache | None = None
+    ) -> None:
         self.knowledge = knowledge or load()
         self.parse_cache = parse_cache or ParseCache()
         self._fragments: dict[tuple[str, int, int], model_mod.Fragment] = {}
@@ -84,7 +86,9 @@ class DocumentAnalysis:
             findings.extend(cached)
         errors = [
             SyntaxProblem(
-                block.start_line + (block.error.lineno or 1) - 1 if block.error else block.start_line,
+                block.start_line + (block.error.lineno or 1) - 1
+                if block.error
+                else block.start_line,
                 max((block.error.offset or 1) - 1, 0) if block.error else 0,
                 block.error.msg if block.error else "syntax error",
             )
@@ -137,13 +141,13 @@ class DocumentAnalysis:
         if not CANDIDATE.search(block.text) and not self._calls_candidate(block.text):
             return "-"
         names = set(IDENT.findall(block.text)) & defs.keys()
-        deps = sorted(
-            (defs[n].key, defs[n].start_line) for n in names if defs[n] is not block
-        )
+        deps = sorted((defs[n].key, defs[n].start_line) for n in names if defs[n] is not block)
         # Local base classes' __init__ attributes: their blocks count too.
         return _digest(imports_key + repr(deps))
 
-    def _analyse_block(self, block: Block, model: model_mod.ModuleModel, ctx: DocContext) -> list[Finding]:
+    def _analyse_block(
+        self, block: Block, model: model_mod.ModuleModel, ctx: DocContext
+    ) -> list[Finding]:
         tree = block.tree
         assert tree is not None
         if not CANDIDATE.search(block.text) and not self._calls_candidate(block.text):
@@ -157,7 +161,9 @@ class DocumentAnalysis:
             if fn is not None:
                 segment = "\n".join(block_lines[fn.lineno - 1 : fn.end_lineno])
                 init_inplace = owner is not None and "inplace" in block.text
-                if not (CANDIDATE.search(segment) or init_inplace or self._calls_candidate(segment)):
+                if not (
+                    CANDIDATE.search(segment) or init_inplace or self._calls_candidate(segment)
+                ):
                     continue
             interp = Interpreter(model, self.knowledge)
             try:
@@ -192,7 +198,11 @@ def _drop_intended_accumulations(facts: Facts, fn: ast.FunctionDef | ast.AsyncFu
     """A total that is backpropagated is accumulated on purpose (gradient accumulation)."""
     used: set[str] = set()
     for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward":
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "backward"
+        ):
             used |= {n.id for n in ast.walk(node.func.value) if isinstance(n, ast.Name)}
     facts.accumulations = [a for a in facts.accumulations if a.name not in used]
 
@@ -214,7 +224,9 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     result = [
         f
         for f in best.values()
-        if f.severity is Severity.ERROR or (f.span.line, f.span.col) not in errors or f.code in ("IPL004", "IPL006")
+        if f.severity is Severity.ERROR
+        or (f.span.line, f.span.col) not in errors
+        or f.code in ("IPL004", "IPL006")
     ]
     return sorted(result, key=lambda f: (f.span.line, f.span.col, f.code))
 

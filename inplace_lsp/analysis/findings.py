@@ -64,7 +64,8 @@ class Finding:
     confidence: Confidence = Confidence.DEFINITE
     related: tuple[Related, ...] = ()
     fix: FixRecipe | None = None
-    # Version history of the tensor's version group, for hover: ("v0 saved by ...", "v1 written by ...").
+    # Version history of the tensor's version group, for hover:
+    # ("v0 saved by ...", "v1 written by ...").
     history: tuple[str, ...] = field(default=(), compare=False)
 
     @property

@@ -59,7 +59,9 @@ class ModuleModel:
     def start_of(self, node: ast.AST) -> int:
         return self.block_starts.get(id(node), 1)
 
-    def find_method(self, cls: ClassInfo, name: str) -> tuple[ClassInfo, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    def find_method(
+        self, cls: ClassInfo, name: str
+    ) -> tuple[ClassInfo, ast.FunctionDef | ast.AsyncFunctionDef] | None:
         """The method `name` of cls or of its nearest local base class that defines it."""
         seen: set[str] = set()
         current: ClassInfo | None = cls
@@ -92,7 +94,9 @@ class ModuleModel:
         if info is None or name in _seen:
             return False
         return any(
-            base in MODULE_BASES or base.startswith("torch.nn.") or self.is_module_class(base, _seen | {name})
+            base in MODULE_BASES
+            or base.startswith("torch.nn.")
+            or self.is_module_class(base, _seen | {name})
             for base in info.bases
         )
 
@@ -149,7 +153,9 @@ def submodule(model: ModuleModel, name: str, value: ast.expr) -> Submodule | Non
 Guard = tuple[ast.expr, bool]  # an `if` test in __init__ and which branch the code is in
 
 
-def _scan_init(model: ModuleModel, info: ClassInfo, init: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+def _scan_init(
+    model: ModuleModel, info: ClassInfo, init: ast.FunctionDef | ast.AsyncFunctionDef
+) -> None:
     args = init.args
     positional = [*args.posonlyargs, *args.args][1:]
     info.init_params = [a.arg for a in positional]
@@ -171,7 +177,9 @@ def _scan_init(model: ModuleModel, info: ClassInfo, init: ast.FunctionDef | ast.
     _scan_statements(model, info, init.body, ())
 
 
-def _scan_statements(model: ModuleModel, info: ClassInfo, body: list[ast.stmt], guards: tuple[Guard, ...]) -> None:
+def _scan_statements(
+    model: ModuleModel, info: ClassInfo, body: list[ast.stmt], guards: tuple[Guard, ...]
+) -> None:
     for stmt in body:
         if isinstance(stmt, ast.If):
             _scan_statements(model, info, stmt.body, (*guards, (stmt.test, True)))
@@ -197,7 +205,9 @@ def _scan_statements(model: ModuleModel, info: ClassInfo, body: list[ast.stmt], 
                 _record_attr(model, info, attr, value, guards)
 
 
-def _record_attr(model: ModuleModel, info: ClassInfo, attr: str, value: ast.expr, guards: tuple[Guard, ...]) -> None:
+def _record_attr(
+    model: ModuleModel, info: ClassInfo, attr: str, value: ast.expr, guards: tuple[Guard, ...]
+) -> None:
     qual = model.qualify(value.func) if isinstance(value, ast.Call) else None
     if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
         info.parameters[attr] = value
@@ -241,7 +251,9 @@ def fragment(tree: ast.Module, start: int, model: ModuleModel) -> Fragment:
             frag.functions[stmt.name] = stmt
             frag.block_starts[id(stmt)] = start
         elif isinstance(stmt, ast.ClassDef):
-            info = ClassInfo(stmt.name, stmt, [model.qualify(b) or ast.unparse(b) for b in stmt.bases], start)
+            info = ClassInfo(
+                stmt.name, stmt, [model.qualify(b) or ast.unparse(b) for b in stmt.bases], start
+            )
             frag.classes[stmt.name] = info
             frag.block_starts[id(stmt)] = start
             for sub in stmt.body:
@@ -262,7 +274,9 @@ def add_fragment(model: ModuleModel, frag: Fragment) -> None:
 
 def finalize(model: ModuleModel) -> None:
     """Facts that need every class: nn.Module subclasses, attributes from local base classes."""
-    model.mentions_torch = any(q == "torch" or q.startswith("torch.") for q in model.imports.values())
+    model.mentions_torch = any(
+        q == "torch" or q.startswith("torch.") for q in model.imports.values()
+    )
     for info in model.classes.values():
         info.bases = [model.imports.get(b, b) if "." not in b else b for b in info.bases]
         info.is_module = model.is_module_class(info.name)

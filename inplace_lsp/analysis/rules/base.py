@@ -109,7 +109,10 @@ def suggestion(ctx: DocContext, mutation: Mutation) -> str:
         return f"Use the out-of-place `{name.rstrip('_')}` and rebind the name."
     if mutation.fix == "clone-setitem":
         target = mutation.target or "the tensor"
-        return f"Clone it first (`{target} = {target}.clone()`) or build the result with torch.cat / torch.where."
+        return (
+            f"Clone it first (`{target} = {target}.clone()`) "
+            "or build the result with torch.cat / torch.where."
+        )
     if mutation.fix == "inplace-false":
         return "Pass `inplace=False`."
     return ""
@@ -149,7 +152,9 @@ class Rule:
         mutation = conflict.mutation
         related = [save_related(ctx, conflict.save)]
         if mutation.call_site is not None:
-            related.append(Related(ctx.span(mutation.call_site), "the module writes in place when called here"))
+            related.append(
+                Related(ctx.span(mutation.call_site), "the module writes in place when called here")
+            )
         if conflict.backward_loc is not None:
             related.append(Related(ctx.span(conflict.backward_loc), "backward() fails here"))
         return Finding(

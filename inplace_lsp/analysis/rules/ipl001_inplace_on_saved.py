@@ -38,11 +38,7 @@ class InplaceOnSaved(Rule):
         "        h = self.fc(x)\n"
         "        h += 2.0\n"
         "        return h\n",
-        "import torch\n"
-        "def f(x):\n"
-        "    h = torch.sigmoid(x)\n"
-        "    h = h + 1\n"
-        "    return h\n",
+        "import torch\ndef f(x):\n    h = torch.sigmoid(x)\n    h = h + 1\n    return h\n",
     ]
     INVALID = [
         Invalid(
@@ -73,7 +69,8 @@ class InplaceOnSaved(Rule):
                 continue
             message = (
                 f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); "
-                f"this `{mutation.op}` overwrites it in place, so backward() {self.hedge(conflict)}. "
+                f"this `{mutation.op}` overwrites it in place, "
+                f"so backward() {self.hedge(conflict)}. "
                 f"{suggestion(ctx, mutation)}"
             ).strip()
             yield self.conflict_finding(conflict, ctx, message)

@@ -55,5 +55,10 @@ class InplaceOnLeaf(Rule):
                 ),
                 span=ctx.span(mutation.loc),
                 confidence=Confidence.DEFINITE if write.definite else Confidence.POSSIBLE,
-                fix=FixRecipe("wrap-no-grad", "Wrap in `with torch.no_grad():`", True, ctx.span(mutation.stmt_loc)),
+                fix=FixRecipe(
+                    "wrap-no-grad",
+                    "Wrap in `with torch.no_grad():`",
+                    True,
+                    ctx.span(mutation.stmt_loc),
+                ),
             )

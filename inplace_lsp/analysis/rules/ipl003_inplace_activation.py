@@ -75,10 +75,16 @@ class InplaceActivation(Rule):
                 severity=Severity.WARNING,
                 message=(
                     f"`{mutation.op}` overwrites its input, but `{read.read_name}` is read again "
-                    f"at line {read.read_loc[0]} and now holds the activated values. Use `inplace=False`."
+                    f"at line {read.read_loc[0]} and now holds the activated values. "
+                    "Use `inplace=False`."
                 ),
                 span=ctx.span(mutation.loc),
                 confidence=Confidence.POSSIBLE,
-                related=(Related(ctx.span(read.read_loc), f"`{read.read_name}` read here after the in-place write"),),
+                related=(
+                    Related(
+                        ctx.span(read.read_loc),
+                        f"`{read.read_name}` read here after the in-place write",
+                    ),
+                ),
                 fix=fix_recipe(ctx, mutation),
             )

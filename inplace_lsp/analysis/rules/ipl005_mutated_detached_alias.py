@@ -79,5 +79,7 @@ class MutatedDetachedAlias(Rule):
                 message=text,
                 span=ctx.span(mutation.loc),
                 confidence=Confidence.POSSIBLE,
-                fix=FixRecipe("detach-clone", "Use `.detach().clone()`", True, ctx.span(mutation.stmt_loc)),
+                fix=FixRecipe(
+                    "detach-clone", "Use `.detach().clone()`", True, ctx.span(mutation.stmt_loc)
+                ),
             )

@@ -39,8 +39,7 @@ class AnomalyLeftOn(Rule):
         "import torch\n"
         "if os.environ.get('DEBUG_ANOMALY'):\n"
         "    torch.autograd.set_detect_anomaly(True)\n",
-        "import torch\n"
-        "torch.autograd.set_detect_anomaly(False)\n",
+        "import torch\ntorch.autograd.set_detect_anomaly(False)\n",
     ]
     INVALID = [
         Invalid("import torch\ntorch.autograd.set_detect_anomaly(True)\n"),
@@ -53,7 +52,9 @@ class AnomalyLeftOn(Rule):
         """A syntactic rule: runs once per block, not per dataflow entry point."""
         yield from self._visit(tree, start, ctx, guarded=False)
 
-    def _visit(self, node: ast.AST, start: int, ctx: DocContext, guarded: bool) -> Iterable[Finding]:
+    def _visit(
+        self, node: ast.AST, start: int, ctx: DocContext, guarded: bool
+    ) -> Iterable[Finding]:
         for child in ast.iter_child_nodes(node):
             child_guarded = guarded
             if isinstance(child, ast.If):
@@ -64,7 +65,12 @@ class AnomalyLeftOn(Rule):
                 qual = ctx.model.qualify(child.func)
                 if qual in ANOMALY and self._turns_on(child, qual):
                     off = start - 1
-                    loc = (child.lineno + off, child.col_offset, (child.end_lineno or child.lineno) + off, child.end_col_offset or 0)
+                    loc = (
+                        child.lineno + off,
+                        child.col_offset,
+                        (child.end_lineno or child.lineno) + off,
+                        child.end_col_offset or 0,
+                    )
                     yield Finding(
                         code=self.CODE,
                         severity=Severity.WARNING,
@@ -75,7 +81,12 @@ class AnomalyLeftOn(Rule):
                         ),
                         span=ctx.span(loc),
                         confidence=Confidence.DEFINITE,
-                        fix=FixRecipe("remove-anomaly", "Guard with an environment variable", False, ctx.span(loc)),
+                        fix=FixRecipe(
+                            "remove-anomaly",
+                            "Guard with an environment variable",
+                            False,
+                            ctx.span(loc),
+                        ),
                     )
             yield from self._visit(child, start, ctx, child_guarded)
 
@@ -83,5 +94,9 @@ class AnomalyLeftOn(Rule):
     def _turns_on(call: ast.Call, qual: str) -> bool:
         if qual.endswith("detect_anomaly") and not qual.endswith("set_detect_anomaly"):
             return True
-        mode = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "mode"), None)
+        mode = (
+            call.args[0]
+            if call.args
+            else next((k.value for k in call.keywords if k.arg == "mode"), None)
+        )
         return not (isinstance(mode, ast.Constant) and not mode.value)
