@@ -1,8 +1,10 @@
-"""Split a source text into top-level blocks and parse each one, cached by the block's text.
+"""Split a source text into top-level blocks, each with its parse tree, reusing the parse of
+every block whose text did not change.
 
-An edit inside one function changes one block: only that block is parsed again. A block that
-does not parse (the user is mid-typing) is reported as a syntax error and the other blocks
-keep their analysis.
+The first time, the whole text is parsed once and cut at its top-level statements. After an
+edit, only the lines that changed are looked at: the blocks they touch are parsed again (as
+one region), the others keep their trees and just move. A region that does not parse (the
+user is mid-typing) becomes one syntax-error block and the other blocks keep their analysis.
 """
 
 from __future__ import annotations
@@ -15,52 +17,217 @@ from dataclasses import dataclass
 # A line that starts at column 0 with one of these continues the block above it.
 _CONTINUATIONS = ("else", "elif", "except", "finally", "case")
 _CLOSERS = (")", "]", "}")
+_MAX_GROW = 3  # how many times a region that does not parse is widened by a block each side
 
 
 @dataclass(frozen=True)
 class Block:
-    """One top-level statement (with its decorators and comments above it)."""
+    """One top-level statement (with its decorators and the comments below it)."""
 
-    start_line: int  # 1-based line of the block's first line in the document
+    start_line: int  # 1-based document line of the block's first line
     text: str
     key: str  # digest of the text: the cache key
     tree: ast.Module | None  # None: the block does not parse
     error: SyntaxError | None
+    tree_line0: int = 1  # the tree's line number of the block's first line
+    error_line: int = 0  # document line of the syntax error
 
     @property
     def line_count(self) -> int:
         return self.text.count("\n") + (0 if self.text.endswith("\n") else 1)
 
+    @property
+    def start(self) -> int:
+        """1 + what to add to the tree's line numbers to get document lines."""
+        return self.start_line - self.tree_line0 + 1
+
+    def moved(self, start_line: int) -> Block:
+        return Block(
+            start_line,
+            self.text,
+            self.key,
+            self.tree,
+            self.error,
+            self.tree_line0,
+            self.error_line + start_line - self.start_line if self.error else 0,
+        )
+
+
+def digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
 
 class ParseCache:
-    """Bounded map from block text to its parse tree (line numbers relative to the block)."""
+    """Bounded map from block text to its parse tree."""
 
-    def __init__(self, capacity: int = 4096) -> None:
-        self._trees: OrderedDict[str, tuple[ast.Module | None, SyntaxError | None]] = OrderedDict()
+    def __init__(self, capacity: int = 8192) -> None:
+        self._trees: OrderedDict[str, tuple[ast.Module, int]] = OrderedDict()
         self._capacity = capacity
-        self.parses = 0  # how many blocks were really parsed (for tests and benchmarks)
+        self.parses = 0  # how many texts were really parsed (for tests and benchmarks)
 
-    def parse(self, text: str) -> tuple[str, ast.Module | None, SyntaxError | None]:
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    def get(self, key: str) -> tuple[ast.Module, int] | None:
         hit = self._trees.get(key)
         if hit is not None:
             self._trees.move_to_end(key)
-            return key, hit[0], hit[1]
-        self.parses += 1
-        tree: ast.Module | None
-        error: SyntaxError | None = None
-        try:
-            tree = ast.parse(text)
-        except SyntaxError as exc:
-            tree, error = None, exc
-        except (RecursionError, MemoryError, ValueError) as exc:
-            # Expressions nested thousands deep exhaust the parser's stack; null bytes raise
-            # ValueError. Both are reported like a syntax error of this block.
-            tree, error = None, SyntaxError(f"cannot parse: {type(exc).__name__}: {exc}")
-        self._trees[key] = (tree, error)
+        return hit
+
+    def put(self, key: str, tree: ast.Module, line0: int) -> None:
+        self._trees[key] = (tree, line0)
         if len(self._trees) > self._capacity:
             self._trees.popitem(last=False)
-        return key, tree, error
+
+    def parse(self, text: str) -> ast.Module:
+        """ast.parse, counted; RecursionError/MemoryError/ValueError become SyntaxError."""
+        self.parses += 1
+        try:
+            return ast.parse(text)
+        except SyntaxError:
+            raise
+        except (RecursionError, MemoryError, ValueError) as exc:
+            # Expressions nested thousands deep exhaust the parser's stack; null bytes raise
+            # ValueError. Both are reported like a syntax error.
+            raise SyntaxError(f"cannot parse: {type(exc).__name__}: {exc}") from None
+
+
+class Splitter:
+    """The blocks of one document, updated from one version of its text to the next."""
+
+    def __init__(self, cache: ParseCache | None = None) -> None:
+        self.cache = cache or ParseCache()
+        self._lines: list[str] = []
+        self._blocks: list[Block] = []
+
+    def split(self, text: str) -> list[Block]:
+        lines = text.splitlines(keepends=True)
+        old_lines, old_blocks = self._lines, self._blocks
+        if not old_blocks:
+            blocks = self._region(lines, 0, len(lines))
+        else:
+            blocks = self._update(old_lines, old_blocks, lines)
+        self._lines, self._blocks = lines, blocks
+        return blocks
+
+    def _update(self, old: list[str], old_blocks: list[Block], new: list[str]) -> list[Block]:
+        limit = min(len(old), len(new))
+        prefix = 0
+        while prefix < limit and old[prefix] == new[prefix]:
+            prefix += 1
+        suffix = 0
+        while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+            suffix += 1
+        if prefix == len(old) == len(new):
+            return old_blocks
+        delta = len(new) - len(old)
+        old_end = len(old) - suffix  # changed old lines: [prefix, old_end)
+        # Blocks touching the change (0-based line ranges); an empty change touches the block
+        # it sits in or the one ending right before it.
+        first = last = None
+        for i, block in enumerate(old_blocks):
+            b_start = block.start_line - 1
+            b_end = b_start + block.line_count
+            touches = (
+                b_start <= old_end and b_end >= prefix
+                if old_end > prefix
+                else b_start <= prefix <= b_end
+            )
+            if touches:
+                first = i if first is None else first
+                last = i
+        if first is None or last is None:
+            return self._region(new, 0, len(new))
+        for _ in range(_MAX_GROW + 1):
+            r_start = old_blocks[first].start_line - 1
+            r_end_old = old_blocks[last].start_line - 1 + old_blocks[last].line_count
+            r_end = max(r_end_old + delta, r_start)
+            middle = self._region(new, r_start, r_end, strict=True)
+            if middle or (first == 0 and last == len(old_blocks) - 1):
+                break
+            first, last = max(first - 1, 0), min(last + 1, len(old_blocks) - 1)
+        if not middle:
+            middle = self._region(new, r_start, r_end)
+        after = [b.moved(b.start_line + delta) for b in old_blocks[last + 1 :]]
+        return old_blocks[:first] + middle + after
+
+    def _region(self, lines: list[str], start: int, end: int, strict: bool = False) -> list[Block]:
+        """Blocks of lines[start:end] (0-based), parsed as one text when possible.
+
+        strict: return [] when the region does not parse (the caller widens it).
+        """
+        if start >= end:
+            return []
+        text = "".join(lines[start:end])
+        key = digest(text)
+        cached = self.cache.get(key)
+        tree: ast.Module | None = None
+        if cached is not None and len(cached[0].body) <= 1:
+            return [Block(start + 1, text, key, cached[0], None, cached[1])]
+        try:
+            tree = self.cache.parse(text)
+        except SyntaxError as exc:
+            if strict:
+                return []
+            return self._fallback(lines, start, end, exc)
+        return self._cut(lines, start, end, tree)
+
+    def _cut(self, lines: list[str], start: int, end: int, tree: ast.Module) -> list[Block]:
+        """One block per top-level statement of a parsed region; lines are region-relative."""
+        if not tree.body:
+            text = "".join(lines[start:end])
+            return [Block(start + 1, text, digest(text), tree, None, 1)]
+        starts = [_first_line(stmt) - 1 for stmt in tree.body]
+        starts[0] = 0
+        bounds = [*starts[1:], end - start]
+        blocks: list[Block] = []
+        for stmt, b_start, b_end in zip(tree.body, starts, bounds, strict=True):
+            text = "".join(lines[start + b_start : start + b_end])
+            key = digest(text)
+            line0 = b_start + 1
+            cached = self.cache.get(key)
+            if cached is not None:
+                sub, line0 = cached
+            else:
+                sub = ast.Module(body=[stmt], type_ignores=[])
+                self.cache.put(key, sub, line0)
+            blocks.append(Block(start + b_start + 1, text, key, sub, None, line0))
+        return blocks
+
+    def _fallback(self, lines: list[str], start: int, end: int, error: SyntaxError) -> list[Block]:
+        """A region that does not parse: cut it at column-0 lines and parse each piece, merging
+        pieces that only parse together, so the code around a syntax error keeps its blocks."""
+        pieces = _candidate_ranges(lines, start, end)
+        blocks: list[Block] = []
+        i = 0
+        while i < len(pieces):
+            p_start, p_end = pieces[i]
+            j = i
+            parsed: list[Block] | None = None
+            first_error = error
+            for k in range(i, min(len(pieces), i + 8)):
+                text = "".join(lines[p_start : pieces[k][1]])
+                try:
+                    tree = self.cache.parse(text)
+                except SyntaxError as exc:
+                    if k == i:
+                        first_error = exc
+                    continue
+                parsed, j = self._cut(lines, p_start, pieces[k][1], tree), k
+                break
+            if parsed is None:
+                text = "".join(lines[p_start:p_end])
+                err = first_error
+                line = p_start + (err.lineno or 1)
+                blocks.append(Block(p_start + 1, text, digest(text), None, err, 1, line))
+            else:
+                blocks.extend(parsed)
+            i = j + 1
+        return blocks
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    decorators = getattr(stmt, "decorator_list", None)
+    if decorators:
+        return min(stmt.lineno, *(d.lineno for d in decorators))
+    return stmt.lineno
 
 
 def _starts_block(line: str) -> bool:
@@ -70,45 +237,21 @@ def _starts_block(line: str) -> bool:
     return word not in _CONTINUATIONS
 
 
-def split_lines(lines: list[str]) -> list[tuple[int, int]]:
-    """(start, end) 0-based line index ranges of candidate top-level blocks."""
+def _candidate_ranges(lines: list[str], start: int, end: int) -> list[tuple[int, int]]:
+    """(start, end) 0-based line ranges beginning at column-0 statement-like lines."""
     starts: list[int] = []
     after_decorator = False
-    for i, line in enumerate(lines):
+    for i in range(start, end):
+        line = lines[i]
         if _starts_block(line):
             if not after_decorator:
                 starts.append(i)
             after_decorator = line.startswith("@")
-    if not starts or starts[0] != 0:
-        starts.insert(0, 0)
-    bounds = starts[1:] + [len(lines)]
-    return list(zip(starts, bounds, strict=True))
+    if not starts or starts[0] != start:
+        starts.insert(0, start)
+    return list(zip(starts, [*starts[1:], end], strict=True))
 
 
-def split(text: str, cache: ParseCache) -> list[Block]:
-    """Blocks of the text, each parsed through the cache.
-
-    Candidate splits come from column-0 lines; a candidate that does not parse is merged with
-    the next ones (a string or bracket spanning column-0 lines) until it parses, up to a few
-    blocks; if it never does, the first candidate alone is the syntax-error block.
-    """
-    lines = text.splitlines(keepends=True)
-    ranges = split_lines(lines)
-    blocks: list[Block] = []
-    i = 0
-    while i < len(ranges):
-        start, end = ranges[i]
-        chunk = "".join(lines[start:end])
-        key, tree, error = cache.parse(chunk)
-        j = i
-        if tree is None:
-            # Try merging with following candidates: a docstring or bracket spanning col-0 lines.
-            for k in range(i + 1, min(len(ranges), i + 8)):
-                merged = "".join(lines[start : ranges[k][1]])
-                mkey, mtree, _ = cache.parse(merged)
-                if mtree is not None:
-                    key, tree, error, chunk, end, j = mkey, mtree, None, merged, ranges[k][1], k
-                    break
-        blocks.append(Block(start + 1, chunk, key, tree, error))
-        i = j + 1
-    return blocks
+def split(text: str, cache: ParseCache | None = None) -> list[Block]:
+    """The blocks of a text, with no earlier version to reuse."""
+    return Splitter(cache).split(text)

@@ -15,9 +15,10 @@ seen together. Branches are analysed separately and joined; loop bodies run twic
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, Knowledge, OpInfo
 from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule, Undecidable, evaluate
@@ -140,6 +141,14 @@ class Value:
     @property
     def tensorish(self) -> bool:
         return self.kind in ("tensor", "unknown") and self.tensor is not False
+
+
+def replace(value: Value, **changes: object) -> Value:
+    """A shallow copy of a Value with some fields changed (dataclasses.replace is slow)."""
+    clone = copy.copy(value)
+    for name, new in changes.items():
+        setattr(clone, name, new)
+    return clone
 
 
 def scalar() -> Value:
@@ -613,7 +622,7 @@ class Interpreter:
     def loop(self, stmt: ast.For | ast.AsyncFor | ast.While, frame: Frame, head: object) -> None:
         frame.loop_depth += 1
         frame.loop_names.append(set(frame.env))
-        frame.loop_has_backward.append(_has_backward(stmt.body))
+        frame.loop_has_backward.append(_has_backward(stmt))
         for _ in range(2):
             head()  # type: ignore[operator]
             self.exec_body(stmt.body, frame)
@@ -1954,12 +1963,17 @@ def _root_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _has_backward(body: list[ast.stmt]) -> bool:
-    for stmt in body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Attribute) and node.attr in ("backward", "step"):
-                return True
-    return False
+def _has_backward(loop: ast.stmt) -> bool:
+    """Whether a loop body calls backward() or step() (memoized on the node: trees are cached)."""
+    cached: bool | None = getattr(loop, "_ipl_has_backward", None)
+    if cached is None:
+        cached = any(
+            isinstance(node, ast.Attribute) and node.attr in ("backward", "step")
+            for stmt in getattr(loop, "body", ())
+            for node in ast.walk(stmt)
+        )
+        loop._ipl_has_backward = cached  # type: ignore[attr-defined]
+    return cached
 
 
 def iter_entry_points(

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from inplace_lsp.analysis import model as model_mod
-from inplace_lsp.analysis.blocks import Block, ParseCache, split
+from inplace_lsp.analysis.blocks import Block, ParseCache, Splitter
 from inplace_lsp.analysis.dataflow import Facts, Interpreter, iter_entry_points
 from inplace_lsp.analysis.findings import Finding, Severity
 from inplace_lsp.analysis.knowledge import Knowledge, load
@@ -53,29 +53,38 @@ class DocumentAnalysis:
     ) -> None:
         self.knowledge = knowledge or load()
         self.parse_cache = parse_cache or ParseCache()
+        self.splitter = Splitter(self.parse_cache)
         self._fragments: dict[tuple[str, int, int], model_mod.Fragment] = {}
         self._imports: dict[str, list[tuple[str, str]]] = {}
         self._results: OrderedDict[tuple[str, int, str], list[Finding]] = OrderedDict()
         self._rules: list[Rule] = [rule() for rule in RULES]
         self._candidates: frozenset[str] = frozenset()
+        self._texts: dict[str, _TextFacts] = {}
 
     def update(self, text: str) -> DocumentResult:
-        blocks = split(text, self.parse_cache)
-        lines = text.splitlines()
+        blocks = self.splitter.split(text)
         parsed = [b for b in blocks if b.tree is not None]
         model = self._model(parsed)
-        ctx = DocContext(lines, model)
+        ctx = DocContext(text.splitlines(), model)
+        texts = {b.key: self._text_facts(b) for b in parsed}
+        defs: dict[str, Block] = {}
+        for block in parsed:
+            for name in texts[block.key].defines:
+                defs[name] = block
+        self._candidates = _candidate_defs(defs, texts)
+        imports_key = _digest(repr(sorted(model.imports.items())))
         findings: list[Finding] = []
         analysed = 0
-        defs = self._definition_blocks(parsed)
-        self._candidates = _candidate_defs(parsed, defs)
-        imports_key = _digest(repr(sorted(model.imports.items())))
-        fragments: dict[tuple[str, int, int], model_mod.Fragment] = {}
-        for key, frag in self._fragments.items():
-            fragments[key] = frag
         for block in parsed:
-            env_key = self._env_key(block, defs, imports_key)
-            cache_key = (block.key, block.start_line, env_key)
+            facts = texts[block.key]
+            if not (facts.candidate or not self._candidates.isdisjoint(facts.names)):
+                continue
+            deps = sorted(
+                (defs[n].key, defs[n].start_line)
+                for n in facts.names & defs.keys()
+                if defs[n] is not block
+            )
+            cache_key = (block.key, block.start_line, _digest(imports_key + repr(deps)))
             cached = self._results.get(cache_key)
             if cached is None:
                 cached = self._analyse_block(block, model, ctx)
@@ -86,9 +95,7 @@ class DocumentAnalysis:
             findings.extend(cached)
         errors = [
             SyntaxProblem(
-                block.start_line + (block.error.lineno or 1) - 1
-                if block.error
-                else block.start_line,
+                block.error_line or block.start_line,
                 max((block.error.offset or 1) - 1, 0) if block.error else 0,
                 block.error.msg if block.error else "syntax error",
             )
@@ -96,6 +103,23 @@ class DocumentAnalysis:
             if block.tree is None
         ]
         return DocumentResult(_dedupe(findings), errors, analysed)
+
+    def _text_facts(self, block: Block) -> _TextFacts:
+        facts = self._texts.get(block.key)
+        if facts is None:
+            assert block.tree is not None
+            defines = frozenset(
+                stmt.name
+                for stmt in block.tree.body
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            )
+            facts = _TextFacts(
+                bool(CANDIDATE.search(block.text)), frozenset(IDENT.findall(block.text)), defines
+            )
+            self._texts[block.key] = facts
+            if len(self._texts) > 8192:
+                self._texts.pop(next(iter(self._texts)))
+        return facts
 
     def _model(self, blocks: list[Block]) -> model_mod.ModuleModel:
         model = model_mod.ModuleModel()
@@ -111,11 +135,11 @@ class DocumentAnalysis:
         imports_key = hash(tuple(sorted(model.imports.items())))
         live: dict[tuple[str, int, int], model_mod.Fragment] = {}
         for block in blocks:
-            key = (block.key, block.start_line, imports_key)
+            key = (block.key, block.start, imports_key)
             frag = self._fragments.get(key)
             if frag is None:
                 assert block.tree is not None
-                frag = model_mod.fragment(block.tree, block.start_line, model)
+                frag = model_mod.fragment(block.tree, block.start, model)
             live[key] = frag
             model_mod.add_fragment(model, frag)
         self._fragments = live
@@ -125,52 +149,35 @@ class DocumentAnalysis:
     def _calls_candidate(self, segment: str) -> bool:
         return bool(self._candidates) and not self._candidates.isdisjoint(IDENT.findall(segment))
 
-    @staticmethod
-    def _definition_blocks(blocks: list[Block]) -> dict[str, Block]:
-        defs: dict[str, Block] = {}
-        for block in blocks:
-            assert block.tree is not None
-            for stmt in block.tree.body:
-                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    defs[stmt.name] = block
-        return defs
-
-    def _env_key(self, block: Block, defs: dict[str, Block], imports_key: str) -> str:
-        """What the block's findings depend on besides its own text: the imports and the
-        blocks defining names it mentions (classes it instantiates, helpers it calls)."""
-        if not CANDIDATE.search(block.text) and not self._calls_candidate(block.text):
-            return "-"
-        names = set(IDENT.findall(block.text)) & defs.keys()
-        deps = sorted((defs[n].key, defs[n].start_line) for n in names if defs[n] is not block)
-        # Local base classes' __init__ attributes: their blocks count too.
-        return _digest(imports_key + repr(deps))
-
     def _analyse_block(
         self, block: Block, model: model_mod.ModuleModel, ctx: DocContext
     ) -> list[Finding]:
         tree = block.tree
         assert tree is not None
-        if not CANDIDATE.search(block.text) and not self._calls_candidate(block.text):
-            return []
         block_lines = block.text.splitlines()
         findings: list[Finding] = []
         for rule in self._rules:
             if isinstance(rule, AnomalyLeftOn) and "anomaly" in block.text:
-                findings.extend(rule.check_tree(tree, block.start_line, ctx))
+                findings.extend(rule.check_tree(tree, block.start, ctx))
+        init_inplace = "inplace" in block.text
         for fn, owner, body in iter_entry_points(model, tree):
             if fn is not None:
-                segment = "\n".join(block_lines[fn.lineno - 1 : fn.end_lineno])
-                init_inplace = owner is not None and "inplace" in block.text
+                first = fn.lineno - block.tree_line0
+                segment = "\n".join(
+                    block_lines[max(first, 0) : (fn.end_lineno or fn.lineno) - block.tree_line0 + 1]
+                )
                 if not (
-                    CANDIDATE.search(segment) or init_inplace or self._calls_candidate(segment)
+                    CANDIDATE.search(segment)
+                    or (owner is not None and init_inplace)
+                    or self._calls_candidate(segment)
                 ):
                     continue
             interp = Interpreter(model, self.knowledge)
             try:
                 if fn is not None:
-                    facts = interp.run_function(fn, block.start_line, owner)
+                    facts = interp.run_function(fn, block.start, owner)
                 else:
-                    facts = interp.run_module_code(body, block.start_line)
+                    facts = interp.run_module_code(body, block.start)
             except RecursionError:
                 continue
             if fn is not None:
@@ -180,10 +187,19 @@ class DocumentAnalysis:
         return findings
 
 
-def _candidate_defs(blocks: list[Block], defs: dict[str, Block]) -> frozenset[str]:
+@dataclass(frozen=True)
+class _TextFacts:
+    """What a block's text says cheaply: can it produce findings, which names it mentions."""
+
+    candidate: bool
+    names: frozenset[str]
+    defines: frozenset[str]
+
+
+def _candidate_defs(defs: dict[str, Block], texts: dict[str, _TextFacts]) -> frozenset[str]:
     """Top-level names whose code can produce findings, directly or through what they call."""
-    candidates = {name for name, block in defs.items() if CANDIDATE.search(block.text)}
-    mentions = {name: set(IDENT.findall(block.text)) & defs.keys() for name, block in defs.items()}
+    candidates = {name for name, block in defs.items() if texts[block.key].candidate}
+    mentions = {name: texts[block.key].names & defs.keys() for name, block in defs.items()}
     changed = True
     while changed:
         changed = False
@@ -196,6 +212,8 @@ def _candidate_defs(blocks: list[Block], defs: dict[str, Block]) -> frozenset[st
 
 def _drop_intended_accumulations(facts: Facts, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
     """A total that is backpropagated is accumulated on purpose (gradient accumulation)."""
+    if not facts.accumulations:
+        return
     used: set[str] = set()
     for node in ast.walk(fn):
         if (

@@ -1,0 +1,799 @@
+"""Run one user callable under autograd tracing and report which lines broke autograd.
+
+This module runs INSIDE the user's interpreter: it imports only the standard library at import
+time and torch lazily, so it can also be executed as a script
+(``python harness.py FILE FUNCNAME`` prints one JSON line).
+
+How the two ends of an in-place bug are found:
+
+* ``torch.autograd.graph.saved_tensors_hooks`` sees every tensor an op saves for backward. The
+  pack hook keeps a detached alias (it shares the version counter, so a write through any view
+  or ``.detach()`` alias is visible), the version at save time and the innermost user line.
+* Installing saved-tensor hooks switches OFF autograd's own version check (torch only checks
+  ``saved_version`` when no hooks are set), so the unpack hook performs the same check and
+  raises the same ``RuntimeError`` text. That also tells us exactly which saved tensor failed.
+* A ``torch.overrides.TorchFunctionMode`` sees every torch call; after calls that can write in
+  place (``*_`` methods, ``__setitem__``, ``out=``, ``inplace=True``) it looks for saved tensors
+  whose version moved and records the writing line (innermost user frame). Writes inside an
+  ``inplace=True`` module are reported at the line that constructed the module (found by
+  wrapping ``torch.nn.Module.__init__`` while tracing), with the call site as related info.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import inspect
+import json
+import os
+import re
+import sys
+import sysconfig
+import time
+import weakref
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass
+from types import FrameType, ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["trace_call", "main"]
+
+_HARNESS_FILE = os.path.normcase(os.path.abspath(__file__))
+
+_INPLACE_MSG = "modified by an inplace operation"
+_LEAF_MSG = "a leaf Variable that requires grad"
+
+# Dunder methods that write into ``self``. Every other ``__x__`` name ends with "_" too but is
+# out of place (``__add__``, ``__getitem__``), so dunders are matched against this set only.
+_INPLACE_DUNDERS = frozenset(
+    {
+        "__setitem__",
+        "__delitem__",
+        "__iadd__",
+        "__isub__",
+        "__imul__",
+        "__imatmul__",
+        "__itruediv__",
+        "__ifloordiv__",
+        "__imod__",
+        "__ipow__",
+        "__iand__",
+        "__ior__",
+        "__ixor__",
+        "__ilshift__",
+        "__irshift__",
+    }
+)
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+# Backward nodes of view/reshape ops: they save no tensors, so the op that saved something
+# during a call sits below them (``F.linear`` on 3-D input ends in ViewBackward0 over addmm).
+_VIEW_NODE = re.compile(
+    r"(View|UnsafeView|Reshape\w*|T|Transpose|Permute|Expand|Squeeze\w*|Unsqueeze\w*"
+    r"|AsStrided|Alias|Slice|Select|Narrow|Split\w*|Unbind|Flatten|Unflatten)Backward\d*$"
+)
+
+
+@dataclass(frozen=True)
+class _Site:
+    path: str
+    line: int
+
+    def as_json(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line}
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass
+class _Bump:
+    """The first in-place write seen on one saved tensor."""
+
+    saved_site: _Site | None
+    op: str
+    mutation: _Site | None  # where the fix goes: the write, or the inplace module's constructor
+    call_site: _Site | None  # set when the write happened inside an inplace=True module
+    module: str | None  # class name of that module
+    silent: str | None = None  # a fused kernel that wrote WITHOUT bumping the version
+
+
+class _Saved:
+    """One tensor saved for backward (the object the graph holds instead of the tensor)."""
+
+    __slots__ = (
+        "tensor",
+        "version",
+        "site",
+        "op",
+        "producer",
+        "output_nr",
+        "is_leaf",
+        "original",
+        "node",
+        "bump",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        tensor: torch.Tensor,
+        version: int,
+        site: _Site | None,
+        producer: str | None,
+        output_nr: int,
+        is_leaf: bool,
+        original: torch.Tensor | weakref.ref[torch.Tensor] | None,
+        node: object,
+    ) -> None:
+        self.tensor = tensor
+        self.version = version
+        self.site = site
+        self.op: str | None = None
+        self.producer = producer
+        self.output_nr = output_nr
+        self.is_leaf = is_leaf
+        # The saved tensor itself, for the error text: like torch, name its CURRENT grad_fn
+        # when an op saved one of its inputs (an in-place write changes it). Held strongly,
+        # as torch does, except for outputs (a reference cycle through the node) and saves
+        # outside any seen torch call (weakly: we cannot tell an output there).
+        self.original = original
+        self.node = node  # grad_fn at save time, held only until its torch call returns
+        self.bump: _Bump | None = None
+
+
+# --------------------------------------------------------------------------- user frames
+
+
+class _UserFrames:
+    """Decides which source files are user code and finds the innermost user frame."""
+
+    def __init__(self, user_files: Collection[str] | None) -> None:
+        import torch
+
+        self._cache: dict[str, bool] = {}
+        self._wanted: frozenset[str] | None = None
+        if user_files is not None:
+            self._wanted = frozenset(_norm(p) for p in user_files)
+        self._torch_dir = _norm(os.path.dirname(torch.__file__)) + os.sep
+        self._stdlib = _stdlib_dirs()
+
+    def is_user(self, filename: str) -> bool:
+        known = self._cache.get(filename)
+        if known is None:
+            known = self._classify(filename)
+            self._cache[filename] = known
+        return known
+
+    def _classify(self, filename: str) -> bool:
+        if filename.startswith("<frozen") or filename.startswith("<built-in"):
+            return False
+        path = _norm(filename)
+        if path == _HARNESS_FILE:
+            return False
+        if self._wanted is not None:
+            return path in self._wanted
+        if path.startswith(self._torch_dir):
+            return False
+        if path.startswith(self._stdlib):
+            parts = path.split(os.sep)
+            return "site-packages" in parts or "dist-packages" in parts
+        return True
+
+    def innermost(self, frame: FrameType | None) -> FrameType | None:
+        while frame is not None and not self.is_user(frame.f_code.co_filename):
+            frame = frame.f_back
+        return frame
+
+    def site(self, frame: FrameType | None) -> _Site | None:
+        user = self.innermost(frame)
+        if user is None:
+            return None
+        return _Site(_norm(user.f_code.co_filename), user.f_lineno)
+
+
+def _norm(path: str) -> str:
+    return os.path.normcase(os.path.abspath(path))
+
+
+@functools.cache
+def _stdlib_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    found = {_norm(paths[key]) + os.sep for key in ("stdlib", "platstdlib") if paths.get(key)}
+    return tuple(sorted(found))
+
+
+# --------------------------------------------------------------------------- module sites
+
+# id(module) -> (weak reference to the module, construction site). Filled while
+# ``_record_construction`` is active; looked up when a write happens inside a module.
+_CONSTRUCTED: dict[int, tuple[weakref.ref[Any], _Site]] = {}
+
+
+def _construction_site(module: object) -> _Site | None:
+    entry = _CONSTRUCTED.get(id(module))
+    if entry is None or entry[0]() is not module:
+        return None
+    return entry[1]
+
+
+def _prune_construction_sites() -> None:
+    for key in [k for k, (ref, _) in _CONSTRUCTED.items() if ref() is None]:
+        del _CONSTRUCTED[key]
+
+
+@contextlib.contextmanager
+def _record_construction(frames: _UserFrames) -> Iterator[None]:
+    """Wrap ``torch.nn.Module.__init__`` to remember where each module was constructed."""
+    import torch
+
+    original = torch.nn.Module.__init__
+
+    def __init__(self: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        frame: FrameType | None = sys._getframe(1)
+        # Skip the module's own (and its base classes') __init__ frames: the site is the
+        # line that called the class, not ``super().__init__()``.
+        while frame is not None:
+            if frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is self:
+                frame = frame.f_back
+                continue
+            if frames.is_user(frame.f_code.co_filename):
+                break
+            frame = frame.f_back
+        if frame is None:
+            return
+        site = _Site(_norm(frame.f_code.co_filename), frame.f_lineno)
+        try:
+            _CONSTRUCTED[id(self)] = (weakref.ref(self), site)
+        except TypeError:
+            pass
+
+    __init__.__wrapped__ = original  # type: ignore[attr-defined]
+    torch.nn.Module.__init__ = __init__  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        torch.nn.Module.__init__ = original  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------- tracer
+
+
+def _func_name(func: Callable[..., object]) -> str:
+    name = getattr(func, "__name__", None)
+    return name if isinstance(name, str) else type(func).__name__
+
+
+_INPLACE_POSITION: dict[object, int | None] = {}
+
+
+def _inplace_position(func: Callable[..., object]) -> int | None:
+    """Index of a positional ``inplace`` parameter (``F.dropout(x, p, training, inplace)``)."""
+    try:
+        return _INPLACE_POSITION[func]
+    except KeyError:
+        pass
+    except TypeError:
+        return None
+    position: int | None = None
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    for index, param in enumerate(params):
+        if param.name == "inplace" and param.kind in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        ):
+            position = index
+            break
+    _INPLACE_POSITION[func] = position
+    return position
+
+
+def _may_write(func: Callable[..., object], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Cheap test: can this torch call write into an existing tensor?"""
+    name = _func_name(func)
+    if name.startswith("__") and name.endswith("__"):
+        if name in _INPLACE_DUNDERS:
+            return True
+    elif name.endswith("_"):
+        return True
+    if kwargs:
+        if kwargs.get("out") is not None or kwargs.get("inplace"):
+            return True
+    position = _inplace_position(func)
+    return position is not None and len(args) > position and bool(args[position])
+
+
+def _call_nodes(result: object) -> list[Any]:
+    """grad_fns of a call's outputs, then (through view nodes only) the nodes below them."""
+    nodes: list[Any] = []
+    todo = [t.grad_fn for t in _tensors(result) if t.grad_fn is not None]
+    while todo and len(nodes) < 32:
+        node = todo.pop(0)
+        if any(node is seen for seen in nodes):
+            continue
+        nodes.append(node)
+        if _VIEW_NODE.match(node.name()):
+            todo.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+    return nodes
+
+
+def _autograd_function_name(frame: FrameType | None) -> str | None:
+    """Name of the custom ``autograd.Function`` whose ``apply`` is saving tensors, if any."""
+    import torch
+
+    while frame is not None:
+        if frame.f_code.co_name == "apply":
+            cls = frame.f_locals.get("cls")
+            if isinstance(cls, type) and issubclass(cls, torch.autograd.Function):
+                return f"{cls.__name__}Backward"
+        frame = frame.f_back
+    return None
+
+
+class _Tracer:
+    """State of one ``trace_call``: saved tensors, bumps, the failing saved tensor."""
+
+    def __init__(self, frames: _UserFrames) -> None:
+        self.frames = frames
+        self.live: list[weakref.ref[_Saved]] = []
+        self.bumps: list[_Bump] = []
+        self.failed: _Saved | None = None
+        self.pending: list[_Saved] | None = None  # saved during the current torch call
+        self.backward_seen = False
+        self.unpacked = False
+
+    # saved_tensors_hooks ------------------------------------------------------------
+    def pack(self, tensor: torch.Tensor) -> _Saved:
+        import torch
+
+        with torch._C.DisableTorchFunction():
+            alias = tensor.detach()
+            grad_fn = tensor.grad_fn
+            record = _Saved(
+                alias,
+                tensor._version,
+                self.frames.site(sys._getframe(1)),
+                None if grad_fn is None else grad_fn.name(),
+                tensor.output_nr,
+                tensor.is_leaf,
+                None if tensor.is_leaf else tensor,
+                grad_fn,
+            )
+        if self.pending is not None:
+            self.pending.append(record)
+        else:
+            record.node = None
+            if record.original is not None:
+                record.original = weakref.ref(tensor)
+            record.op = _autograd_function_name(sys._getframe(1)) or record.producer
+        self.live.append(weakref.ref(record))
+        return record
+
+    def unpack(self, record: _Saved) -> torch.Tensor:
+        import torch
+
+        self.unpacked = True
+        with torch._C.DisableTorchFunction():
+            current = record.tensor._version
+            if current != record.version:
+                if self.failed is None:
+                    self.failed = record
+                raise RuntimeError(_version_error(record, current))
+        return record.tensor
+
+    # TorchFunctionMode ---------------------------------------------------------------
+    def call(
+        self,
+        func: Callable[..., object],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> object:
+        outer = self.pending
+        pending: list[_Saved] = []
+        self.pending = pending
+        try:
+            result = func(*args, **kwargs)
+        finally:
+            self.pending = outer
+        if pending:
+            nodes = _call_nodes(result)
+            op = next(
+                (node.name() for node in nodes if not _VIEW_NODE.match(node.name())),
+                _func_name(func),
+            )
+            for record in pending:
+                record.op = op
+                if any(record.node is node for node in nodes):
+                    record.original = None  # an output: torch names the node that saved it
+                record.node = None
+        name = _func_name(func)
+        if name == "backward" or (
+            name == "grad" and getattr(func, "__module__", "") == "torch.autograd"
+        ):
+            self.backward_seen = True
+        if _may_write(func, args, kwargs):
+            self.scan(sys._getframe(1))
+            if name.startswith("_fused_"):
+                self.scan_fused(name, args, kwargs, sys._getframe(1))
+        return result
+
+    def scan_fused(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], frame: FrameType | None
+    ) -> None:
+        """Fused optimizer kernels (``_fused_adam_``) write parameters without bumping their
+        version, so backward silently uses the new values: match saved tensors by storage."""
+        written = {t.untyped_storage().data_ptr() for t in _tensors((args, kwargs))}
+        written.discard(0)
+        still: list[weakref.ref[_Saved]] = []
+        where: tuple[_Site | None, _Site | None, str | None] | None = None
+        for ref in self.live:
+            record = ref()
+            if record is None:
+                continue
+            if record.tensor.untyped_storage().data_ptr() not in written:
+                still.append(ref)
+                continue
+            if where is None:
+                where = _locate_write(_live_frames(frame), self.frames)
+            mutation, call_site, module = where
+            record.bump = _Bump(
+                record.site, record.op or "?", mutation, call_site, module, silent=name
+            )
+            self.bumps.append(record.bump)
+        self.live = still
+
+    def scan(self, frame: FrameType | None) -> None:
+        """Record the first version bump of every live saved tensor; called after writes."""
+        still: list[weakref.ref[_Saved]] = []
+        where: tuple[_Site | None, _Site | None, str | None] | None = None
+        for ref in self.live:
+            record = ref()
+            if record is None:
+                continue
+            if record.tensor._version == record.version:
+                still.append(ref)
+                continue
+            if where is None:
+                where = _locate_write(_live_frames(frame), self.frames)
+            mutation, call_site, module = where
+            record.bump = _Bump(record.site, record.op or "?", mutation, call_site, module)
+            self.bumps.append(record.bump)
+        self.live = still
+
+
+def _version_error(record: _Saved, current: int) -> str:
+    """The message torch's own ``SavedVariable::unpack`` check would raise."""
+    import torch
+
+    tensor = record.tensor
+    text = (
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [{tensor.type()} {list(tensor.shape)}]"
+    )
+    producer = record.producer
+    original = record.original
+    if isinstance(original, weakref.ref):
+        original = original()
+    if original is not None and original.grad_fn is not None:
+        producer = original.grad_fn.name()
+    if not record.is_leaf and producer is not None:
+        producer = _BACKWARD_SUFFIX.sub("", producer)
+        text += f", which is output {record.output_nr} of {producer},"
+    text += f" is at version {current}; expected version {record.version} instead."
+    if torch.is_anomaly_enabled():
+        text += (
+            " Hint: the backtrace further above shows the operation that failed to compute its"
+            " gradient. The variable in question was changed in there or anywhere later."
+            " Good luck!"
+        )
+    else:
+        text += (
+            " Hint: enable anomaly detection to find the operation that failed to compute its"
+            " gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
+        )
+    return text
+
+
+def _live_frames(frame: FrameType | None) -> Iterator[tuple[FrameType, int]]:
+    """``frame`` and its callers, innermost first, with their current line."""
+    while frame is not None:
+        yield frame, frame.f_lineno
+        frame = frame.f_back
+
+
+def _traceback_frames(tb: TracebackType | None) -> list[tuple[FrameType, int]]:
+    """The frames of a traceback, innermost first, with the line each was at."""
+    found: list[tuple[FrameType, int]] = []
+    while tb is not None:
+        found.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    found.reverse()
+    return found
+
+
+def _locate_write(
+    stack: Iterable[tuple[FrameType, int]], frames: _UserFrames
+) -> tuple[_Site | None, _Site | None, str | None]:
+    """(mutation site, call site, module name) for a write happening at the top of ``stack``.
+
+    If an ``inplace``-enabled module runs between the write and the innermost user frame
+    (``self.act(x)`` with ``self.act = nn.ReLU(inplace=True)``), the mutation site is the
+    module's construction line and the call site is the user line that called it.
+    """
+    import torch
+
+    module: torch.nn.Module | None = None
+    call_site: _Site | None = None
+    for frame, line in stack:
+        filename = frame.f_code.co_filename
+        if frames.is_user(filename):
+            call_site = _Site(_norm(filename), line)
+            break
+        if module is None:
+            candidate = frame.f_locals.get("self")
+            if isinstance(candidate, torch.nn.Module) and getattr(candidate, "inplace", False):
+                module = candidate
+    if module is None:
+        return call_site, None, None
+    constructed = _construction_site(module)
+    if constructed is None:
+        return call_site, None, type(module).__name__
+    return constructed, call_site, type(module).__name__
+
+
+def _site_of(stack: Iterable[tuple[FrameType, int]], frames: _UserFrames) -> _Site | None:
+    for frame, line in stack:
+        if frames.is_user(frame.f_code.co_filename):
+            return _Site(_norm(frame.f_code.co_filename), line)
+    return None
+
+
+# --------------------------------------------------------------------------- the call
+
+
+def _make_mode(tracer: _Tracer) -> Any:
+    from torch.overrides import TorchFunctionMode
+
+    class _WriteWatcher(TorchFunctionMode):
+        def __torch_function__(
+            self,
+            func: Callable[..., object],
+            types: Collection[type],
+            args: tuple[Any, ...] = (),
+            kwargs: dict[str, Any] | None = None,
+        ) -> object:
+            return tracer.call(func, args, kwargs or {})
+
+    return _WriteWatcher()
+
+
+def _tensors(value: object, depth: int = 0) -> Iterator[torch.Tensor]:
+    import torch
+
+    if depth > 8:
+        return
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item, depth + 1)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _tensors(item, depth + 1)
+
+
+def _backward_on(value: object) -> None:
+    """Reduce every grad-requiring tensor in ``value`` to one scalar and call backward."""
+    total = None
+    for tensor in _tensors(value):
+        if not tensor.requires_grad:
+            continue
+        part = tensor.sum()
+        if part.is_complex():
+            part = part.real
+        total = part if total is None else total + part
+    if total is not None:
+        total.backward()
+
+
+def trace_call(
+    fn: Callable[[], object],
+    *,
+    user_files: Collection[str] | None = None,
+    anomaly: bool = True,
+) -> dict[str, Any]:
+    """Call ``fn()`` (and backward on its output if it did not), trace it, return the report.
+
+    The report is JSON-able: ``status`` ("ok" | "inplace-error" | "leaf-error" | "error"),
+    ``mutation`` and ``saved_by`` (both ends of a failing in-place bug, or null), ``related``
+    (call sites, and writes on saved tensors that backward did not need), ``message``,
+    ``exception`` and ``duration_s``.
+    """
+    import torch
+
+    frames = _UserFrames(user_files)
+    tracer = _Tracer(frames)
+    error: BaseException | None = None
+    start = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        if anomaly:
+            stack.enter_context(torch.autograd.set_detect_anomaly(True, check_nan=False))
+        stack.enter_context(_record_construction(frames))
+        stack.enter_context(torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack))
+        try:
+            with _make_mode(tracer):
+                result = fn()
+                if not (tracer.backward_seen or tracer.unpacked):
+                    _backward_on(result)
+                del result
+        except (Exception, SystemExit) as exc:  # the user's code may raise anything
+            error = exc
+    duration = time.perf_counter() - start
+    _prune_construction_sites()
+    report = _report(tracer, error, frames)
+    report["duration_s"] = round(duration, 6)
+    return report
+
+
+def _report(tracer: _Tracer, error: BaseException | None, frames: _UserFrames) -> dict[str, Any]:
+    text = "" if error is None else str(error)
+    first_line = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    report: dict[str, Any] = {
+        "status": "ok",
+        "mutation": None,
+        "saved_by": None,
+        "related": [],
+        "message": "",
+        "exception": None if error is None else f"{type(error).__name__}: {text}",
+        "duration_s": 0.0,
+    }
+    related: list[dict[str, object]] = report["related"]
+    primary: _Bump | None = None
+
+    if error is None:
+        report["message"] = "forward and backward ran without autograd errors"
+    elif isinstance(error, RuntimeError) and _INPLACE_MSG in text:
+        report["status"] = "inplace-error"
+        failed = tracer.failed
+        primary = failed.bump if failed is not None else None
+        if failed is not None and primary is None:
+            primary = _Bump(failed.site, failed.op or "?", None, None, None)
+        if primary is None:
+            report["message"] = first_line
+        else:
+            report["saved_by"] = _saved_json(primary)
+            if primary.mutation is not None:
+                report["mutation"] = primary.mutation.as_json()
+            report["message"] = _explain(primary)
+            if primary.call_site is not None:
+                related.append({**primary.call_site.as_json(), "message": "called here"})
+    elif isinstance(error, RuntimeError) and _LEAF_MSG in text:
+        report["status"] = "leaf-error"
+        mutation, call_site, module = _locate_write(_traceback_frames(error.__traceback__), frames)
+        if mutation is not None:
+            report["mutation"] = mutation.as_json()
+        if call_site is not None:
+            related.append({**call_site.as_json(), "message": "called here"})
+        where = f" at {mutation}" if mutation is not None else ""
+        via = f" (inside {module}(inplace=True))" if module else ""
+        report["message"] = (
+            f"in-place write on a leaf tensor that requires grad{where}{via}: "
+            "wrap the update in torch.no_grad()"
+        )
+    else:
+        report["status"] = "error"
+        report["message"] = first_line
+        raised = _site_of(_traceback_frames(error.__traceback__), frames)
+        if raised is not None:
+            related.append({**raised.as_json(), "message": "raised here"})
+
+    seen: set[tuple[_Site | None, _Site | None]] = set()
+    if primary is not None:
+        seen.add((primary.mutation, primary.saved_site))
+    for bump in tracer.bumps:
+        key = (bump.mutation, bump.saved_site)
+        if key in seen or bump.mutation is None:
+            continue
+        seen.add(key)
+        saved = f" at {bump.saved_site}" if bump.saved_site is not None else ""
+        if bump.silent:
+            message = (
+                f"{bump.silent} overwrites a tensor saved by {bump.op}{saved} without bumping its"
+                " version: torch raises nothing and backward uses the NEW values"
+            )
+        elif report["status"] == "ok":
+            message = (
+                f"in-place write on a tensor saved by {bump.op}{saved}; backward did not use it"
+            )
+        else:
+            message = f"also overwrites a tensor saved by {bump.op}{saved}"
+        related.append({**bump.mutation.as_json(), "message": message})
+    if report["status"] == "ok" and len(related) > 0:
+        report["message"] += f"; {len(related)} warning(s) about saved tensors in related"
+    return report
+
+
+def _saved_json(bump: _Bump) -> dict[str, object] | None:
+    if bump.saved_site is None:
+        return None
+    return {**bump.saved_site.as_json(), "op": bump.op}
+
+
+def _explain(bump: _Bump) -> str:
+    saved = f" at {bump.saved_site}" if bump.saved_site is not None else ""
+    if bump.mutation is None:
+        return (
+            f"a tensor saved for backward by {bump.op}{saved} was modified in place "
+            "(the writing call was not seen)"
+        )
+    via = f" ({bump.module}(inplace=True) constructed here)" if bump.module else ""
+    return (
+        f"{bump.mutation}{via} modifies in place a tensor that {bump.op} saved{saved}; "
+        "backward needs its old value"
+    )
+
+
+# --------------------------------------------------------------------------- script
+
+
+def _import_file(path: str) -> ModuleType:
+    name = "_inplace_lsp_target_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``harness.py FILE FUNCNAME``: trace ``FILE.FUNCNAME()`` and print one JSON line.
+
+    ``argv`` excludes the program name (default: ``sys.argv[1:]``). Anything the user's code
+    prints goes to stderr, so stdout carries only the report.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    if len(args) != 2:
+        print("usage: harness.py FILE FUNCNAME", file=sys.stderr)
+        return 2
+    path, funcname = os.path.abspath(args[0]), args[1]
+    out = sys.stdout
+    report: dict[str, Any]
+    with contextlib.redirect_stdout(sys.stderr):
+        # User imports resolve next to the user's file, not next to this harness.
+        if sys.path and _norm(sys.path[0] or ".") == _norm(os.path.dirname(__file__)):
+            sys.path[0] = os.path.dirname(path)
+        else:
+            sys.path.insert(0, os.path.dirname(path))
+        start = time.perf_counter()
+        try:
+            with _record_construction(_UserFrames(None)):
+                module = _import_file(path)
+            fn = getattr(module, funcname)
+        except (Exception, SystemExit) as exc:  # the user's code may raise anything
+            report = {
+                "status": "error",
+                "mutation": None,
+                "saved_by": None,
+                "related": [],
+                "message": f"cannot load {funcname} from {path}: {type(exc).__name__}: {exc}",
+                "exception": f"{type(exc).__name__}: {exc}",
+                "duration_s": round(time.perf_counter() - start, 6),
+            }
+        else:
+            report = trace_call(fn)
+    out.write(json.dumps(report) + "\n")
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
