@@ -25,6 +25,9 @@ from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule, Undeci
 from inplace_lsp.analysis.model import submodule as submodule_of
 
 MAX_INLINE_DEPTH = 4
+# Statements inlined per entry point before further calls are treated as unknown: branchy
+# helpers calling helpers would otherwise cost exponential time.
+WORK_BUDGET = 4000
 
 Loc = tuple[int, int, int, int]  # absolute 1-based line, utf-8 col, end line, end col
 
@@ -348,6 +351,7 @@ class Interpreter:
         self.backward_count = 0
         self.group_names: dict[int, set[str]] = {}
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
+        self.work = 0
 
     # ------------------------------------------------------------------ entry points
 
@@ -472,9 +476,9 @@ class Interpreter:
                 return
 
     def exec_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
-        method = getattr(self, "stmt_" + type(stmt).__name__, None)
+        method = _STMT_HANDLERS.get(type(stmt))
         if method is not None:
-            method(stmt, frame)
+            method(self, stmt, frame)
         else:
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
@@ -754,17 +758,27 @@ class Interpreter:
     # ------------------------------------------------------------------ expressions
 
     def eval(self, node: ast.expr, frame: Frame) -> Value:
-        method = getattr(self, "expr_" + type(node).__name__, None)
+        method = _EXPR_HANDLERS.get(type(node))
         if method is not None:
-            result: Value = method(node, frame)
+            result: Value = method(self, node, frame)
             return result
+        self.work += 1
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self.eval(child, frame)
         return unknown()
 
     def expr_Constant(self, node: ast.Constant, frame: Frame) -> Value:
-        return Value("scalar", tensor=False, grad=False, const=node.value, has_const=True)
+        # Scalars are never mutated by the interpreter (only tensor-like values are), so
+        # one Value per constant node is shared.
+        value: Value | None = getattr(node, "_ipl_value", None)
+        if value is None:
+            value = Value("scalar", tensor=False, grad=False, const=node.value, has_const=True)
+            node._ipl_value = value  # type: ignore[attr-defined]
+        return value
+
+    def expr_JoinedStr(self, node: ast.JoinedStr, frame: Frame) -> Value:
+        return scalar()
 
     def expr_Name(self, node: ast.Name, frame: Frame) -> Value:
         value = frame.env.get(node.id)
@@ -1472,8 +1486,13 @@ class Interpreter:
         node: ast.AST,
         frame: Frame,
     ) -> Value:
-        if len(self.call_stack) >= MAX_INLINE_DEPTH or fn in self.call_stack:
+        if (
+            len(self.call_stack) >= MAX_INLINE_DEPTH
+            or fn in self.call_stack
+            or self.work > WORK_BUDGET
+        ):
             return self.unknown_call(args, kwargs)
+        self.work += len(fn.body)
         callee = Frame({}, start, frame.grad_enabled and not self._decorated_no_grad(fn), frame.ctx)
         params = [*fn.args.posonlyargs, *fn.args.args]
         defaults: list[ast.expr | None] = [None] * (len(params) - len(fn.args.defaults)) + list(
@@ -1996,3 +2015,15 @@ def iter_entry_points(
             loose.append(stmt)
     if loose:
         yield None, None, loose
+
+
+_STMT_HANDLERS = {
+    getattr(ast, name[5:]): method
+    for name, method in vars(Interpreter).items()
+    if name.startswith("stmt_") and hasattr(ast, name[5:])
+}
+_EXPR_HANDLERS = {
+    getattr(ast, name[5:]): method
+    for name, method in vars(Interpreter).items()
+    if name.startswith("expr_") and hasattr(ast, name[5:])
+}

@@ -18,15 +18,44 @@ from inplace_lsp.analysis.blocks import Block, ParseCache, Splitter
 from inplace_lsp.analysis.dataflow import Facts, Interpreter, iter_entry_points
 from inplace_lsp.analysis.findings import Finding, Severity
 from inplace_lsp.analysis.knowledge import Knowledge, load
+from inplace_lsp.analysis.model import ClassInfo
 from inplace_lsp.analysis.rules import RULES
 from inplace_lsp.analysis.rules.base import DocContext, Rule
 from inplace_lsp.analysis.rules.ipl006_anomaly_left_on import AnomalyLeftOn
 
 # Code that can produce a finding mentions one of these; a block or function without any is
 # skipped without interpretation.
-CANDIDATE = re.compile(
-    r"[-+*/@%&|^]=|\]\s*=[^=]|[A-Za-z0-9]_\(|inplace|\bout\s*=|\.step\(|anomaly|\.data\b|detach|backward"
+_PATTERNS = [
+    r"[-+*/@%&|^]=",  # augmented assignment
+    r"[A-Za-z0-9]_\(",  # x.add_(...), torch.relu_(...)
+    r"[(,]\s*out\s*=(?!=)",  # out= argument
+    r"\.step\(",
+    r"anomaly",
+    r"\.data\b",
+    r"detach",
+    r"backward",
+]
+_SUBSCRIPT_STORE = re.compile(r"(?m)^\s*([A-Za-z_][\w.]*)\s*(?:\[[^\]\n]*\]\s*)+=[^=]")
+_CONTAINER_INIT = re.compile(
+    r"([A-Za-z_][\w.]*)\s*(?::[^=\n]*)?=\s*(?:\{|\[|dict\(|OrderedDict\(|defaultdict\(|list\(|\w+\.copy\(\))"
 )
+CANDIDATE_INIT = re.compile("|".join(_PATTERNS))
+# Code that can produce a finding matches one of these (or stores into a subscript of something
+# that is not a dict or list); a block or function without any is skipped.
+CANDIDATE = re.compile("|".join([*_PATTERNS, r"inplace"]))
+
+
+def is_candidate(segment: str, pattern: re.Pattern[str] = CANDIDATE) -> bool:
+    if pattern.search(segment):
+        return True
+    stores = {m.group(1) for m in _SUBSCRIPT_STORE.finditer(segment)}
+    if not stores:
+        return False
+    containers = {m.group(1) for m in _CONTAINER_INIT.finditer(segment)}
+    return any(name.startswith("self.") or name not in containers for name in stores)
+
+
+_SELF_ATTR = re.compile(r"\bself\.(\w+)")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFORMATION: 2, Severity.HINT: 3}
 
@@ -60,6 +89,7 @@ class DocumentAnalysis:
         self._rules: list[Rule] = [rule() for rule in RULES]
         self._candidates: frozenset[str] = frozenset()
         self._texts: dict[str, _TextFacts] = {}
+        self._model_classes: dict[str, ClassInfo] = {}
 
     def update(self, text: str) -> DocumentResult:
         blocks = self.splitter.split(text)
@@ -71,7 +101,7 @@ class DocumentAnalysis:
         for block in parsed:
             for name in texts[block.key].defines:
                 defs[name] = block
-        self._candidates = _candidate_defs(defs, texts)
+        self._candidates = _candidate_defs(defs, texts, frozenset(model.functions))
         imports_key = _digest(repr(sorted(model.imports.items())))
         findings: list[Finding] = []
         analysed = 0
@@ -114,7 +144,7 @@ class DocumentAnalysis:
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
             )
             facts = _TextFacts(
-                bool(CANDIDATE.search(block.text)), frozenset(IDENT.findall(block.text)), defines
+                is_candidate(block.text), frozenset(IDENT.findall(block.text)), defines
             )
             self._texts[block.key] = facts
             if len(self._texts) > 8192:
@@ -123,6 +153,7 @@ class DocumentAnalysis:
 
     def _model(self, blocks: list[Block]) -> model_mod.ModuleModel:
         model = model_mod.ModuleModel()
+        self._model_classes = model.classes
         for block in blocks:
             if "import" in block.text:
                 aliases = self._imports.get(block.key)
@@ -146,6 +177,56 @@ class DocumentAnalysis:
         model_mod.finalize(model)
         return model
 
+    def _wanted_entries(
+        self,
+        entries: list[
+            tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, ClassInfo | None, list[ast.stmt]]
+        ],
+        segments: dict[int, str],
+    ) -> set[int]:
+        """The functions worth interpreting: those whose own text can write in place, and those
+        that call them (a method of the class, a submodule attribute whose class or
+        constructor writes in place, a local function)."""
+        wanted: set[int] = set()
+        by_class: dict[str, dict[str, int]] = {}
+        for fn, owner, _ in entries:
+            if fn is None:
+                continue
+            segment = segments[id(fn)]
+            pattern = CANDIDATE_INIT if fn.name == "__init__" else CANDIDATE
+            if is_candidate(segment, pattern) or self._calls_candidate(segment):
+                wanted.add(id(fn))
+            if owner is not None:
+                by_class.setdefault(owner.name, {})[fn.name] = id(fn)
+        for class_name, methods in by_class.items():
+            info = self._model_classes.get(class_name)
+            if info is None:
+                continue
+            hot = {attr for attr, sub in info.submodules.items() if self._writes_in_place(sub)}
+            changed = True
+            while changed:
+                changed = False
+                hot_methods = {name for name, fid in methods.items() if fid in wanted}
+                for fid in methods.values():
+                    if fid in wanted:
+                        continue
+                    attrs = set(_SELF_ATTR.findall(segments[fid]))
+                    if attrs & hot or attrs & hot_methods:
+                        wanted.add(fid)
+                        changed = True
+        return wanted
+
+    def _writes_in_place(self, sub: model_mod.Submodule) -> bool:
+        """A submodule whose construction or class can write in place."""
+        keyword = sub.keyword("inplace")
+        if keyword is not None and not (
+            isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+        ):
+            return True
+        if sub.qualname in self._candidates:
+            return True
+        return any(self._writes_in_place(child) for child in sub.children)
+
     def _calls_candidate(self, segment: str) -> bool:
         return bool(self._candidates) and not self._candidates.isdisjoint(IDENT.findall(segment))
 
@@ -159,19 +240,22 @@ class DocumentAnalysis:
         for rule in self._rules:
             if isinstance(rule, AnomalyLeftOn) and "anomaly" in block.text:
                 findings.extend(rule.check_tree(tree, block.start, ctx))
-        init_inplace = "inplace" in block.text
-        for fn, owner, body in iter_entry_points(model, tree):
-            if fn is not None:
-                first = fn.lineno - block.tree_line0
-                segment = "\n".join(
-                    block_lines[max(first, 0) : (fn.end_lineno or fn.lineno) - block.tree_line0 + 1]
-                )
-                if not (
-                    CANDIDATE.search(segment)
-                    or (owner is not None and init_inplace)
-                    or self._calls_candidate(segment)
-                ):
-                    continue
+        entries = list(iter_entry_points(model, tree))
+        segments = {
+            id(fn): "\n".join(
+                block_lines[
+                    max(fn.lineno - block.tree_line0, 0) : (fn.end_lineno or fn.lineno)
+                    - block.tree_line0
+                    + 1
+                ]
+            )
+            for fn, _, _ in entries
+            if fn is not None
+        }
+        wanted = self._wanted_entries(entries, segments)
+        for fn, owner, body in entries:
+            if fn is not None and id(fn) not in wanted:
+                continue
             interp = Interpreter(model, self.knowledge)
             try:
                 if fn is not None:
@@ -196,10 +280,18 @@ class _TextFacts:
     defines: frozenset[str]
 
 
-def _candidate_defs(defs: dict[str, Block], texts: dict[str, _TextFacts]) -> frozenset[str]:
-    """Top-level names whose code can produce findings, directly or through what they call."""
+def _candidate_defs(
+    defs: dict[str, Block], texts: dict[str, _TextFacts], functions: frozenset[str]
+) -> frozenset[str]:
+    """Top-level names whose code can produce findings, directly or through the functions
+    they call. Merely naming a class does not count: building a model runs no forward (the
+    hundreds of `@register_model` factories of a model zoo stay cold)."""
     candidates = {name for name, block in defs.items() if texts[block.key].candidate}
-    mentions = {name: texts[block.key].names & defs.keys() for name, block in defs.items()}
+    mentions = {
+        name: texts[block.key].names & functions
+        for name, block in defs.items()
+        if name in functions
+    }
     changed = True
     while changed:
         changed = False

@@ -165,15 +165,6 @@ def _scan_init(
         info.init_params.append(arg.arg)
         if kw_default is not None:
             info.init_defaults[arg.arg] = kw_default
-    for node in ast.walk(init):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
-            first = node.args[0]
-            if not isinstance(first, ast.Constant):
-                continue
-            if node.func.attr == "register_buffer":
-                info.buffers.add(str(first.value))
-            elif node.func.attr == "register_parameter":
-                info.parameters[str(first.value)] = node
     _scan_statements(model, info, init.body, ())
 
 
@@ -193,6 +184,9 @@ def _scan_statements(
             continue
         targets: list[ast.expr] = []
         value: ast.expr | None = None
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            _record_registration(info, stmt.value)
+            continue
         if isinstance(stmt, ast.Assign):
             targets, value = stmt.targets, stmt.value
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
@@ -203,6 +197,19 @@ def _scan_statements(
             attr = _self_attr(target)
             if attr is not None:
                 _record_attr(model, info, attr, value, guards)
+
+
+def _record_registration(info: ClassInfo, call: ast.Call) -> None:
+    """self.register_buffer("name", ...) / self.register_parameter("name", ...)."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute) and call.args and isinstance(call.args[0], ast.Constant)
+    ):
+        return
+    if func.attr == "register_buffer":
+        info.buffers.add(str(call.args[0].value))
+    elif func.attr == "register_parameter":
+        info.parameters[str(call.args[0].value)] = call
 
 
 def _record_attr(
