@@ -105,6 +105,7 @@ class ModuleRef:
     parent: ModuleRef | None = None
     training_flag: bool | None = None  # None: as its parent (model.eval() reaches every child)
     conditional: bool = False  # `self.act = A() if flag else B()`: which one runs is not known
+    site_path: str | None = None  # the file of the constructor call (None: this document)
     consts: dict[str, object] = field(default_factory=dict)  # constant constructor arguments
     attrs: dict[str, Value] = field(default_factory=dict)
     children: list[ModuleRef] | None = None
@@ -189,6 +190,7 @@ class Save:
     ctx: Ctx
     possible: bool
     what: str  # the tensor's name in the user's code, when known
+    path: str | None = None  # file of the saving op (None: the document analysed)
 
 
 @dataclass(eq=False)
@@ -207,6 +209,8 @@ class Mutation:
     fix_params: tuple[tuple[str, str], ...] = ()
     call_site: Loc | None = None  # inplace modules: where the module was called
     activation: bool = False
+    path: str | None = None  # file of loc (None: the document analysed)
+    call_site_path: str | None = None
 
 
 @dataclass(eq=False)
@@ -305,6 +309,7 @@ class Frame:
     loop_names: list[set[str]] = field(default_factory=list)
     loop_has_backward: list[bool] = field(default_factory=list)
     stmt: ast.stmt | None = None
+    path: str | None = None  # the file the code comes from (None: the document analysed)
 
 
 def join_values(a: Value, b: Value) -> Value:
@@ -861,8 +866,9 @@ class Interpreter:
             sub, conditional = _choose(
                 cls.submodule_options.get(attr) or [cls.submodules[attr]], ref.consts
             )
+            owner = cls.owner or self.model
             value = self.module_value(
-                sub.qualname, sub, new_id(), self.model.start_of(cls.node), ref
+                sub.qualname, sub, new_id(), owner.start_of(cls.node), ref, owner
             )
             if value.module is not None and conditional:
                 value.module.conditional = True
@@ -913,13 +919,16 @@ class Interpreter:
         params_group: int,
         site_start: int,
         parent: ModuleRef | None = None,
+        site_model: ModuleModel | None = None,
     ) -> Value:
-        cls = self.model.classes.get(qualname) if qualname else None
+        site_model = site_model or self.model
+        cls = site_model.lookup_class(qualname) if qualname else None
         if cls is not None and not cls.is_module:
             cls = None
         ref = ModuleRef(
             qualname, cls, params_group, submodule=sub, site_start=site_start, parent=parent
         )
+        ref.site_path = site_model.path
         ref.conditional = bool(parent is not None and parent.conditional)
         if cls is not None:
             ref.consts = _init_consts(cls, sub.call if sub is not None else None, parent)
@@ -1281,8 +1290,15 @@ class Interpreter:
         if ref.cls is not None:
             found = self.model.find_method(ref.cls, name)
             if found is not None:
+                owner = found[0].owner or self.model
                 return self.inline(
-                    found[1], self.model.start_of(found[1]), [receiver, *args], kwargs, node, frame
+                    found[1],
+                    owner.start_of(found[1]),
+                    [receiver, *args],
+                    kwargs,
+                    node,
+                    frame,
+                    owner,
                 )
         attr = self.module_attr(ref, name)
         if attr.module is not None:
@@ -1292,16 +1308,17 @@ class Interpreter:
     def symbol_call(
         self, qual: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call, frame: Frame
     ) -> Value:
-        if qual in self.model.classes:
-            cls = self.model.classes[qual]
+        cls = self.model.lookup_class(qual)
+        if cls is not None:
             if cls.is_module:
                 ref = ModuleRef(qual, cls, new_id(), site_start=frame.start)
                 ref.consts = _bind_consts(cls, args, kwargs)
                 return Value("module", tensor=False, grad=False, module=ref)
             return unknown()
-        if qual in self.model.functions:
-            fn = self.model.functions[qual]
-            return self.inline(fn, self.model.start_of(fn), args, kwargs, node, frame)
+        function = self.model.lookup_function(qual)
+        if function is not None:
+            owner, fn = function
+            return self.inline(fn, owner.start_of(fn), args, kwargs, node, frame, owner)
         if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             return Value(
                 "tensor", frozenset({new_id()}), True, True, leaf=True, origin="nn.Parameter"
@@ -1366,8 +1383,9 @@ class Interpreter:
             found = self.model.find_method(ref.cls, "forward")
             if found is not None:
                 this = Value("module", tensor=False, grad=False, module=ref)
+                owner = found[0].owner or self.model
                 return self.inline(
-                    found[1], self.model.start_of(found[1]), [this, *args], {}, node, frame
+                    found[1], owner.start_of(found[1]), [this, *args], {}, node, frame, owner
                 )
             return self.unknown_call(args, {})
         if ref.children is not None and ref.qualname == "torch.nn.Sequential":
@@ -1409,6 +1427,7 @@ class Interpreter:
                 fix="inplace-false",
                 inputs=[],
                 loc_override=kw_loc,
+                loc_path=ref.site_path,
                 activation=short.lower().rstrip("0123456789")
                 in {a.replace("_", "") for a in ACTIVATIONS}
                 or short
@@ -1485,7 +1504,15 @@ class Interpreter:
         kwargs: dict[str, Value],
         node: ast.AST,
         frame: Frame,
+        model: ModuleModel | None = None,
     ) -> Value:
+        if model is not None and model is not self.model:
+            outer = self.model
+            self.model = model
+            try:
+                return self.inline(fn, start, args, kwargs, node, frame)
+            finally:
+                self.model = outer
         if (
             len(self.call_stack) >= MAX_INLINE_DEPTH
             or fn in self.call_stack
@@ -1493,7 +1520,13 @@ class Interpreter:
         ):
             return self.unknown_call(args, kwargs)
         self.work += len(fn.body)
-        callee = Frame({}, start, frame.grad_enabled and not self._decorated_no_grad(fn), frame.ctx)
+        callee = Frame(
+            {},
+            start,
+            frame.grad_enabled and not self._decorated_no_grad(fn),
+            frame.ctx,
+            path=self.model.path,
+        )
         params = [*fn.args.posonlyargs, *fn.args.args]
         defaults: list[ast.expr | None] = [None] * (len(params) - len(fn.args.defaults)) + list(
             fn.args.defaults
@@ -1701,6 +1734,7 @@ class Interpreter:
             frame.ctx,
             possible or self.uncertain > 0,
             what,
+            frame.path,
         )
         self.heap.live[group] = (*self.heap.live.get(group, ()), sid)
         return sid
@@ -1773,6 +1807,7 @@ class Interpreter:
         inputs: list[Value],
         grad_mode: bool | None = None,
         loc_override: Loc | None = None,
+        loc_path: str | None = None,
         activation: bool = False,
     ) -> Mutation:
         grad_on = frame.grad_enabled if grad_mode is None else grad_mode
@@ -1790,6 +1825,8 @@ class Interpreter:
             fix,
             call_site=self.loc(node, frame) if loc_override else None,
             activation=activation,
+            path=loc_path if loc_override else frame.path,
+            call_site_path=frame.path,
         )
         if value.leaf and value.grad and grad_on and kind != "step":
             self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))

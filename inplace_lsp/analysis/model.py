@@ -7,7 +7,7 @@ Built from the parsed top-level blocks; holds no torch knowledge beyond name res
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
@@ -36,6 +36,7 @@ class ClassInfo:
     node: ast.ClassDef
     bases: list[str]
     block_start: int = 1  # 1-based document line where the class's block starts
+    owner: ModuleModel | None = None  # the module (file) that defines it
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     submodules: dict[str, Submodule] = field(default_factory=dict)
     parameters: dict[str, ast.AST] = field(default_factory=dict)  # self.w = nn.Parameter(...)
@@ -55,6 +56,35 @@ class ModuleModel:
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     block_starts: dict[int, int] = field(default_factory=dict)  # id(def node) -> block start line
     mentions_torch: bool = False
+    path: str | None = None  # None: the document being analysed
+    lines: list[str] = field(default_factory=list)
+    # Resolves an imported qualified name to the model of the file defining it.
+    resolver: Callable[[str], ModuleModel | None] | None = None
+
+    def lookup_class(self, qualname: str) -> ClassInfo | None:
+        """A class defined in this file, or imported from another file of the workspace."""
+        info = self.classes.get(qualname)
+        if info is not None:
+            return info
+        external = self._external(qualname)
+        return external.classes.get(qualname.rsplit(".", 1)[-1]) if external else None
+
+    def lookup_function(
+        self, qualname: str
+    ) -> tuple[ModuleModel, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+        fn = self.functions.get(qualname)
+        if fn is not None:
+            return self, fn
+        external = self._external(qualname)
+        if external is None:
+            return None
+        fn = external.functions.get(qualname.rsplit(".", 1)[-1])
+        return (external, fn) if fn is not None else None
+
+    def _external(self, qualname: str) -> ModuleModel | None:
+        if self.resolver is None or "." not in qualname or qualname.startswith("torch."):
+            return None
+        return self.resolver(qualname)
 
     def start_of(self, node: ast.AST) -> int:
         return self.block_starts.get(id(node), 1)
@@ -63,14 +93,14 @@ class ModuleModel:
         self, cls: ClassInfo, name: str
     ) -> tuple[ClassInfo, ast.FunctionDef | ast.AsyncFunctionDef] | None:
         """The method `name` of cls or of its nearest local base class that defines it."""
-        seen: set[str] = set()
+        seen: set[int] = set()
         current: ClassInfo | None = cls
-        while current is not None and current.name not in seen:
-            seen.add(current.name)
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
             method = current.methods.get(name)
             if method is not None:
                 return current, method
-            current = next((self.classes[b] for b in current.bases if b in self.classes), None)
+            current = self.base_of(current)
         return None
 
     def qualify(self, node: ast.AST) -> str | None:
@@ -90,15 +120,25 @@ class ModuleModel:
         return ".".join([root, *reversed(parts)])
 
     def is_module_class(self, name: str, _seen: frozenset[str] = frozenset()) -> bool:
-        info = self.classes.get(name)
+        info = self.lookup_class(name)
         if info is None or name in _seen:
             return False
+        owner = info.owner or self
         return any(
             base in MODULE_BASES
             or base.startswith("torch.nn.")
-            or self.is_module_class(base, _seen | {name})
+            or owner.is_module_class(base, _seen | {name})
             for base in info.bases
         )
+
+    def base_of(self, info: ClassInfo) -> ClassInfo | None:
+        """The first base class of info that is defined in Python we can read."""
+        owner = info.owner or self
+        for base in info.bases:
+            found = owner.lookup_class(base)
+            if found is not None:
+                return found
+        return None
 
 
 def _import_aliases(stmt: ast.stmt) -> Iterable[tuple[str, str]]:
@@ -274,6 +314,8 @@ def fragment(tree: ast.Module, start: int, model: ModuleModel) -> Fragment:
 
 
 def add_fragment(model: ModuleModel, frag: Fragment) -> None:
+    for info in frag.classes.values():
+        info.owner = model
     model.classes.update(frag.classes)
     model.functions.update(frag.functions)
     model.block_starts.update(frag.block_starts)
@@ -288,10 +330,10 @@ def finalize(model: ModuleModel) -> None:
         info.bases = [model.imports.get(b, b) if "." not in b else b for b in info.bases]
         info.is_module = model.is_module_class(info.name)
     for info in model.classes.values():
-        seen = {info.name}
-        base = next((model.classes[b] for b in info.bases if b in model.classes), None)
-        while base is not None and base.name not in seen:
-            seen.add(base.name)
+        seen = {id(info)}
+        base = model.base_of(info)
+        while base is not None and id(base) not in seen:
+            seen.add(id(base))
             for name, sub in base.submodules.items():
                 info.submodules.setdefault(name, sub)
             for name, options in base.submodule_options.items():
@@ -299,7 +341,7 @@ def finalize(model: ModuleModel) -> None:
             info.parameters = {**base.parameters, **info.parameters}
             info.buffers |= base.buffers
             info.plain_attrs |= base.plain_attrs
-            base = next((model.classes[b] for b in base.bases if b in model.classes), None)
+            base = model.base_of(base)
 
 
 def build(blocks: Iterable[tuple[ast.Module, int, bool]]) -> ModuleModel:

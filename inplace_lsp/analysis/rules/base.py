@@ -30,23 +30,31 @@ class Invalid:
 
 
 class DocContext:
-    """Source lines of the document, for converting utf-8 byte columns to code points."""
+    """Source lines of the document (and of other files it imports from), for converting utf-8
+    byte columns to code points."""
 
-    def __init__(self, lines: list[str], model: ModuleModel) -> None:
+    def __init__(
+        self,
+        lines: list[str],
+        model: ModuleModel,
+        other_files: dict[str, list[str]] | None = None,
+    ) -> None:
         self.lines = lines
         self.model = model
+        self.other_files = other_files if other_files is not None else {}
 
-    def _col(self, line: int, byte_col: int) -> int:
-        if not 1 <= line <= len(self.lines):
+    def _col(self, line: int, byte_col: int, path: str | None = None) -> int:
+        lines = self.lines if path is None else self.other_files.get(path, [])
+        if not 1 <= line <= len(lines):
             return byte_col
-        text = self.lines[line - 1]
+        text = lines[line - 1]
         if text.isascii():
             return byte_col
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
 
-    def span(self, loc: Loc) -> Span:
+    def span(self, loc: Loc, path: str | None = None) -> Span:
         line, col, end_line, end_col = loc
-        return Span(line, self._col(line, col), end_line, self._col(end_line, end_col))
+        return Span(line, self._col(line, col, path), end_line, self._col(end_line, end_col, path))
 
     def text(self, loc: Loc) -> str:
         """The source text of a location (first line only for multi-line ranges)."""
@@ -77,7 +85,9 @@ def describe_save(save: Save) -> str:
 
 def save_related(ctx: DocContext, save: Save) -> Related:
     needs = f"{save.grad_fn} needs it" if save.grad_fn else "its backward needs it"
-    return Related(ctx.span(save.loc), f"saved by {op_name(save)} here: {needs}")
+    return Related(
+        ctx.span(save.loc, save.path), f"saved by {op_name(save)} here: {needs}", save.path
+    )
 
 
 def history(ctx: DocContext, conflict: Conflict) -> tuple[str, ...]:
@@ -148,24 +158,42 @@ class Rule:
     def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
         raise NotImplementedError
 
-    def conflict_finding(self, conflict: Conflict, ctx: DocContext, message: str) -> Finding:
+    def conflict_finding(
+        self, conflict: Conflict, ctx: DocContext, message: str
+    ) -> tuple[Finding, ...]:
+        """The finding at the mutation, or at the call of an in-place module built in another
+        file; None when the write happens in another file (that file's own report)."""
         mutation = conflict.mutation
         related = [save_related(ctx, conflict.save)]
-        if mutation.call_site is not None:
+        span_loc = mutation.loc
+        if mutation.path is not None:
+            if mutation.call_site is None or mutation.call_site_path is not None:
+                return ()
+            span_loc = mutation.call_site
+            related.append(
+                Related(
+                    ctx.span(mutation.loc, mutation.path),
+                    "built with inplace=True here",
+                    mutation.path,
+                )
+            )
+        elif mutation.call_site is not None and mutation.call_site_path is None:
             related.append(
                 Related(ctx.span(mutation.call_site), "the module writes in place when called here")
             )
         if conflict.backward_loc is not None:
             related.append(Related(ctx.span(conflict.backward_loc), "backward() fails here"))
-        return Finding(
-            code=self.CODE,
-            severity=Severity.ERROR if conflict.definite else Severity.WARNING,
-            message=message,
-            span=ctx.span(mutation.loc),
-            confidence=Confidence.DEFINITE if conflict.definite else Confidence.POSSIBLE,
-            related=tuple(related),
-            fix=fix_recipe(ctx, mutation),
-            history=history(ctx, conflict),
+        return (
+            Finding(
+                code=self.CODE,
+                severity=Severity.ERROR if conflict.definite else Severity.WARNING,
+                message=message,
+                span=ctx.span(span_loc),
+                confidence=Confidence.DEFINITE if conflict.definite else Confidence.POSSIBLE,
+                related=tuple(related),
+                fix=fix_recipe(ctx, mutation) if mutation.path is None else None,
+                history=history(ctx, conflict),
+            ),
         )
 
     @staticmethod

@@ -73,4 +73,4 @@ class InplaceOnSaved(Rule):
                 f"so backward() {self.hedge(conflict)}. "
                 f"{suggestion(ctx, mutation)}"
             ).strip()
-            yield self.conflict_finding(conflict, ctx, message)
+            yield from self.conflict_finding(conflict, ctx, message)

@@ -44,6 +44,8 @@ class InplaceOnLeaf(Rule):
     def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
         for write in facts.leaf_writes:
             mutation = write.mutation
+            if mutation.path is not None:
+                continue
             name = mutation.target or "this tensor"
             yield Finding(
                 code=self.CODE,

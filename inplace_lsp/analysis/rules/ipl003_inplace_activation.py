@@ -67,9 +67,11 @@ class InplaceActivation(Rule):
                 f"`{mutation.op}` overwrites it, so backward() {self.hedge(conflict)}. "
                 "Use `inplace=False`."
             )
-            yield self.conflict_finding(conflict, ctx, message)
+            yield from self.conflict_finding(conflict, ctx, message)
         for read in facts.activation_reads:
             mutation = read.mutation
+            if mutation.path is not None:
+                continue
             yield Finding(
                 code=self.CODE,
                 severity=Severity.WARNING,

@@ -58,16 +58,16 @@ class MutatedDetachedAlias(Rule):
                     "is raised and the gradients are silently wrong. Write out of place, or "
                     "`.detach().clone()`."
                 )
-                yield self.conflict_finding(conflict, ctx, message)
+                yield from self.conflict_finding(conflict, ctx, message)
                 continue
             message = (
                 f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); this write goes "
                 f"through a detached alias that shares its memory and version counter, so "
                 f"backward() {self.hedge(conflict)}. Use `.detach().clone()`."
             )
-            yield self.conflict_finding(conflict, ctx, message)
+            yield from self.conflict_finding(conflict, ctx, message)
         for mutation in facts.detached_writes:
-            if mutation.id in reported:
+            if mutation.id in reported or mutation.path is not None:
                 continue
             text = (
                 f"`{mutation.op}` writes through a `.detach()` alias: the original tensor "

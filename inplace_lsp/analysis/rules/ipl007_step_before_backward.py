@@ -65,4 +65,4 @@ class StepBeforeBackward(Rule):
                 + f"; that backward() {self.hedge(conflict)}. Call step() after every backward() "
                 "that needs these weights."
             )
-            yield self.conflict_finding(conflict, ctx, message)
+            yield from self.conflict_finding(conflict, ctx, message)

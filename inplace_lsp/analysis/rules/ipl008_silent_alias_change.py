@@ -44,7 +44,7 @@ class SilentAliasChange(Rule):
     def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
         for read in facts.alias_reads:
             mutation = read.mutation
-            if mutation.kind == "step":
+            if mutation.kind == "step" or mutation.path is not None:
                 continue
             yield Finding(
                 code=self.CODE,

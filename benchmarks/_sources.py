@@ -1,0 +1,138 @@
+"""Fetches the Python sources of torchvision and timm (known-good PyTorch code) for the
+benchmarks and the realcode tests, and caches them outside the repository.
+
+The wheels come from the package index through `pip download --no-deps --only-binary=:all:`
+and are unpacked with zipfile into `~/.cache/inplace-lsp/realcode/<name>-<version>/` (override
+the root with INPLACE_LSP_REALCODE_DIR). Versions are pinned so that line numbers, and therefore
+the realcode test's allow-list, do not move under us; a cached copy is used without the network.
+These sources are never committed.
+
+    python benchmarks/_sources.py      # fetch and print where they are
+
+When the download fails (no network, no pip) `SourcesUnavailable` says why: tests turn it into
+a skip, benchmarks into a message.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+# Pinned: torchvision 0.29 goes with torch 2.13, the version the knowledge table was probed on.
+PACKAGES: Mapping[str, str] = {"torchvision": "0.29.1", "timm": "1.0.31"}
+ENV_DIR = "INPLACE_LSP_REALCODE_DIR"
+_COMPLETE = ".complete"  # written last: a directory without it is a half-finished unpack
+_PIP_TIMEOUT_S = 600
+
+
+class SourcesUnavailable(RuntimeError):
+    """The sources could not be downloaded or unpacked; the message says why."""
+
+
+def cache_root() -> Path:
+    override = os.environ.get(ENV_DIR)
+    if override:
+        return Path(override).expanduser()
+    return Path.home() / ".cache" / "inplace-lsp" / "realcode"
+
+
+def _download(name: str, version: str, into: Path) -> Path:
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--quiet",
+        "--timeout",
+        "20",
+        "--retries",
+        "1",
+        "-d",
+        str(into),
+        f"{name}=={version}",
+    ]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SourcesUnavailable(f"pip download {name}=={version} failed: {exc}") from exc
+    wheels = sorted(into.glob("*.whl"))
+    if done.returncode != 0 or not wheels:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+        raise SourcesUnavailable(
+            f"pip download {name}=={version} failed (exit {done.returncode}; no network?):\n{tail}"
+        )
+    return wheels[0]
+
+
+def _unpack(wheel: Path, target: Path) -> None:
+    """Only the .py files: the wheels also carry compiled extensions we never read."""
+    staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.infolist():
+                name = member.filename
+                if not name.endswith(".py") or name.startswith("/") or ".." in name.split("/"):
+                    continue
+                archive.extract(member, staging)
+        (staging / _COMPLETE).write_text(wheel.name + "\n", encoding="utf-8")
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    except (OSError, zipfile.BadZipFile) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise SourcesUnavailable(f"cannot unpack {wheel.name}: {exc}") from exc
+
+
+def fetch(packages: Mapping[str, str] = PACKAGES, root: Path | None = None) -> dict[str, Path]:
+    """name -> directory holding the package's sources (downloaded when not cached)."""
+    root = root or cache_root()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SourcesUnavailable(f"cannot create the cache directory {root}: {exc}") from exc
+    found: dict[str, Path] = {}
+    for name, version in packages.items():
+        target = root / f"{name}-{version}"
+        if not (target / _COMPLETE).is_file():
+            with tempfile.TemporaryDirectory(prefix="inplace-lsp-wheel-") as tmp:
+                _unpack(_download(name, version, Path(tmp)), target)
+        found[name] = target
+    return found
+
+
+def python_files(packages: Mapping[str, str] = PACKAGES, root: Path | None = None) -> list[Path]:
+    """Every .py file of the packages' own code (not their .dist-info), sorted."""
+    files: list[Path] = []
+    for name, directory in fetch(packages, root).items():
+        package_dir = directory / name
+        if not package_dir.is_dir():
+            raise SourcesUnavailable(f"{directory} has no {name}/ package directory")
+        files += sorted(package_dir.rglob("*.py"))
+    return files
+
+
+def main() -> int:
+    try:
+        directories = fetch()
+    except SourcesUnavailable as exc:
+        print(f"sources unavailable: {exc}", file=sys.stderr)
+        return 1
+    for name, directory in directories.items():
+        count = sum(1 for _ in (directory / name).rglob("*.py"))
+        print(f"{name}: {count} .py files in {directory}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

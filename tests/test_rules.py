@@ -1,0 +1,106 @@
+"""Every rule's VALID and INVALID examples run through the analyzer, the rule registry is well
+formed (unique codes and names, documented), and docs/rules.md matches the classes.
+
+Pure: no torch. Whether the examples really fail under torch is the `torch` layer's business;
+here they pin what the analyzer reports.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from inplace_lsp.analysis.engine import analyze
+from inplace_lsp.analysis.findings import Finding, Severity
+from inplace_lsp.analysis.rules import RULES
+from inplace_lsp.analysis.rules.base import Rule
+
+REPO = Path(__file__).resolve().parents[1]
+GENERATOR = REPO / "scripts" / "gen_rules_doc.py"
+REPORTED = (Severity.ERROR, Severity.WARNING)
+
+VALID_CASES = [
+    pytest.param(rule, code, id=f"{rule.CODE}-valid-{i}")
+    for rule in RULES
+    for i, code in enumerate(rule.VALID)
+]
+INVALID_CASES = [
+    pytest.param(rule, example.code, id=f"{rule.CODE}-invalid-{i}")
+    for rule in RULES
+    for i, example in enumerate(rule.INVALID)
+]
+
+
+def _describe(findings: list[Finding]) -> str:
+    if not findings:
+        return "  (no findings)"
+    return "\n".join(
+        f"  {f.span.line}:{f.span.col} {f.code} {f.severity.value}: {f.message}" for f in findings
+    )
+
+
+def _numbered(code: str) -> str:
+    return "\n".join(f"  {n:3} | {line}" for n, line in enumerate(code.splitlines(), start=1))
+
+
+def _load_generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_rules_doc", GENERATOR)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("rule", "code"), VALID_CASES)
+def test_valid_example_has_no_finding(rule: type[Rule], code: str) -> None:
+    findings = analyze(code, "<valid example>")
+    reported = [f for f in findings if f.code == rule.CODE and f.severity in REPORTED]
+    assert not reported, (
+        f"{rule.CODE} VALID example is reported:\n{_numbered(code)}\n"
+        f"analyzer output:\n{_describe(findings)}"
+    )
+
+
+@pytest.mark.parametrize(("rule", "code"), INVALID_CASES)
+def test_invalid_example_is_found(rule: type[Rule], code: str) -> None:
+    findings = analyze(code, "<invalid example>")
+    assert any(f.code == rule.CODE for f in findings), (
+        f"{rule.CODE} INVALID example is not reported:\n{_numbered(code)}\n"
+        f"analyzer output:\n{_describe(findings)}"
+    )
+
+
+def test_every_rule_has_examples_of_both_kinds() -> None:
+    missing = [rule.CODE for rule in RULES if not rule.VALID or not rule.INVALID]
+    assert not missing, f"rules without a VALID or an INVALID example: {missing}"
+
+
+def test_codes_are_unique_and_well_formed() -> None:
+    codes = [rule.CODE for rule in RULES]
+    assert len(codes) == len(set(codes)), f"duplicate codes: {codes}"
+    bad = [code for code in codes if not re.fullmatch(r"IPL\d{3}", code)]
+    assert not bad, f"codes not of the form IPL000: {bad}"
+
+
+def test_names_are_unique_kebab_case() -> None:
+    names = [rule.NAME for rule in RULES]
+    assert len(names) == len(set(names)), f"duplicate names: {names}"
+    bad = [name for name in names if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", name)]
+    assert not bad, f"names not in kebab-case: {bad}"
+
+
+def test_every_rule_has_a_docstring() -> None:
+    undocumented = [rule.CODE for rule in RULES if not (rule.__doc__ or "").strip()]
+    assert not undocumented, f"rules without a docstring (their user docs): {undocumented}"
+    # The docstring must be the rule's own, not inherited from Rule.
+    inherited = [rule.CODE for rule in RULES if rule.__doc__ == Rule.__doc__]
+    assert not inherited, f"rules whose docstring is the base class's: {inherited}"
+
+
+def test_rules_doc_is_up_to_date() -> None:
+    message = _load_generator().stale_message()
+    assert message is None, message
