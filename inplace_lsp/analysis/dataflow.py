@@ -397,9 +397,12 @@ class Interpreter:
         self._finish(frame.returns)
         return self.facts
 
-    def run_module_code(self, body: list[ast.stmt], start: int) -> Facts:
-        frame = Frame({}, start, grad_enabled=True, ctx=Ctx())
-        self.exec_body(body, frame)
+    def run_module_code(self, pieces: list[tuple[list[ast.stmt], int]]) -> Facts:
+        """Module-level statements, in document order, as one program: (statements, start)."""
+        frame = Frame({}, 1, grad_enabled=True, ctx=Ctx())
+        for body, start in pieces:
+            frame.start = start
+            self.exec_body(body, frame)
         self._finish([])
         return self.facts
 
@@ -2034,12 +2037,8 @@ def _has_backward(loop: ast.stmt) -> bool:
 
 def iter_entry_points(
     model: ModuleModel, tree: ast.Module
-) -> Iterator[
-    tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, ClassInfo | None, list[ast.stmt]]
-]:
-    """(function, owning class, statements): each function and method of a block, and the
-    block's module-level statements."""
-    loose: list[ast.stmt] = []
+) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ClassInfo | None, list[ast.stmt]]]:
+    """(function, owning class, statements): each function and method of a block."""
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield stmt, None, stmt.body
@@ -2048,10 +2047,6 @@ def iter_entry_points(
             for sub in stmt.body:
                 if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     yield sub, owner if owner is not None and owner.node is stmt else None, sub.body
-        else:
-            loose.append(stmt)
-    if loose:
-        yield None, None, loose
 
 
 _STMT_HANDLERS = {

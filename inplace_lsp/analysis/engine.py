@@ -123,6 +123,7 @@ class DocumentAnalysis:
                 if len(self._results) > 4096:
                     self._results.popitem(last=False)
             findings.extend(cached)
+        findings.extend(self._analyse_script(parsed, model, ctx, texts, defs, imports_key))
         errors = [
             SyntaxProblem(
                 block.error_line or block.start_line,
@@ -134,6 +135,39 @@ class DocumentAnalysis:
         ]
         return DocumentResult(_dedupe(findings), errors, analysed)
 
+    def _analyse_script(
+        self,
+        blocks: list[Block],
+        model: model_mod.ModuleModel,
+        ctx: DocContext,
+        texts: dict[str, _TextFacts],
+        defs: dict[str, Block],
+        imports_key: str,
+    ) -> list[Finding]:
+        """The module-level statements of the whole document, interpreted as one program (a
+        training script's loop uses names bound statements earlier)."""
+        loose = [b for b in blocks if texts[b.key].script]
+        if not any(
+            texts[b.key].candidate or not self._candidates.isdisjoint(texts[b.key].names)
+            for b in loose
+        ):
+            return []
+        names = frozenset().union(*(texts[b.key].names for b in loose))
+        deps = sorted((defs[n].key, defs[n].start_line) for n in names & defs.keys())
+        key = _digest(imports_key + repr([(b.key, b.start_line) for b in loose]) + repr(deps))
+        cache_key = ("<script>", 0, key)
+        cached = self._results.get(cache_key)
+        if cached is None:
+            pieces = [(b.tree.body, b.start) for b in loose if b.tree is not None]
+            interp = Interpreter(model, self.knowledge)
+            try:
+                facts = interp.run_module_code(pieces)
+                cached = [f for rule in self._rules for f in rule.check(facts, ctx)]
+            except RecursionError:
+                cached = []
+            self._results[cache_key] = cached
+        return cached
+
     def _text_facts(self, block: Block) -> _TextFacts:
         facts = self._texts.get(block.key)
         if facts is None:
@@ -143,8 +177,21 @@ class DocumentAnalysis:
                 for stmt in block.tree.body
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
             )
+            script = any(
+                not isinstance(
+                    stmt,
+                    (
+                        ast.FunctionDef,
+                        ast.AsyncFunctionDef,
+                        ast.ClassDef,
+                        ast.Import,
+                        ast.ImportFrom,
+                    ),
+                )
+                for stmt in block.tree.body
+            )
             facts = _TextFacts(
-                is_candidate(block.text), frozenset(IDENT.findall(block.text)), defines
+                is_candidate(block.text), frozenset(IDENT.findall(block.text)), defines, script
             )
             self._texts[block.key] = facts
             if len(self._texts) > 8192:
@@ -180,7 +227,7 @@ class DocumentAnalysis:
     def _wanted_entries(
         self,
         entries: list[
-            tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, ClassInfo | None, list[ast.stmt]]
+            tuple[ast.FunctionDef | ast.AsyncFunctionDef, ClassInfo | None, list[ast.stmt]]
         ],
         segments: dict[int, str],
     ) -> set[int]:
@@ -190,8 +237,6 @@ class DocumentAnalysis:
         wanted: set[int] = set()
         by_class: dict[str, dict[str, int]] = {}
         for fn, owner, _ in entries:
-            if fn is None:
-                continue
             segment = segments[id(fn)]
             pattern = CANDIDATE_INIT if fn.name == "__init__" else CANDIDATE
             if is_candidate(segment, pattern) or self._calls_candidate(segment):
@@ -250,22 +295,17 @@ class DocumentAnalysis:
                 ]
             )
             for fn, _, _ in entries
-            if fn is not None
         }
         wanted = self._wanted_entries(entries, segments)
-        for fn, owner, body in entries:
-            if fn is not None and id(fn) not in wanted:
+        for fn, owner, _ in entries:
+            if id(fn) not in wanted:
                 continue
             interp = Interpreter(model, self.knowledge)
             try:
-                if fn is not None:
-                    facts = interp.run_function(fn, block.start, owner)
-                else:
-                    facts = interp.run_module_code(body, block.start)
+                facts = interp.run_function(fn, block.start, owner)
             except RecursionError:
                 continue
-            if fn is not None:
-                _drop_intended_accumulations(facts, fn)
+            _drop_intended_accumulations(facts, fn)
             for rule in self._rules:
                 findings.extend(rule.check(facts, ctx))
         return findings
@@ -278,6 +318,7 @@ class _TextFacts:
     candidate: bool
     names: frozenset[str]
     defines: frozenset[str]
+    script: bool  # holds module-level statements (not only definitions and imports)
 
 
 def _candidate_defs(

@@ -13,7 +13,9 @@ class SilentAliasChange(Rule):
     """An in-place op changes a tensor that another name still refers to and reads later.
 
     `b = a` or `b = a.view(...)` does not copy; after `a += 1`, `b` has changed too. No error
-    is raised: the numbers are silently different from what the code reads like.
+    is raised: the numbers are silently different from what the code reads like. Reported for
+    tensors that take part in autograd (a model's activations), where a changed alias means a
+    wrong forward pass; data preparation code that rewrites buffers on purpose is left alone.
 
     Fix: write out of place, or `.clone()` the alias you want to keep.
     """
@@ -22,22 +24,24 @@ class SilentAliasChange(Rule):
     NAME = "silent-alias-change"
     DEFAULT_SEVERITY = Severity.WARNING
     VALID = [
-        "import torch\n"
-        "def f(x):\n"
-        "    a = x.clone()\n"
-        "    flat = a.view(-1)\n"
-        "    a = a + 1\n"
-        "    return flat\n",
+        "import torch.nn as nn\n"
+        "class Norm(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        a = x.clone()\n"
+        "        flat = a.view(-1)\n"
+        "        a = a + 1\n"
+        "        return flat\n",
     ]
     INVALID = [
         Invalid(
-            "import torch\n"
-            "def f(x: torch.Tensor):\n"
-            "    a = x.clone()\n"
-            "    flat = a.view(-1)\n"
-            "    a += 1\n"
-            "    return flat\n",
-            fixed="    a = a + 1\n",
+            "import torch.nn as nn\n"
+            "class Norm(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        a = x.clone()\n"
+            "        flat = a.view(-1)\n"
+            "        a += 1\n"
+            "        return flat\n",
+            fixed="        a = a + 1\n",
         ),
     ]
 
