@@ -260,7 +260,12 @@ def _op_specs() -> list[OpSpec]:
     add("torch.cdist", X, X)
     add("torch.cross", _x(2, 3), _x(2, 3), kwargs={"dim": -1})
     add("torch.repeat_interleave", X, args=(2,))
-    add(FN + "grid_sample", _x(1, 1, 3, 3), _x(1, 2, 2, 2, low=-1.0, high=1.0), kwargs={"align_corners": False})
+    add(
+        FN + "grid_sample",
+        _x(1, 1, 3, 3),
+        _x(1, 2, 2, 2, low=-1.0, high=1.0),
+        kwargs={"align_corners": False},
+    )
     add(FN + "gumbel_softmax", X, kwargs={"tau": 1.0})
     add("Tensor.zero_", X)
     add("Tensor.copy_", X, X)
