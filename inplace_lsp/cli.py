@@ -170,8 +170,17 @@ def _safe_fixer() -> Callable[[str, list[Finding]], str] | None:
     return fixer
 
 
-def _findings(text: str, path: str, settings: config.Settings) -> list[Finding]:
-    return config.apply(engine.analyze(text, path), settings, source_lines(text))
+def _findings(
+    text: str, path: str, settings: config.Settings, messages: list[str] | None = None
+) -> list[Finding]:
+    result = engine.analyze_document(text, path)
+    if messages is not None:
+        for problem in result.syntax_errors:
+            messages.append(
+                f"{path}:{problem.line}:{problem.col + 1}: syntax error: {problem.message} "
+                "(this statement was skipped; the rest of the file was checked)"
+            )
+    return config.apply(result.findings, settings, source_lines(text))
 
 
 def check_file(path: str, settings: config.Settings, fix: bool = False) -> FileResult:
@@ -196,7 +205,7 @@ def check_file(path: str, settings: config.Settings, fix: bool = False) -> FileR
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     text = text[len(bom) :]
     try:
-        result.findings = _findings(text, path, settings)
+        result.findings = _findings(text, path, settings, result.messages)
         if fix:
             _fix(path, bom, text, settings, result)
         result.checked = True

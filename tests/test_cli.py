@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,12 +56,23 @@ def fake_analyze(text: str, path: str | None = None) -> list[Finding]:
     return findings
 
 
+def patch_analyzer(
+    monkeypatch: pytest.MonkeyPatch, analyze: Callable[[str, str | None], list[Finding]]
+) -> None:
+    """Replaces the analyzer the CLI calls with one returning these findings."""
+
+    def analyze_document(text: str, path: str | None = None) -> engine.DocumentResult:
+        return engine.DocumentResult(analyze(text, path), [], 0)
+
+    monkeypatch.setattr(engine, "analyze_document", analyze_document)
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty project directory (its own pyproject.toml), the current directory."""
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n', encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(engine, "analyze", fake_analyze)
+    patch_analyzer(monkeypatch, fake_analyze)
     return tmp_path
 
 
@@ -153,7 +165,7 @@ def test_json_related_in_another_file(
         saved = Related(Span(7, 8, 7, 20), "saved by torch.tanh here", "models/layers.py")
         return [Finding("IPL001", Severity.ERROR, "m", Span(1, 0, 1, 1), related=(saved,))]
 
-    monkeypatch.setattr(engine, "analyze", analyze)
+    patch_analyzer(monkeypatch, analyze)
     write(project / "a.py", "import torch\n")
     _, out, _ = run_main(capsys, "check", "--format", "json")
     assert json.loads(out)[0]["related"] == [
@@ -188,7 +200,7 @@ def test_github_escapes_messages(
     def analyze(text: str, path: str | None = None) -> list[Finding]:
         return [Finding("IPL001", Severity.ERROR, "100% sure\r\nreally", Span(1, 0, 1, 1))]
 
-    monkeypatch.setattr(engine, "analyze", analyze)
+    patch_analyzer(monkeypatch, analyze)
     write(project / "a.py", "import torch\n")
     _, out, _ = run_main(capsys, "check", "--format", "github")
     properties = "file=a.py,line=1,col=1,endLine=1,endColumn=2,title=IPL001"
@@ -335,7 +347,7 @@ def test_internal_error_in_one_file(
             raise ValueError("no such op")
         return fake_analyze(text, path)
 
-    monkeypatch.setattr(engine, "analyze", analyze)
+    patch_analyzer(monkeypatch, analyze)
     write(project / "boom.py", "import torch\n")
     write(project / "model.py", MODEL)
     code, out, err = run_main(capsys, "check")
@@ -351,7 +363,7 @@ def test_recursion_error_is_reported_per_file(
     def analyze(text: str, path: str | None = None) -> list[Finding]:
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(engine, "analyze", analyze)
+    patch_analyzer(monkeypatch, analyze)
     write(project / "deep.py", "import torch\nx = " + "(" * 5000 + ")" * 5000 + "\n")
     code, _, err = run_main(capsys, "check")
     assert code == 2
@@ -364,7 +376,7 @@ def test_syntax_error_from_the_engine_is_not_internal(
     def analyze(text: str, path: str | None = None) -> list[Finding]:
         raise SyntaxError("invalid syntax", (path, 2, 5, "x = = 1", 2, 6))
 
-    monkeypatch.setattr(engine, "analyze", analyze)
+    patch_analyzer(monkeypatch, analyze)
     write(project / "bad.py", "import torch\nx = = 1\n")
     code, _, err = run_main(capsys, "check")
     assert code == 0
@@ -377,7 +389,7 @@ def test_keyboard_interrupt_exits_130(
     def analyze(text: str, path: str | None = None) -> list[Finding]:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(engine, "analyze", analyze)
+    patch_analyzer(monkeypatch, analyze)
     write(project / "a.py", "import torch\n")
     assert run_main(capsys, "check") == (130, "", "inplace-lsp: interrupted\n")
 
@@ -478,7 +490,7 @@ def test_worker_crash_is_reported(project: Path, monkeypatch: pytest.MonkeyPatch
             os._exit(70)  # what a segfault in a C extension looks like to the pool
         return fake_analyze(text, path)
 
-    monkeypatch.setattr(engine, "analyze", analyze)
+    patch_analyzer(monkeypatch, analyze)
     monkeypatch.setattr(cli, "PARALLEL_MIN_FILES", 10)
     paths = [str(write(project / f"m{i:03}.py", MODEL)) for i in range(30)]
     paths.insert(7, str(write(project / "crash.py", "import torch\n")))

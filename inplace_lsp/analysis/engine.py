@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import Block, ParseCache, Splitter
@@ -22,6 +23,7 @@ from inplace_lsp.analysis.model import ClassInfo
 from inplace_lsp.analysis.rules import RULES
 from inplace_lsp.analysis.rules.base import DocContext, Rule
 from inplace_lsp.analysis.rules.ipl006_anomaly_left_on import AnomalyLeftOn
+from inplace_lsp.analysis.workspace import Workspace
 
 # Code that can produce a finding mentions one of these; a block or function without any is
 # skipped without interpretation.
@@ -78,8 +80,15 @@ class DocumentAnalysis:
     """The analysis state of one open document."""
 
     def __init__(
-        self, knowledge: Knowledge | None = None, parse_cache: ParseCache | None = None
+        self,
+        knowledge: Knowledge | None = None,
+        parse_cache: ParseCache | None = None,
+        *,
+        path: str | None = None,
+        workspace: Workspace | None = None,
     ) -> None:
+        self.path = path
+        self.workspace = workspace
         self.knowledge = knowledge or load()
         self.parse_cache = parse_cache or ParseCache()
         self.splitter = Splitter(self.parse_cache)
@@ -95,14 +104,22 @@ class DocumentAnalysis:
         blocks = self.splitter.split(text)
         parsed = [b for b in blocks if b.tree is not None]
         model = self._model(parsed)
-        ctx = DocContext(text.splitlines(), model)
+        if self.workspace is not None and self.path is not None:
+            model.resolver = self.workspace.resolver_for(self.path)
+            model_mod.finalize(model)  # local classes may derive from imported ones
+        ctx = DocContext(
+            text.splitlines(), model, self.workspace.files() if self.workspace else None
+        )
         texts = {b.key: self._text_facts(b) for b in parsed}
         defs: dict[str, Block] = {}
         for block in parsed:
             for name in texts[block.key].defines:
                 defs[name] = block
         self._candidates = _candidate_defs(defs, texts, frozenset(model.functions))
-        imports_key = _digest(repr(sorted(model.imports.items())))
+        imports_key = _digest(
+            repr(sorted(model.imports.items()))
+            + (str(self.workspace.generation) if self.workspace else "")
+        )
         findings: list[Finding] = []
         analysed = 0
         for block in parsed:
@@ -382,11 +399,25 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return sorted(result, key=lambda f: (f.span.line, f.span.col, f.code))
 
 
+_DEFAULT_WORKSPACE: Workspace | None = None
+
+
+def default_workspace() -> Workspace:
+    """One workspace per process for one-shot analyses (the CLI): imported files are modelled
+    once however many files import them."""
+    global _DEFAULT_WORKSPACE
+    if _DEFAULT_WORKSPACE is None:
+        _DEFAULT_WORKSPACE = Workspace(Path.cwd())
+    return _DEFAULT_WORKSPACE
+
+
 def analyze(text: str, path: str | None = None) -> list[Finding]:
     """All findings of one Python source text, before settings and noqa are applied."""
-    return DocumentAnalysis().update(text).findings
+    return analyze_document(text, path).findings
 
 
 def analyze_document(text: str, path: str | None = None) -> DocumentResult:
-    """Findings and syntax errors of one source text."""
-    return DocumentAnalysis().update(text)
+    """Findings and syntax errors of one source text; `path` lets it read the files it
+    imports from."""
+    workspace = default_workspace() if path is not None else None
+    return DocumentAnalysis(path=path, workspace=workspace).update(text)

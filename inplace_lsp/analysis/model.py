@@ -344,9 +344,15 @@ def finalize(model: ModuleModel) -> None:
             base = model.base_of(base)
 
 
-def build(blocks: Iterable[tuple[ast.Module, int, bool]]) -> ModuleModel:
-    """The model of a document from its parsed blocks: (tree, start line, has_import)."""
-    model = ModuleModel()
+def build(
+    blocks: Iterable[tuple[ast.Module, int, bool]],
+    *,
+    path: str | None = None,
+    lines: list[str] | None = None,
+    resolver: Callable[[str], ModuleModel | None] | None = None,
+) -> ModuleModel:
+    """The model of a file from its parsed blocks: (tree, start, has_import)."""
+    model = ModuleModel(path=path, lines=lines or [], resolver=resolver)
     blocks = list(blocks)
     for tree, _, has_import in blocks:
         if has_import:

@@ -1,0 +1,169 @@
+"""Finds the other files of the workspace that a document imports from (`from .layers import
+ConvBlock`) and keeps a module model of each, cached per file version.
+
+Relative and package-local imports are resolved on the file system; other absolute imports go
+through jedi's module search, kept to files inside the workspace root (installed libraries
+are not analysed: their torch code is torch's).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from inplace_lsp.analysis import model as model_mod
+from inplace_lsp.analysis.blocks import ParseCache, Splitter
+
+MAX_FILE_BYTES = 2_000_000  # larger imported files are not modelled
+
+
+class Workspace:
+    """Module models of the workspace's files, by path, invalidated when a file changes."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = Path(root).resolve() if root is not None else None
+        self._cache = ParseCache()
+        self._models: dict[str, tuple[object, model_mod.ModuleModel | None]] = {}
+        self._open: dict[str, tuple[int, str]] = {}  # editor buffers: path -> (version, text)
+        self._files: dict[tuple[str, str], str | None] = {}  # (from dir, module) -> file
+        self._lock = threading.RLock()
+        self.generation = 0  # bumped whenever a modelled file changes
+
+    # ------------------------------------------------------------------ editor buffers
+
+    def set_document(self, path: str, version: int, text: str) -> None:
+        """An open editor buffer: its text wins over the file on disk."""
+        with self._lock:
+            key = str(Path(path).resolve())
+            if self._open.get(key, (None, None))[1] != text:
+                self._open[key] = (version, text)
+                if key in self._models:
+                    self.generation += 1
+
+    def close_document(self, path: str) -> None:
+        with self._lock:
+            key = str(Path(path).resolve())
+            if self._open.pop(key, None) is not None and key in self._models:
+                self.generation += 1
+
+    # ------------------------------------------------------------------ resolution
+
+    def resolver_for(self, doc_path: str | None) -> Callable[[str], model_mod.ModuleModel | None]:
+        directory = Path(doc_path).resolve().parent if doc_path else None
+
+        def resolve(qualname: str) -> model_mod.ModuleModel | None:
+            module = qualname.rpartition(".")[0]
+            if not module or directory is None:
+                return None
+            path = self.find_module(directory, module)
+            return self.model_of(path) if path is not None else None
+
+        return resolve
+
+    def find_module(self, directory: Path, module: str) -> str | None:
+        with self._lock:
+            key = (str(directory), module)
+            if key not in self._files:
+                self._files[key] = self._find(directory, module)
+            return self._files[key]
+
+    def _find(self, directory: Path, module: str) -> str | None:
+        level = len(module) - len(module.lstrip("."))
+        parts = [p for p in module.lstrip(".").split(".") if p]
+        if level:
+            base = directory
+            for _ in range(level - 1):
+                base = base.parent
+            return _module_file(base, parts)
+        for base in self._search_roots(directory):
+            found = _module_file(base, parts)
+            if found is not None:
+                return found
+        return self._find_with_jedi(directory, module)
+
+    def _search_roots(self, directory: Path) -> list[Path]:
+        """The document's folder, the folder above its top package, the workspace root."""
+        roots = [directory]
+        top = directory
+        while (top / "__init__.py").exists() and top.parent != top:
+            top = top.parent
+        roots.append(top)
+        if self.root is not None:
+            roots += [self.root, self.root / "src"]
+        return list(dict.fromkeys(roots))
+
+    def _find_with_jedi(self, directory: Path, module: str) -> str | None:
+        if self.root is None:
+            return None
+        try:
+            import jedi
+
+            project = jedi.Project(str(self.root))
+            script = jedi.Script(
+                f"import {module}\n", path=str(directory / "__inplace_lsp__.py"), project=project
+            )
+            names = script.goto(1, len("import ") + len(module))
+        except Exception:  # jedi is an aid here: any failure means "not found"
+            return None
+        for name in names:
+            path = name.module_path
+            if path is not None and Path(path).resolve().is_relative_to(self.root):
+                return str(path)
+        return None
+
+    # ------------------------------------------------------------------ models
+
+    def model_of(self, path: str) -> model_mod.ModuleModel | None:
+        with self._lock:
+            key = str(Path(path).resolve())
+            text, version = self._read(key)
+            cached = self._models.get(key)
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            # A placeholder first: import cycles resolve to "unknown" instead of recursing.
+            self._models[key] = (version, None)
+            built = self._build(key, text) if text is not None else None
+            self._models[key] = (version, built)
+            self.generation += 1
+            return built
+
+    def _read(self, path: str) -> tuple[str | None, object]:
+        if path in self._open:
+            version, text = self._open[path]
+            return text, ("open", version, hash(text))
+        try:
+            stat = os.stat(path)
+            if stat.st_size > MAX_FILE_BYTES:
+                return None, ("big", stat.st_mtime_ns)
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None, ("unreadable",)
+        return text, ("disk", stat.st_mtime_ns, stat.st_size)
+
+    def _build(self, path: str, text: str) -> model_mod.ModuleModel:
+        blocks = [
+            (b.tree, b.start, "import" in b.text)
+            for b in Splitter(self._cache).split(text)
+            if b.tree is not None
+        ]
+        return model_mod.build(
+            blocks, path=path, lines=text.splitlines(), resolver=self.resolver_for(path)
+        )
+
+    def files(self) -> dict[str, list[str]]:
+        """Lines of every modelled file (for columns of related locations in them)."""
+        with self._lock:
+            return {path: m.lines for path, (_, m) in self._models.items() if m is not None}
+
+
+def _module_file(base: Path, parts: list[str]) -> str | None:
+    if not parts:
+        init = base / "__init__.py"
+        return str(init) if init.is_file() else None
+    target = base.joinpath(*parts)
+    for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+        if candidate.is_file():
+            return str(candidate)
+    return None

@@ -1,0 +1,103 @@
+"""Imports from other files of the workspace: `from .layers import Gate` is read and modelled,
+so a save in one file and a write in another are seen together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inplace_lsp.analysis.engine import DocumentAnalysis
+from inplace_lsp.analysis.workspace import Workspace
+
+LAYERS = """\
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return torch.sigmoid(self.proj(x))
+
+
+class Plain(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.proj(x)
+"""
+
+MODEL = """\
+import torch.nn as nn
+from .layers import Gate, Plain
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = Gate(4)
+        self.plain = Plain(4)
+
+    def forward(self, x):
+        g = self.gate(x)
+        g += 1
+        p = self.plain(x)
+        p += 1
+        return g * p
+"""
+
+
+def make_package(root: Path) -> Path:
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "layers.py").write_text(LAYERS, encoding="utf-8")
+    model = pkg / "model.py"
+    model.write_text(MODEL, encoding="utf-8")
+    return model
+
+
+def test_save_in_imported_class_write_here(tmp_path: Path) -> None:
+    model = make_package(tmp_path)
+    analysis = DocumentAnalysis(path=str(model), workspace=Workspace(tmp_path))
+    findings = analysis.update(MODEL).findings
+    errors = [(f.code, f.line) for f in findings if f.severity.value == "error"]
+    assert errors == [("IPL001", 13)]  # `g += 1` after Gate's sigmoid; Plain's Linear is fine
+    related = findings[0].related[0]
+    assert related.path is not None and related.path.endswith("layers.py")
+    assert related.span.line == 11 and related.span.col == 15
+    assert "torch.sigmoid" in findings[0].message
+
+
+def test_editor_buffer_of_imported_file_wins_over_disk(tmp_path: Path) -> None:
+    model = make_package(tmp_path)
+    workspace = Workspace(tmp_path)
+    analysis = DocumentAnalysis(path=str(model), workspace=workspace)
+    assert [f.line for f in analysis.update(MODEL).findings if f.severity.value == "error"] == [13]
+    # The user edits layers.py (unsaved): Gate no longer ends in a sigmoid.
+    workspace.set_document(
+        str(tmp_path / "pkg" / "layers.py"), 2, LAYERS.replace("torch.sigmoid(", "(")
+    )
+    assert [f for f in analysis.update(MODEL).findings if f.severity.value == "error"] == []
+
+
+def test_unresolvable_import_is_unknown_not_an_error(tmp_path: Path) -> None:
+    text = MODEL.replace("from .layers import", "from .missing import")
+    path = tmp_path / "model.py"
+    path.write_text(text, encoding="utf-8")
+    findings = DocumentAnalysis(path=str(path), workspace=Workspace(tmp_path)).update(text).findings
+    assert [f for f in findings if f.severity.value == "error"] == []
+
+
+def test_import_cycle_terminates(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("import torch\nfrom b import B\nclass A(B):\n    pass\n")
+    (tmp_path / "b.py").write_text("import torch\nfrom a import A\nclass B(A):\n    pass\n")
+    text = "import torch\nfrom a import A\nm = A()\ny = m(torch.ones(2))\ny += 1\n"
+    path = tmp_path / "main.py"
+    path.write_text(text, encoding="utf-8")
+    result = DocumentAnalysis(path=str(path), workspace=Workspace(tmp_path)).update(text)
+    assert result.syntax_errors == []
