@@ -422,7 +422,7 @@ class Interpreter:
         return graph
 
     def _param_value(self, arg: ast.arg, default: ast.expr | None, assumed: bool) -> Value:
-        annotation = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+        annotation = _annotation_text(arg.annotation)
         scalar_annotation = annotation.split("[")[0] in (
             "int",
             "float",
@@ -1911,6 +1911,26 @@ def _lookup(op: OpInfo, signature: list[str], inplace: bool) -> frozenset[str]:
         ):
             found |= slots
     return frozenset(found)
+
+
+def _annotation_text(node: ast.expr | None) -> str:
+    """The names in an annotation, joined (`Optional[torch.Tensor]` -> "Optional[torch.Tensor"),
+    enough to tell tensors, modules and scalars apart without ast.unparse."""
+    if node is None:
+        return ""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_annotation_text(node.value)}.{node.attr}"
+    if isinstance(node, ast.Subscript):
+        return f"{_annotation_text(node.value)}[{_annotation_text(node.slice)}"
+    if isinstance(node, ast.Tuple):
+        return ",".join(_annotation_text(e) for e in node.elts)
+    if isinstance(node, ast.BinOp):
+        return f"{_annotation_text(node.left)}|{_annotation_text(node.right)}"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return ""
 
 
 def _tensors_in(value: Value) -> list[Value]:

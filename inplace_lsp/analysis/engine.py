@@ -16,6 +16,7 @@ from pathlib import Path
 
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import Block, ParseCache, Splitter
+from inplace_lsp.analysis.candidates import is_candidate
 from inplace_lsp.analysis.dataflow import Facts, Interpreter, iter_entry_points
 from inplace_lsp.analysis.findings import Finding, Severity
 from inplace_lsp.analysis.knowledge import Knowledge, load
@@ -24,38 +25,6 @@ from inplace_lsp.analysis.rules import RULES
 from inplace_lsp.analysis.rules.base import DocContext, Rule
 from inplace_lsp.analysis.rules.ipl006_anomaly_left_on import AnomalyLeftOn
 from inplace_lsp.analysis.workspace import Workspace
-
-# Code that can produce a finding mentions one of these; a block or function without any is
-# skipped without interpretation.
-_PATTERNS = [
-    r"[-+*/@%&|^]=",  # augmented assignment
-    r"[A-Za-z0-9]_\(",  # x.add_(...), torch.relu_(...)
-    r"[(,]\s*out\s*=(?!=)",  # out= argument
-    r"\.step\(",
-    r"anomaly",
-    r"\.data\b",
-    r"detach",
-    r"backward",
-]
-_SUBSCRIPT_STORE = re.compile(r"(?m)^\s*([A-Za-z_][\w.]*)\s*(?:\[[^\]\n]*\]\s*)+=[^=]")
-_CONTAINER_INIT = re.compile(
-    r"([A-Za-z_][\w.]*)\s*(?::[^=\n]*)?=\s*(?:\{|\[|dict\(|OrderedDict\(|defaultdict\(|list\(|\w+\.copy\(\))"
-)
-CANDIDATE_INIT = re.compile("|".join(_PATTERNS))
-# Code that can produce a finding matches one of these (or stores into a subscript of something
-# that is not a dict or list); a block or function without any is skipped.
-CANDIDATE = re.compile("|".join([*_PATTERNS, r"inplace"]))
-
-
-def is_candidate(segment: str, pattern: re.Pattern[str] = CANDIDATE) -> bool:
-    if pattern.search(segment):
-        return True
-    stores = {m.group(1) for m in _SUBSCRIPT_STORE.finditer(segment)}
-    if not stores:
-        return False
-    containers = {m.group(1) for m in _CONTAINER_INIT.finditer(segment)}
-    return any(name.startswith("self.") or name not in containers for name in stores)
-
 
 _SELF_ATTR = re.compile(r"\bself\.(\w+)")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -97,6 +66,7 @@ class DocumentAnalysis:
         self._results: OrderedDict[tuple[str, int, str], list[Finding]] = OrderedDict()
         self._rules: list[Rule] = [rule() for rule in RULES]
         self._candidates: frozenset[str] = frozenset()
+        self._candidate_functions: frozenset[str] = frozenset()
         self._texts: dict[str, _TextFacts] = {}
         self._model_classes: dict[str, ClassInfo] = {}
 
@@ -104,9 +74,6 @@ class DocumentAnalysis:
         blocks = self.splitter.split(text)
         parsed = [b for b in blocks if b.tree is not None]
         model = self._model(parsed)
-        if self.workspace is not None and self.path is not None:
-            model.resolver = self.workspace.resolver_for(self.path)
-            model_mod.finalize(model)  # local classes may derive from imported ones
         ctx = DocContext(
             text.splitlines(), model, self.workspace.files() if self.workspace else None
         )
@@ -116,6 +83,7 @@ class DocumentAnalysis:
             for name in texts[block.key].defines:
                 defs[name] = block
         self._candidates = _candidate_defs(defs, texts, frozenset(model.functions))
+        self._candidate_functions = self._candidates & model.functions.keys()
         imports_key = _digest(
             repr(sorted(model.imports.items()))
             + (str(self.workspace.generation) if self.workspace else "")
@@ -217,6 +185,9 @@ class DocumentAnalysis:
 
     def _model(self, blocks: list[Block]) -> model_mod.ModuleModel:
         model = model_mod.ModuleModel()
+        if self.workspace is not None and self.path is not None:
+            # Local classes may derive from, or build, classes of other files.
+            model.resolver = self.workspace.resolver_for(self.path)
         self._model_classes = model.classes
         for block in blocks:
             if "import" in block.text:
@@ -255,8 +226,9 @@ class DocumentAnalysis:
         by_class: dict[str, dict[str, int]] = {}
         for fn, owner, _ in entries:
             segment = segments[id(fn)]
-            pattern = CANDIDATE_INIT if fn.name == "__init__" else CANDIDATE
-            if is_candidate(segment, pattern) or self._calls_candidate(segment):
+            if is_candidate(segment, in_init=fn.name == "__init__") or self._calls_candidate(
+                segment
+            ):
                 wanted.add(id(fn))
             if owner is not None:
                 by_class.setdefault(owner.name, {})[fn.name] = id(fn)
@@ -269,8 +241,8 @@ class DocumentAnalysis:
             while changed:
                 changed = False
                 hot_methods = {name for name, fid in methods.items() if fid in wanted}
-                for fid in methods.values():
-                    if fid in wanted:
+                for name, fid in methods.items():
+                    if fid in wanted or name == "__init__":  # __init__ builds, it calls nothing
                         continue
                     attrs = set(_SELF_ATTR.findall(segments[fid]))
                     if attrs & hot or attrs & hot_methods:
@@ -290,7 +262,11 @@ class DocumentAnalysis:
         return any(self._writes_in_place(child) for child in sub.children)
 
     def _calls_candidate(self, segment: str) -> bool:
-        return bool(self._candidates) and not self._candidates.isdisjoint(IDENT.findall(segment))
+        """Whether code calls a local function that can write in place (constructing a class
+        runs none of its methods, so class names do not count)."""
+        return bool(self._candidate_functions) and not self._candidate_functions.isdisjoint(
+            IDENT.findall(segment)
+        )
 
     def _analyse_block(
         self, block: Block, model: model_mod.ModuleModel, ctx: DocContext

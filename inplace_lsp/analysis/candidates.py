@@ -1,0 +1,98 @@
+"""Cheap text tests that decide which code is worth interpreting: code that never writes in
+place (nor steps an optimizer, nor calls backward, nor turns anomaly mode on) cannot produce a
+finding, and most code of a model zoo is such code.
+
+The tests are conservative (a match in a comment or string counts) and built from `str.find`
+scans, which run in C, rather than one big regular expression.
+"""
+
+from __future__ import annotations
+
+import re
+
+_AUGMENTED = ("+=", "-=", "*=", "/=", "@=", "%=", "&=", "|=", "^=", "<<=", ">>=")
+_WORDS = (".step(", "anomaly", "detach", "backward")
+_SUBSCRIPT_STORE = re.compile(r"(?m)^[ \t]*([A-Za-z_][\w.]*)[ \t]*(?:\[[^\]\n]*\][ \t]*)+=[^=]")
+_CONTAINER_INIT = re.compile(
+    r"([A-Za-z_][\w.]*)\s*(?::[^=\n]*)?=\s*"
+    r"(?:\{|\[|dict\(|OrderedDict\(|defaultdict\(|list\(|\w+\.copy\(\))"
+)
+
+
+def _occurrences(text: str, needle: str) -> list[int]:
+    found: list[int] = []
+    at = text.find(needle)
+    while at != -1:
+        found.append(at)
+        at = text.find(needle, at + 1)
+    return found
+
+
+def _inplace_call(text: str, in_init: bool) -> bool:
+    """`name_(`: an in-place method or function (`x.add_(`, `torch.relu_(`). In __init__ only
+    method calls count, and not `nn.init.*_(` (which runs under no_grad)."""
+    for at in _occurrences(text, "_("):
+        if at == 0 or not text[at - 1].isalnum():
+            continue  # `__init__(`, `_(`
+        if not in_init:
+            return True
+        start = at
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        if start > 0 and text[start - 1] == "." and not text[: start - 1].endswith("init"):
+            return True
+    return False
+
+
+def _out_argument(text: str) -> bool:
+    """`f(x, out=y)`."""
+    for at in _occurrences(text, "out"):
+        before = text[:at].rstrip(" \t\n")
+        after = text[at + 3 :].lstrip(" \t")
+        if before.endswith(("(", ",")) and after.startswith("=") and not after.startswith("=="):
+            return True
+    return False
+
+
+def _data_attribute(text: str) -> bool:
+    return any(
+        at + 5 >= len(text) or not (text[at + 5].isalnum() or text[at + 5] == "_")
+        for at in _occurrences(text, ".data")
+    )
+
+
+def _self_augmented(text: str) -> bool:
+    """`self.w -= ...` (a parameter written in __init__)."""
+    for op in _AUGMENTED:
+        for at in _occurrences(text, op):
+            line_start = text.rfind("\n", 0, at) + 1
+            if text[line_start:at].lstrip().startswith("self."):
+                return True
+    return False
+
+
+def _subscript_store(text: str) -> bool:
+    """`x[...] = v` into something not built as a dict or list here."""
+    if "]" not in text:
+        return False
+    stores = {m.group(1) for m in _SUBSCRIPT_STORE.finditer(text)}
+    if not stores:
+        return False
+    containers = {m.group(1) for m in _CONTAINER_INIT.finditer(text)}
+    return any(name.startswith("self.") or name not in containers for name in stores)
+
+
+def is_candidate(text: str, *, in_init: bool = False) -> bool:
+    """Whether code can produce a finding. In `__init__` modules are built, not called:
+    `inplace=True` and `layers += [...]` write nothing there."""
+    if any(word in text for word in _WORDS) or _data_attribute(text):
+        return True
+    if in_init:
+        return _inplace_call(text, True) or _self_augmented(text) or _subscript_store(text)
+    return (
+        "inplace" in text
+        or any(op in text for op in _AUGMENTED)
+        or _inplace_call(text, False)
+        or _out_argument(text)
+        or _subscript_store(text)
+    )
