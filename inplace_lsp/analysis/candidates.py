@@ -13,10 +13,8 @@ import re
 _AUGMENTED = ("+=", "-=", "*=", "/=", "@=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 _WORDS = (".step(", "anomaly", "detach", "backward")
 _SUBSCRIPT_STORE = re.compile(r"(?m)^[ \t]*([A-Za-z_][\w.]*)[ \t]*(?:\[[^\]\n]*\][ \t]*)+=[^=]")
-_CONTAINER_INIT = re.compile(
-    r"([A-Za-z_][\w.]*)\s*(?::[^=\n]*)?=\s*"
-    r"(?:\{|\[|dict\(|OrderedDict\(|defaultdict\(|list\(|\w+\.copy\(\))"
-)
+_CONTAINER_STARTS = ("{", "[", "dict(", "OrderedDict(", "defaultdict(", "list(", "collections.")
+_COPY_CALL = re.compile(r"\w+\.copy\(\)")
 
 
 def _occurrences(text: str, needle: str) -> list[int]:
@@ -76,10 +74,23 @@ def _subscript_store(text: str) -> bool:
     if "]" not in text:
         return False
     stores = {m.group(1) for m in _SUBSCRIPT_STORE.finditer(text)}
-    if not stores:
-        return False
-    containers = {m.group(1) for m in _CONTAINER_INIT.finditer(text)}
-    return any(name.startswith("self.") or name not in containers for name in stores)
+    return any(name.startswith("self.") or not _built_as_container(text, name) for name in stores)
+
+
+def _built_as_container(text: str, name: str) -> bool:
+    """`name = {...}` / `name: Dict[...] = dict(...)` / `name = [...]` somewhere in text."""
+    for at in _occurrences(text, name):
+        if at > 0 and (text[at - 1].isalnum() or text[at - 1] in "_."):
+            continue
+        rest = text[at + len(name) : text.find("\n", at) if "\n" in text[at:] else len(text)]
+        if rest.lstrip().startswith(":"):  # an annotation: the value comes after its `=`
+            rest = rest[rest.find("=") :] if "=" in rest else ""
+        rest = rest.lstrip()
+        if rest.startswith("=") and not rest.startswith("=="):
+            value = rest[1:].lstrip()
+            if value.startswith(_CONTAINER_STARTS) or _COPY_CALL.match(value):
+                return True
+    return False
 
 
 def is_candidate(text: str, *, in_init: bool = False) -> bool:

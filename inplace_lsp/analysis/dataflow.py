@@ -634,7 +634,7 @@ class Interpreter:
     def loop(self, stmt: ast.For | ast.AsyncFor | ast.While, frame: Frame, head: object) -> None:
         frame.loop_depth += 1
         frame.loop_names.append(set(frame.env))
-        frame.loop_has_backward.append(_has_backward(stmt))
+        frame.loop_has_backward.append(_has_backward(stmt, self.model.mentions_training))
         for _ in range(2):
             head()  # type: ignore[operator]
             self.exec_body(stmt.body, frame)
@@ -2042,9 +2042,11 @@ def _root_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _has_backward(loop: ast.stmt) -> bool:
+def _has_backward(loop: ast.stmt, mentions_training: bool = True) -> bool:
     """Whether a loop body calls backward() or step() (memoized on the node: trees are cached)."""
     cached: bool | None = getattr(loop, "_ipl_has_backward", None)
+    if cached is None and not mentions_training:
+        return False
     if cached is None:
         cached = any(
             isinstance(node, ast.Attribute) and node.attr in ("backward", "step")

@@ -74,6 +74,7 @@ class DocumentAnalysis:
         blocks = self.splitter.split(text)
         parsed = [b for b in blocks if b.tree is not None]
         model = self._model(parsed)
+        model.mentions_training = "backward" in text or ".step(" in text
         ctx = DocContext(
             text.splitlines(), model, self.workspace.files() if self.workspace else None
         )

@@ -57,6 +57,7 @@ class ModuleModel:
     block_starts: dict[int, int] = field(default_factory=dict)  # id(def node) -> block start line
     mentions_torch: bool = False
     path: str | None = None  # None: the document being analysed
+    mentions_training: bool = True  # the text calls backward() or step() somewhere
     lines: list[str] = field(default_factory=list)
     # Resolves an imported qualified name to the model of the file defining it.
     resolver: Callable[[str], ModuleModel | None] | None = None
@@ -158,10 +159,18 @@ def _import_aliases(stmt: ast.stmt) -> Iterable[tuple[str, str]]:
 
 
 def collect_imports(tree: ast.AST) -> Iterable[tuple[str, str]]:
-    """Imports anywhere in a block (imports inside functions and try/except count too)."""
-    for node in ast.walk(tree):
+    """Imports anywhere in a block's statements (inside functions, if and try too); only
+    statements are visited, not expressions."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield from _import_aliases(node)
+            continue
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            children = getattr(node, name, None)
+            if isinstance(children, list):
+                stack.extend(children)
 
 
 def _self_attr(target: ast.expr) -> str | None:
