@@ -64,6 +64,9 @@ class ParseCache:
         self._trees: OrderedDict[str, tuple[ast.Module, int]] = OrderedDict()
         self._capacity = capacity
         self.parses = 0  # how many texts were really parsed (for tests and benchmarks)
+        # Whole texts already split: a file the CLI checks and another file imports is parsed
+        # once (a few recent ones; each holds all its trees).
+        self.documents: OrderedDict[str, list[Block]] = OrderedDict()
 
     def get(self, key: str) -> tuple[ast.Module, int] | None:
         hit = self._trees.get(key)
@@ -101,7 +104,15 @@ class Splitter:
         lines = text.splitlines(keepends=True)
         old_lines, old_blocks = self._lines, self._blocks
         if not old_blocks:
-            blocks = self._region(lines, 0, len(lines))
+            key = digest(text)
+            known = self.cache.documents.get(key)
+            if known is not None:
+                blocks = known
+            else:
+                blocks = self._region(lines, 0, len(lines))
+                self.cache.documents[key] = blocks
+                if len(self.cache.documents) > 64:
+                    self.cache.documents.popitem(last=False)
         else:
             blocks = self._update(old_lines, old_blocks, lines)
         self._lines, self._blocks = lines, blocks

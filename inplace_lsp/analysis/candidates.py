@@ -13,6 +13,11 @@ import re
 _AUGMENTED = ("+=", "-=", "*=", "/=", "@=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 _WORDS = (".step(", "anomaly", "detach", "backward")
 _SUBSCRIPT_STORE = re.compile(r"(?m)^[ \t]*([A-Za-z_][\w.]*)[ \t]*(?:\[[^\]\n]*\][ \t]*)+=[^=]")
+# Names that say "a dict of settings", not "a tensor": `kwargs["act"] = ...`.
+_CONTAINER_NAMES = (
+    "kwargs", "cfg", "cfgs", "config", "dict", "args", "params", "opts", "options", "info",
+    "meta", "metadata", "results", "stats", "names", "keys", "map", "mapping", "list",
+)  # fmt: skip
 _CONTAINER_STARTS = ("{", "[", "dict(", "OrderedDict(", "defaultdict(", "list(", "collections.")
 _COPY_CALL = re.compile(r"\w+\.copy\(\)")
 
@@ -74,7 +79,11 @@ def _subscript_store(text: str) -> bool:
     if "]" not in text:
         return False
     stores = {m.group(1) for m in _SUBSCRIPT_STORE.finditer(text)}
-    return any(name.startswith("self.") or not _built_as_container(text, name) for name in stores)
+    return any(
+        name.startswith("self.")
+        or not (name.lower().endswith(_CONTAINER_NAMES) or _built_as_container(text, name))
+        for name in stores
+    )
 
 
 def _built_as_container(text: str, name: str) -> bool:

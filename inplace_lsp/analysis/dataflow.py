@@ -20,6 +20,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from inplace_lsp.analysis.candidates import is_candidate
 from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, Knowledge, OpInfo
 from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule, Undecidable, evaluate
 from inplace_lsp.analysis.model import submodule as submodule_of
@@ -27,7 +28,7 @@ from inplace_lsp.analysis.model import submodule as submodule_of
 MAX_INLINE_DEPTH = 4
 # Statements inlined per entry point before further calls are treated as unknown: branchy
 # helpers calling helpers would otherwise cost exponential time.
-WORK_BUDGET = 4000
+WORK_BUDGET = 1500
 
 Loc = tuple[int, int, int, int]  # absolute 1-based line, utf-8 col, end line, end col
 
@@ -1311,17 +1312,27 @@ class Interpreter:
     def symbol_call(
         self, qual: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call, frame: Frame
     ) -> Value:
-        cls = self.model.lookup_class(qual)
-        if cls is not None:
-            if cls.is_module:
-                ref = ModuleRef(qual, cls, new_id(), site_start=frame.start)
-                ref.consts = _bind_consts(cls, args, kwargs)
-                return Value("module", tensor=False, grad=False, module=ref)
-            return unknown()
-        function = self.model.lookup_function(qual)
-        if function is not None:
-            owner, fn = function
-            return self.inline(fn, owner.start_of(fn), args, kwargs, node, frame, owner)
+        if not qual.startswith("torch."):
+            local_fn = self.model.functions.get(qual)
+            if local_fn is not None:
+                return self.inline(
+                    local_fn, self.model.start_of(local_fn), args, kwargs, node, frame
+                )
+            cls = self.model.lookup_class(qual)
+            if cls is not None:
+                if cls.is_module:
+                    ref = ModuleRef(qual, cls, new_id(), site_start=frame.start)
+                    ref.consts = _bind_consts(cls, args, kwargs)
+                    return Value("module", tensor=False, grad=False, module=ref)
+                return unknown()
+            # A function of another file: only tensor code that can write in place is worth
+            # interpreting (model factories and config helpers are not).
+            if any(v.kind == "tensor" for v in (*args, *kwargs.values())):
+                function = self.model.lookup_function(qual)
+                if function is not None and _writes_in_place(*function):
+                    owner, fn = function
+                    return self.inline(fn, owner.start_of(fn), args, kwargs, node, frame, owner)
+            return self.unknown_call(args, kwargs)
         if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             return Value(
                 "tensor", frozenset({new_id()}), True, True, leaf=True, origin="nn.Parameter"
@@ -1911,6 +1922,19 @@ def _lookup(op: OpInfo, signature: list[str], inplace: bool) -> frozenset[str]:
         ):
             found |= slots
     return frozenset(found)
+
+
+def _writes_in_place(owner: ModuleModel, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function of another file can write in place (memoized on the node). Helpers
+    of other files that cannot, or that get no tensor, are treated as unknown calls:
+    interpreting every utility and model factory of a library costs more than it finds."""
+    cached: bool | None = getattr(fn, "_ipl_writes", None)
+    if cached is None:
+        start = owner.start_of(fn) - 1
+        text = "\n".join(owner.lines[fn.lineno - 1 + start : (fn.end_lineno or fn.lineno) + start])
+        cached = is_candidate(text)
+        fn._ipl_writes = cached  # type: ignore[union-attr]
+    return cached
 
 
 def _annotation_text(node: ast.expr | None) -> str:

@@ -134,7 +134,7 @@ class DocumentAnalysis:
         training script's loop uses names bound statements earlier)."""
         loose = [b for b in blocks if texts[b.key].script]
         if not any(
-            texts[b.key].candidate or not self._candidates.isdisjoint(texts[b.key].names)
+            texts[b.key].candidate or not self._candidate_functions.isdisjoint(texts[b.key].names)
             for b in loose
         ):
             return []
@@ -396,5 +396,8 @@ def analyze(text: str, path: str | None = None) -> list[Finding]:
 def analyze_document(text: str, path: str | None = None) -> DocumentResult:
     """Findings and syntax errors of one source text; `path` lets it read the files it
     imports from."""
-    workspace = default_workspace() if path is not None else None
-    return DocumentAnalysis(path=path, workspace=workspace).update(text)
+    if path is None:
+        return DocumentAnalysis().update(text)
+    workspace = default_workspace()
+    analysis = DocumentAnalysis(parse_cache=workspace.parse_cache, path=path, workspace=workspace)
+    return analysis.update(text)

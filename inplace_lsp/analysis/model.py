@@ -62,16 +62,23 @@ class ModuleModel:
     # Resolves an imported qualified name to the model of the file defining it.
     resolver: Callable[[str], ModuleModel | None] | None = None
 
-    def lookup_class(self, qualname: str) -> ClassInfo | None:
+    def lookup_class(self, qualname: str, depth: int = 0) -> ClassInfo | None:
         """A class defined in this file, or imported from another file of the workspace."""
         info = self.classes.get(qualname)
         if info is not None:
             return info
         external = self._external(qualname)
-        return external.classes.get(qualname.rsplit(".", 1)[-1]) if external else None
+        if external is None:
+            return None
+        name = qualname.rsplit(".", 1)[-1]
+        found = external.classes.get(name)
+        if found is None and name in external.imports and depth < 4:
+            # A package's __init__ re-exporting it: `from .mlp import Mlp`.
+            return external.lookup_class(external.imports[name], depth + 1)
+        return found
 
     def lookup_function(
-        self, qualname: str
+        self, qualname: str, depth: int = 0
     ) -> tuple[ModuleModel, ast.FunctionDef | ast.AsyncFunctionDef] | None:
         fn = self.functions.get(qualname)
         if fn is not None:
@@ -79,7 +86,10 @@ class ModuleModel:
         external = self._external(qualname)
         if external is None:
             return None
-        fn = external.functions.get(qualname.rsplit(".", 1)[-1])
+        name = qualname.rsplit(".", 1)[-1]
+        fn = external.functions.get(name)
+        if fn is None and name in external.imports and depth < 4:
+            return external.lookup_function(external.imports[name], depth + 1)
         return (external, fn) if fn is not None else None
 
     def _external(self, qualname: str) -> ModuleModel | None:

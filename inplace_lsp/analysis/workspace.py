@@ -8,7 +8,10 @@ are not analysed: their torch code is torch's).
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -24,10 +27,11 @@ class Workspace:
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = Path(root).resolve() if root is not None else None
-        self._cache = ParseCache()
+        self.parse_cache = ParseCache()
         self._models: dict[str, tuple[object, model_mod.ModuleModel | None]] = {}
         self._open: dict[str, tuple[int, str]] = {}  # editor buffers: path -> (version, text)
         self._files: dict[tuple[str, str], str | None] = {}  # (from dir, module) -> file
+        self._keys: dict[str, str] = {}  # path as found -> resolved path
         self._lock = threading.RLock()
         self.generation = 0  # bumped whenever a modelled file changes
 
@@ -95,7 +99,7 @@ class Workspace:
         return list(dict.fromkeys(roots))
 
     def _find_with_jedi(self, directory: Path, module: str) -> str | None:
-        if self.root is None:
+        if self.root is None or _installed_elsewhere(module.split(".")[0], self.root):
             return None
         try:
             import jedi
@@ -117,17 +121,33 @@ class Workspace:
 
     def model_of(self, path: str) -> model_mod.ModuleModel | None:
         with self._lock:
-            key = str(Path(path).resolve())
-            text, version = self._read(key)
+            key = self._keys.get(path)
+            if key is None:
+                key = self._keys[path] = str(Path(path).resolve())
+            version = self._version(key)
             cached = self._models.get(key)
             if cached is not None and cached[0] == version:
                 return cached[1]
+            text, version = self._read(key)
             # A placeholder first: import cycles resolve to "unknown" instead of recursing.
             self._models[key] = (version, None)
             built = self._build(key, text) if text is not None else None
             self._models[key] = (version, built)
             self.generation += 1
             return built
+
+    def _version(self, path: str) -> object:
+        """What identifies the file's current text, without reading it."""
+        if path in self._open:
+            version, text = self._open[path]
+            return ("open", version, hash(text))
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return ("unreadable",)
+        if stat.st_size > MAX_FILE_BYTES:
+            return ("big", stat.st_mtime_ns)
+        return ("disk", stat.st_mtime_ns, stat.st_size)
 
     def _read(self, path: str) -> tuple[str | None, object]:
         if path in self._open:
@@ -145,7 +165,7 @@ class Workspace:
     def _build(self, path: str, text: str) -> model_mod.ModuleModel:
         blocks = [
             (b.tree, b.start, "import" in b.text)
-            for b in Splitter(self._cache).split(text)
+            for b in Splitter(self.parse_cache).split(text)
             if b.tree is not None
         ]
         return model_mod.build(
@@ -167,3 +187,19 @@ def _module_file(base: Path, parts: list[str]) -> str | None:
         if candidate.is_file():
             return str(candidate)
     return None
+
+
+@functools.cache
+def _installed_elsewhere(top: str, root: Path) -> bool:
+    """A stdlib or installed package outside the workspace: not ours to analyse, and jedi
+    would spend a long time finding it."""
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
+        return True
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return False
+    origin = spec.origin if spec is not None else None
+    if spec is None or origin is None:
+        return False
+    return not Path(origin).resolve().is_relative_to(root)
