@@ -146,20 +146,35 @@ class Splitter:
                 last = i
         if first is None or last is None:
             return self._region(new, 0, len(new))
-        for _ in range(_MAX_GROW + 1):
-            r_start = old_blocks[first].start_line - 1
-            r_end_old = old_blocks[last].start_line - 1 + old_blocks[last].line_count
-            r_end = max(r_end_old + delta, r_start)
+        # The blocks around the change, widened while they do not parse together (an `else:`
+        # typed under an `if` block belongs with it); then the narrowest region is kept and
+        # split at column-0 lines.
+        narrow = (first, last)
+        middle: list[Block] = []
+        for attempt in range(_MAX_GROW + 1):
+            if attempt:
+                first, last = max(first - 1, 0), min(last + 1, len(old_blocks) - 1)
+            r_start, r_end = self._bounds(old_blocks, first, last, delta)
             middle = self._region(new, r_start, r_end, strict=True)
             if middle or (first == 0 and last == len(old_blocks) - 1):
                 break
-            first, last = max(first - 1, 0), min(last + 1, len(old_blocks) - 1)
         if not middle:
+            first, last = narrow
+            r_start, r_end = self._bounds(old_blocks, first, last, delta)
             middle = self._region(new, r_start, r_end)
         after = [b.moved(b.start_line + delta) for b in old_blocks[last + 1 :]]
         return old_blocks[:first] + middle + after
 
-    def _region(self, lines: list[str], start: int, end: int, strict: bool = False) -> list[Block]:
+    @staticmethod
+    def _bounds(blocks: list[Block], first: int, last: int, delta: int) -> tuple[int, int]:
+        """0-based new-text line range covered by old blocks first..last after the edit."""
+        start = blocks[first].start_line - 1
+        end_old = blocks[last].start_line - 1 + blocks[last].line_count
+        return start, max(end_old + delta, start)
+
+    def _region(
+        self, lines: list[str], start: int, end: int, strict: bool = False, depth: int = 0
+    ) -> list[Block]:
         """Blocks of lines[start:end] (0-based), parsed as one text when possible.
 
         strict: return [] when the region does not parse (the caller widens it).
@@ -177,7 +192,7 @@ class Splitter:
         except SyntaxError as exc:
             if strict:
                 return []
-            return self._fallback(lines, start, end, exc)
+            return self._fallback(lines, start, end, exc, depth)
         return self._cut(lines, start, end, tree)
 
     def _cut(self, lines: list[str], start: int, end: int, tree: ast.Module) -> list[Block]:
@@ -202,36 +217,24 @@ class Splitter:
             blocks.append(Block(start + b_start + 1, text, key, sub, None, line0))
         return blocks
 
-    def _fallback(self, lines: list[str], start: int, end: int, error: SyntaxError) -> list[Block]:
-        """A region that does not parse: cut it at column-0 lines and parse each piece, merging
-        pieces that only parse together, so the code around a syntax error keeps its blocks."""
+    def _fallback(
+        self, lines: list[str], start: int, end: int, error: SyntaxError, depth: int = 0
+    ) -> list[Block]:
+        """A region that does not parse: the column-0 piece holding the error becomes one
+        syntax-error block, and the code before and after it is split as usual (recursively,
+        for several errors), so everything around a syntax error keeps its blocks."""
         pieces = _candidate_ranges(lines, start, end)
-        blocks: list[Block] = []
-        i = 0
-        while i < len(pieces):
-            p_start, p_end = pieces[i]
-            j = i
-            parsed: list[Block] | None = None
-            first_error = error
-            for k in range(i, min(len(pieces), i + 8)):
-                text = "".join(lines[p_start : pieces[k][1]])
-                try:
-                    tree = self.cache.parse(text)
-                except SyntaxError as exc:
-                    if k == i:
-                        first_error = exc
-                    continue
-                parsed, j = self._cut(lines, p_start, pieces[k][1], tree), k
-                break
-            if parsed is None:
-                text = "".join(lines[p_start:p_end])
-                err = first_error
-                line = p_start + (err.lineno or 1)
-                blocks.append(Block(p_start + 1, text, digest(text), None, err, 1, line))
-            else:
-                blocks.extend(parsed)
-            i = j + 1
-        return blocks
+        error_line = start + (error.lineno or 1) - 1  # 0-based document line
+        e_start, e_end = next(((a, b) for a, b in pieces if a <= error_line < b), pieces[-1])
+        if depth > 64:  # a file of many errors: the rest is one error block
+            e_start, e_end = start, end
+        text = "".join(lines[e_start:e_end])
+        bad = Block(e_start + 1, text, digest(text), None, error, 1, error_line + 1)
+        before = self._region(lines, start, e_start, depth=depth + 1) if e_start > start else []
+        after = (
+            self._region(lines, e_end, end, depth=depth + 1) if e_end < end and depth <= 64 else []
+        )
+        return [*before, bad, *after]
 
 
 def _first_line(stmt: ast.stmt) -> int:
@@ -249,15 +252,20 @@ def _starts_block(line: str) -> bool:
 
 
 def _candidate_ranges(lines: list[str], start: int, end: int) -> list[tuple[int, int]]:
-    """(start, end) 0-based line ranges beginning at column-0 statement-like lines."""
+    """(start, end) 0-based line ranges beginning at column-0 statement-like lines (not inside
+    a triple-quoted string)."""
     starts: list[int] = []
     after_decorator = False
+    in_string = ""
     for i in range(start, end):
         line = lines[i]
-        if _starts_block(line):
+        if not in_string and _starts_block(line):
             if not after_decorator:
                 starts.append(i)
             after_decorator = line.startswith("@")
+        for quote in ('"""', "'''"):
+            if (not in_string or in_string == quote) and line.count(quote) % 2 == 1:
+                in_string = "" if in_string else quote
     if not starts or starts[0] != start:
         starts.insert(0, start)
     return list(zip(starts, [*starts[1:], end], strict=True))

@@ -95,11 +95,7 @@ class DocumentAnalysis:
             facts = texts[block.key]
             if not (facts.candidate or not self._candidates.isdisjoint(facts.names)):
                 continue
-            deps = sorted(
-                (defs[n].key, defs[n].start_line)
-                for n in facts.names & defs.keys()
-                if defs[n] is not block
-            )
+            deps = _dependencies(facts.names, defs, texts, block)
             cache_key = (block.key, block.start_line, _digest(imports_key + repr(deps)))
             cached = self._results.get(cache_key)
             if cached is None:
@@ -139,7 +135,7 @@ class DocumentAnalysis:
         ):
             return []
         names = frozenset().union(*(texts[b.key].names for b in loose))
-        deps = sorted((defs[n].key, defs[n].start_line) for n in names & defs.keys())
+        deps = _dependencies(names, defs, texts, None)
         key = _digest(imports_key + repr([(b.key, b.start_line) for b in loose]) + repr(deps))
         cache_key = ("<script>", 0, key)
         cached = self._results.get(cache_key)
@@ -313,6 +309,26 @@ class _TextFacts:
     names: frozenset[str]
     defines: frozenset[str]
     script: bool  # holds module-level statements (not only definitions and imports)
+
+
+def _dependencies(
+    names: frozenset[str],
+    defs: dict[str, Block],
+    texts: dict[str, _TextFacts],
+    own: Block | None,
+) -> list[tuple[str, int]]:
+    """The blocks whose definitions code mentioning `names` may run, transitively (a script
+    calls main(), which builds a model whose class is defined elsewhere): what its findings
+    depend on besides its own text."""
+    seen: set[str] = set()
+    todo = [n for n in names if n in defs]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(n for n in texts[defs[name].key].names if n in defs and n not in seen)
+    return sorted((defs[n].key, defs[n].start_line) for n in seen if defs[n] is not own)
 
 
 def _candidate_defs(

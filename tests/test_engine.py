@@ -1,0 +1,171 @@
+"""The analysis engine on whole documents: incremental re-analysis agrees with a fresh one,
+syntax errors mid-typing keep the other blocks' findings, bad input never raises, and columns
+count code points after non-ASCII text."""
+
+from __future__ import annotations
+
+import ast
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inplace_lsp.analysis.engine import DocumentAnalysis, analyze, analyze_document
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CASES = Path(__file__).resolve().parent / "cases"
+
+GATE = """\
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = torch.sigmoid(self.fc(x))
+        h += 1
+        return h
+
+
+class Safe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        h += 2.0
+        return h
+"""
+
+
+def keys(text: str) -> list[tuple[str, str, int, int]]:
+    return [(f.code, f.severity.value, f.span.line, f.span.col) for f in analyze(text)]
+
+
+def test_the_seed_facts() -> None:
+    # sigmoid saves its output: `h += 1` fails; Linear does not: `h += 2.0` is fine.
+    assert keys(GATE) == [("IPL001", "error", 12, 8)]
+
+
+def test_syntax_error_keeps_other_blocks() -> None:
+    broken = GATE.replace("        h = self.fc(x)\n", "        h = self.fc(x\n")
+    result = analyze_document(broken)
+    assert [(f.code, f.line) for f in result.findings] == [("IPL001", 12)]
+    assert len(result.syntax_errors) == 1 and result.syntax_errors[0].line >= 16
+
+
+def test_column_after_non_ascii_text() -> None:
+    text = GATE.replace("        h += 1\n", "        note = 'température ü'; h += 1\n")
+    (finding,) = analyze(text)
+    line = text.splitlines()[finding.line - 1]
+    assert line[finding.span.col : finding.span.end_col] == "h += 1"
+
+
+def _broken(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return True
+    return False
+
+
+def _mutations(text: str, rng: random.Random) -> list[str]:
+    """A typing session: characters inserted and deleted, lines added, removed, broken."""
+    lines = text.splitlines(keepends=True)
+    versions = []
+    for _ in range(40):
+        i = rng.randrange(len(lines))
+        action = rng.choice(["char", "delete", "dup", "drop", "break"])
+        line = lines[i]
+        if action == "char" and line.strip():
+            at = rng.randrange(len(line))
+            lines[i] = line[:at] + rng.choice("x(): +=1") + line[at:]
+        elif action == "delete" and len(line) > 1:
+            at = rng.randrange(len(line) - 1)
+            lines[i] = line[:at] + line[at + 1 :]
+        elif action == "dup":
+            lines.insert(i, line)
+        elif action == "drop" and len(lines) > 5:
+            del lines[i]
+        elif action == "break":
+            lines[i] = line.rstrip("\n") + " (\n"
+        versions.append("".join(lines))
+    return versions
+
+
+@pytest.mark.parametrize(
+    "name", ["residual_after_sigmoid.py", "gan_step_order.py", "relu_inplace_reused.py"]
+)
+def test_incremental_equals_fresh(name: str) -> None:
+    rng = random.Random(name)
+    text = (EXAMPLES / name).read_text(encoding="utf-8")
+    live = DocumentAnalysis()
+    live.update(text)
+    for version in _mutations(text, rng):
+        incremental = live.update(version)
+        fresh = DocumentAnalysis().update(version)
+        assert incremental.findings == fresh.findings
+        # Where errors are cut out is a heuristic (the edited block vs. column-0 pieces); both
+        # must see that the text does not parse.
+        assert bool(incremental.syntax_errors) == bool(fresh.syntax_errors) == _broken(version)
+
+
+def test_edit_reparses_only_the_edited_block() -> None:
+    live = DocumentAnalysis()
+    live.update(GATE)
+    before = live.parse_cache.parses
+    result = live.update(GATE.replace("h += 2.0", "h += 3.0"))
+    assert live.parse_cache.parses - before == 1
+    assert [(f.code, f.line) for f in result.findings] == [("IPL001", 12)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "\n\n\n",
+        "import torch\nx = " + "(" * 1000 + "1" + ")" * 1000 + "\n",
+        "import torch\nx = " + "1 + " * 3000 + "1\n",
+        "import torch\n"
+        + "if x:\n"
+        + "".join(" " * i + "if x:\n" for i in range(1, 90))
+        + " " * 90
+        + "x += 1\n",
+        "import torch\ndef f(:\n",
+        "import torch\n\x00\n",
+        "import torch\nclass A(nn.Module):\n    def forward(self, x):\n"
+        "        return self.forward(x)\n",
+    ],
+    ids=["empty", "blank", "parens-1000", "binop-3000", "nested-ifs", "syntax", "nul", "recursion"],
+)
+def test_bad_input_never_raises(text: str) -> None:
+    result = analyze_document(text)
+    assert isinstance(result.findings, list)
+
+
+def test_every_case_file_analyses_without_error() -> None:
+    for path in sorted(CASES.glob("*.py")):
+        analyze_document(path.read_text(encoding="utf-8"), str(path))
+
+
+def test_cli_on_a_ten_megabyte_file(tmp_path: Path) -> None:
+    block = GATE.replace("class Gate", "class Gate{n}").replace("class Safe", "class Safe{n}")
+    body = "".join(block.replace("{n}", str(i)) for i in range(10 * 1024 * 1024 // len(block) + 1))
+    path = tmp_path / "huge.py"
+    path.write_text(body, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "inplace_lsp", "check", "--format", "json", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    assert run.stdout.count('"IPL001"') == body.count("class Gate")
