@@ -638,7 +638,12 @@ def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if files and not checked and not any(result.messages for result in results):
         _error("note: no file under the given paths mentions torch; nothing to check")
     items = sorted(
-        ((result.path, finding) for result in results for finding in result.findings),
+        (
+            (result.path, finding)
+            for result in results
+            for finding in result.findings
+            if args.show_hints or finding.severity is not Severity.HINT
+        ),
         key=lambda item: (item[0], item[1].span.line, item[1].span.col, item[1].code),
     )
     summary = Summary(files_checked=checked, fixed=sum(result.fixed for result in results))
@@ -673,6 +678,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", metavar="CODES", help="comma-separated codes or prefixes")
     check.add_argument("--ignore", metavar="CODES", help="comma-separated codes or prefixes")
     check.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    check.add_argument(
+        "--show-hints",
+        action="store_true",
+        help="also list hints: in-place writes that were checked and found safe",
+    )
     check.add_argument("--config", metavar="FILE", help="settings file instead of pyproject.toml")
     check.add_argument("paths", nargs="*", default=["."], metavar="PATHS")
     check.set_defaults(handler=_cmd_check, command_parser=check)

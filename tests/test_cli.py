@@ -121,9 +121,10 @@ def test_text_summary_when_clean(project: Path, capsys: pytest.CaptureFixture[st
 
 def test_text_summary_counts_hints(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(project / "a.py", "import torch\nx += 1  #! IPL001 hint\ny += 1  #! IPL004 hint\n")
-    code, out, _ = run_main(capsys, "check")
+    code, out, _ = run_main(capsys, "check", "--show-hints")
     assert code == 0
     assert out.endswith("Found 2 problems (0 errors, 0 warnings, 2 hints) in 1 of 1 file.\n")
+    assert run_main(capsys, "check") == (0, "All checks passed: 1 file.\n", "")
 
 
 def test_json_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -243,7 +244,7 @@ def test_sarif_levels_for_hints_and_unknown_codes(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write(project / "a.py", "import torch\nx += 1  #! IPL009 hint\n")
-    _, out, _ = run_main(capsys, "check", "--format", "sarif")
+    _, out, _ = run_main(capsys, "check", "--format", "sarif", "--show-hints")
     run = json.loads(out)["runs"][0]
     (result,) = run["results"]
     assert result["level"] == "note"

@@ -141,6 +141,7 @@ class Value:
     qualname: str | None = None  # symbol: dotted name
     name: str | None = None  # the variable it was last bound to (for messages)
     const: object = None  # scalar: its value, when has_const
+    producer: str = ""  # the known op or module that made it ("": unknown, e.g. an argument)
     has_const: bool = False
 
     @property
@@ -258,6 +259,8 @@ class Facts:
     alias_reads: list[AliasRead] = field(default_factory=list)
     detached_writes: list[Mutation] = field(default_factory=list)
     activation_reads: list[AliasRead] = field(default_factory=list)
+    # In-place writes checked and found safe: nothing had saved the tensor (Hint findings).
+    safe_writes: list[Mutation] = field(default_factory=list)
 
     def extend(self, other: Facts) -> None:
         self.conflicts += other.conflicts
@@ -266,6 +269,7 @@ class Facts:
         self.alias_reads += other.alias_reads
         self.detached_writes += other.detached_writes
         self.activation_reads += other.activation_reads
+        self.safe_writes += other.safe_writes
 
 
 @dataclass
@@ -337,6 +341,7 @@ def join_values(a: Value, b: Value) -> Value:
         detached=a.detached if a.detached == b.detached else "",
         joined=True,
         origin=a.origin or b.origin,
+        producer=a.producer if a.producer == b.producer else "",
         module=a.module if a.module is b.module else (a.module or b.module),
         steps=a.steps | b.steps,
         name=a.name,
@@ -1339,7 +1344,9 @@ class Interpreter:
             )
         if qual in CREATION_FUNCTIONS:
             grad = _requires_grad_kw(node)
-            return Value("tensor", frozenset({new_id()}), True, grad, leaf=grad, origin=qual)
+            return Value(
+                "tensor", frozenset({new_id()}), True, grad, leaf=grad, origin=qual, producer=qual
+            )
         if qual.startswith("torch.optim.") and qual.count(".") == 2 and args:
             return Value("optimizer", tensor=False, grad=False, steps=self._param_groups(args[0]))
         if qual in ("torch.autograd.backward", "torch.autograd.grad"):
@@ -1464,6 +1471,7 @@ class Interpreter:
             out = x
         else:
             out = Value("tensor", frozenset({new_id()}), True, None, x.grad_assumed, graph=x.graph)
+            out.producer = "nn." + (ref.qualname or "module").rsplit(".", 1)[-1]
         input_grad = x.grad is not False
         any_grad = frame.grad_enabled and (input_grad or bool(info.params))
         out.grad = (True if (x.grad or info.params) else x.grad) if frame.grad_enabled else False
@@ -1655,6 +1663,7 @@ class Interpreter:
                 if tensor_args
                 else Value("tensor", frozenset({new_id()}), True, False)
             )
+            result.producer = label
         if not frame.grad_enabled:
             if result is not receiver:
                 result.grad = False
@@ -1856,16 +1865,29 @@ class Interpreter:
         if value.detached:
             self.facts.detached_writes.append(mutation)
         track_alias = value.grad is True
+        staled = False
         for group in value.groups:
             for sid in self.heap.live.get(group, ()):
                 if sid not in self.heap.freed:
                     self.heap.stale.setdefault(sid, mutation)
+                    staled = True
             self.heap.live[group] = ()
             names = self.group_names.get(group, set())
             others = frozenset(names if activation else names - {target or ""})
             if others and track_alias:
                 pend = self.heap.pending_alias.setdefault(group, [])
                 pend.append((mutation, others))
+        if (
+            not staled
+            and grad_on
+            and value.grad is True
+            and value.producer
+            and not value.joined
+            and not value.detached
+            and self.uncertain == 0
+            and kind in ("augassign", "method", "setitem", "inplace_module", "inplace_kwarg")
+        ):
+            self.facts.safe_writes.append(mutation)
         if grad_on and (value.grad or any(i.grad for i in inputs)):
             extra: frozenset[int] = (
                 frozenset().union(*(i.graph for i in inputs)) if inputs else frozenset()

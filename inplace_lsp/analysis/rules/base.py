@@ -196,6 +196,24 @@ class Rule:
             ),
         )
 
+    def safe_finding(self, mutation: Mutation, ctx: DocContext) -> Finding | None:
+        """A Hint on an in-place write that looks dangerous but was checked: no op had saved
+        the tensor (ResNet's `out += identity` after BatchNorm)."""
+        if mutation.path is not None:
+            return None
+        name = f"`{mutation.target}`" if mutation.target else "The tensor"
+        producer = mutation.value.producer.strip("`").removesuffix("()")
+        return Finding(
+            code=self.CODE,
+            severity=Severity.HINT,
+            message=(
+                f"Checked: `{mutation.op}` is safe here. {name} comes from {producer}, which "
+                "does not keep it for backward, and no other op saved it before this write."
+            ),
+            span=ctx.span(mutation.loc),
+            confidence=Confidence.DEFINITE,
+        )
+
     @staticmethod
     def hedge(conflict: Conflict) -> str:
         return "will fail" if conflict.definite else "may fail (on some paths)"

@@ -74,3 +74,8 @@ class InplaceOnSaved(Rule):
                 f"{suggestion(ctx, mutation)}"
             ).strip()
             yield from self.conflict_finding(conflict, ctx, message)
+        for mutation in facts.safe_writes:
+            if mutation.kind in GENERIC_KINDS and not mutation.activation:
+                hint = self.safe_finding(mutation, ctx)
+                if hint is not None:
+                    yield hint

@@ -68,6 +68,11 @@ class InplaceActivation(Rule):
                 "Use `inplace=False`."
             )
             yield from self.conflict_finding(conflict, ctx, message)
+        for mutation in facts.safe_writes:
+            if mutation.kind in KINDS or mutation.activation:
+                hint = self.safe_finding(mutation, ctx)
+                if hint is not None:
+                    yield hint
         for read in facts.activation_reads:
             mutation = read.mutation
             if mutation.path is not None:
