@@ -451,7 +451,9 @@ class Interpreter:
             )
         if (isinstance(default, ast.Constant) and default.value is not None) or scalar_annotation:
             return Value("scalar", tensor=False, grad=False, name=arg.arg)
-        tensor = True if "Tensor" in annotation or default is None else None
+        # In an nn.Module method, an argument without a default is taken for a tensor; in a
+        # plain function it is unknown until it is used like one.
+        tensor = True if "Tensor" in annotation or (default is None and assumed) else None
         return Value(
             "tensor" if tensor else "unknown",
             groups=frozenset({new_id()}),
@@ -1664,12 +1666,17 @@ class Interpreter:
                 else Value("tensor", frozenset({new_id()}), True, False)
             )
             result.producer = label
+        dim_keyword = call is not None and any(kw.arg == "dim" for kw in call.keywords)
+        if result is not receiver:
+            result = self._tuple_result(op, args, dim_keyword, result, label)
         if not frame.grad_enabled:
             if result is not receiver:
                 result.grad = False
                 result.graph = frozenset()
             return result
-        self.record_saves(op, args, result, node, frame, label=label, inplace=inplace_kw)
+        self.record_saves(
+            op, args, result, node, frame, label=label, inplace=inplace_kw, dim_keyword=dim_keyword
+        )
         return result
 
     def record_saves(
@@ -1682,37 +1689,27 @@ class Interpreter:
         *,
         label: str | None = None,
         inplace: bool = False,
+        dim_keyword: bool = False,
     ) -> None:
         if not frame.grad_enabled:
             return
-        signature: list[str] = []
-        possible = False
-        for a in args:
-            if a.kind == "container" and a.items:
-                grads = [i.grad for i in _tensors_in(a)]
-                signature.append(
-                    TENSOR_GRAD
-                    if any(grads)
-                    else (TENSOR_NO_GRAD if grads and all(g is False for g in grads) else SCALAR)
-                )
-                possible = possible or any(g is None for g in grads)
-            elif a.tensorish and (
-                a.kind == "tensor" or a.tensor is True or a.grad is not None or a.groups
-            ):
-                if a.grad is None:
-                    possible = True
-                signature.append(TENSOR_NO_GRAD if a.grad is False else TENSOR_GRAD)
-            else:
-                signature.append(SCALAR)
+        signature = self._signature(args, dim_keyword, op)
+        possible = any(
+            a.grad is None for a in args if a.tensorish or (a.kind == "container" and a.items)
+        )
         if all(s != TENSOR_GRAD for s in signature):
             return  # nothing requires grad: no graph, nothing saved
         slots = _lookup(op, signature, inplace)
         if not slots:
             return
+        outputs = result.items if result.kind == "container" and result.items else (result,)
         new: set[int] = set()
         for slot in slots:
-            if slot == "output":
-                target = result
+            if slot.startswith("output"):
+                index = int(slot[6:]) if slot[6:].isdigit() else 0
+                if index >= len(outputs):
+                    continue
+                target = outputs[index]
             elif slot.startswith("arg") and slot[3:].isdigit() and int(slot[3:]) < len(args):
                 target = args[int(slot[3:])]
             else:
@@ -1733,7 +1730,53 @@ class Interpreter:
                         target.name or "",
                     )
                 )
-        result.graph = result.graph | frozenset(new)
+        for output in outputs:
+            output.graph = output.graph | frozenset(new)
+        if result is not outputs[0]:
+            result.graph = result.graph | frozenset(new)
+
+    def _tuple_result(
+        self, op: OpInfo, args: list[Value], dim_keyword: bool, result: Value, label: str
+    ) -> Value:
+        """(values, indices) for ops such as x.max(dim) or x.topk(k), which save the indices."""
+        slots = _lookup(op, self._signature(args, dim_keyword, op), False)
+        count = 1 + max(
+            (int(s[6:]) for s in slots if s.startswith("output") and s[6:].isdigit()), default=0
+        )
+        if count == 1:
+            return result
+        extra = tuple(
+            Value("tensor", frozenset({new_id()}), True, False, producer=label)
+            for _ in range(count - 1)
+        )
+        return Value(
+            "container", tensor=False, grad=result.grad, items=(result, *extra), producer=label
+        )
+
+    @staticmethod
+    def _signature(args: list[Value], dim_keyword: bool, op: OpInfo | None = None) -> list[str]:
+        """The call signature the knowledge table is keyed by: T1 / T0 / S per operand; a
+        `dim=` keyword counts as the scalar operand it stands for (x.max(dim=0))."""
+        signature: list[str] = []
+        for a in args:
+            if a.kind == "container" and a.items:
+                grads = [i.grad for i in _tensors_in(a)]
+                signature.append(
+                    TENSOR_GRAD
+                    if any(grads)
+                    else (TENSOR_NO_GRAD if grads and all(g is False for g in grads) else SCALAR)
+                )
+            elif a.tensorish and (
+                a.kind == "tensor" or a.tensor is True or a.grad is not None or a.groups
+            ):
+                signature.append(TENSOR_NO_GRAD if a.grad is False else TENSOR_GRAD)
+            else:
+                signature.append(SCALAR)
+        if dim_keyword and op is not None:
+            widened = ",".join([*signature, SCALAR])
+            if any(sig.split(";")[0] == widened for sig in op.saves):
+                signature.append(SCALAR)
+        return signature
 
     def _save(
         self,

@@ -74,6 +74,9 @@ def describe_save(save: Save) -> str:
     op = op_name(save)
     if save.slot == "output":
         what = "its output"
+    elif save.slot.startswith("output"):
+        ordinal = {"1": "second", "2": "third"}.get(save.slot[6:], f"#{save.slot[6:]}")
+        what = f"its {ordinal} output" + (f" `{save.what}`" if save.what else "")
     elif save.slot.startswith("param:"):
         what = f"its {save.slot[6:]}"
     elif save.what:
