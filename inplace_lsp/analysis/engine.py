@@ -8,6 +8,7 @@ one function re-parses and re-analyses that block only. `analyze()` is the one-s
 from __future__ import annotations
 
 import ast
+import gc
 import hashlib
 import re
 from collections import OrderedDict
@@ -71,6 +72,19 @@ class DocumentAnalysis:
         self._model_classes: dict[str, ClassInfo] = {}
 
     def update(self, text: str) -> DocumentResult:
+        """Analyse a new version of the document's text."""
+        # The cyclic garbage collector would traverse every parse tree kept alive here again
+        # and again while the interpreter allocates; nothing made during an update is
+        # garbage before it ends, so collection waits until then.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._update(text)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _update(self, text: str) -> DocumentResult:
         blocks = self.splitter.split(text)
         parsed = [b for b in blocks if b.tree is not None]
         model = self._model(parsed)
@@ -91,12 +105,13 @@ class DocumentAnalysis:
         )
         findings: list[Finding] = []
         analysed = 0
+        dependencies = _Dependencies(defs, texts)
         for block in parsed:
             facts = texts[block.key]
             if not (facts.candidate or not self._candidates.isdisjoint(facts.names)):
                 continue
-            deps = _dependencies(facts.names, defs, texts, block)
-            cache_key = (block.key, block.start_line, _digest(imports_key + repr(deps)))
+            deps = dependencies.digest(facts.names, block)
+            cache_key = (block.key, block.start_line, imports_key + deps)
             cached = self._results.get(cache_key)
             if cached is None:
                 cached = self._analyse_block(block, model, ctx)
@@ -105,7 +120,7 @@ class DocumentAnalysis:
                 if len(self._results) > 4096:
                     self._results.popitem(last=False)
             findings.extend(cached)
-        findings.extend(self._analyse_script(parsed, model, ctx, texts, defs, imports_key))
+        findings.extend(self._analyse_script(parsed, model, ctx, texts, dependencies, imports_key))
         errors = [
             SyntaxProblem(
                 block.error_line or block.start_line,
@@ -123,7 +138,7 @@ class DocumentAnalysis:
         model: model_mod.ModuleModel,
         ctx: DocContext,
         texts: dict[str, _TextFacts],
-        defs: dict[str, Block],
+        dependencies: _Dependencies,
         imports_key: str,
     ) -> list[Finding]:
         """The module-level statements of the whole document, interpreted as one program (a
@@ -135,8 +150,8 @@ class DocumentAnalysis:
         ):
             return []
         names = frozenset().union(*(texts[b.key].names for b in loose))
-        deps = _dependencies(names, defs, texts, None)
-        key = _digest(imports_key + repr([(b.key, b.start_line) for b in loose]) + repr(deps))
+        deps = dependencies.digest(names, None)
+        key = _digest(imports_key + repr([(b.key, b.start_line) for b in loose]) + deps)
         cache_key = ("<script>", 0, key)
         cached = self._results.get(cache_key)
         if cached is None:
@@ -311,24 +326,33 @@ class _TextFacts:
     script: bool  # holds module-level statements (not only definitions and imports)
 
 
-def _dependencies(
-    names: frozenset[str],
-    defs: dict[str, Block],
-    texts: dict[str, _TextFacts],
-    own: Block | None,
-) -> list[tuple[str, int]]:
-    """The blocks whose definitions code mentioning `names` may run, transitively (a script
-    calls main(), which builds a model whose class is defined elsewhere): what its findings
-    depend on besides its own text."""
-    seen: set[str] = set()
-    todo = [n for n in names if n in defs]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        todo.extend(n for n in texts[defs[name].key].names if n in defs and n not in seen)
-    return sorted((defs[n].key, defs[n].start_line) for n in seen if defs[n] is not own)
+class _Dependencies:
+    """Which definitions code may run, transitively (a script calls main(), which builds a
+    model whose class is defined elsewhere): what a block's findings depend on besides its own
+    text. Computed once per update and per set of names."""
+
+    def __init__(self, defs: dict[str, Block], texts: dict[str, _TextFacts]) -> None:
+        self.defs = defs
+        self.edges = {name: texts[block.key].names & defs.keys() for name, block in defs.items()}
+        self._digests: dict[tuple[frozenset[str], int], str] = {}
+
+    def digest(self, names: frozenset[str], own: Block | None) -> str:
+        roots = frozenset(names & self.defs.keys())
+        key = (roots, id(own))
+        found = self._digests.get(key)
+        if found is None:
+            seen: set[str] = set()
+            todo = list(roots)
+            while todo:
+                name = todo.pop()
+                if name not in seen:
+                    seen.add(name)
+                    todo.extend(self.edges[name] - seen)
+            deps = sorted(
+                (self.defs[n].key, self.defs[n].start_line) for n in seen if self.defs[n] is not own
+            )
+            found = self._digests[key] = _digest(repr(deps))
+        return found
 
 
 def _candidate_defs(
