@@ -421,10 +421,11 @@ _DEFAULT_WORKSPACE: Workspace | None = None
 
 def default_workspace() -> Workspace:
     """One workspace per process for one-shot analyses (the CLI): imported files are modelled
-    once however many files import them."""
+    once however many files import them. Imports are found on the file system (the package
+    tree, the current directory, `src/`); the editor's workspace also asks jedi."""
     global _DEFAULT_WORKSPACE
     if _DEFAULT_WORKSPACE is None:
-        _DEFAULT_WORKSPACE = Workspace(Path.cwd())
+        _DEFAULT_WORKSPACE = Workspace(Path.cwd(), use_jedi=False)
     return _DEFAULT_WORKSPACE
 
 

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,18 +21,24 @@ from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import ParseCache, Splitter
 
 MAX_FILE_BYTES = 2_000_000  # larger imported files are not modelled
+STAT_INTERVAL_S = 2.0
 
 
 class Workspace:
     """Module models of the workspace's files, by path, invalidated when a file changes."""
 
-    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str] | None = None, *, use_jedi: bool = True
+    ) -> None:
         self.root = Path(root).resolve() if root is not None else None
+        # jedi finds modules in layouts the file-system search misses, at ~0.1 s a module.
+        self.use_jedi = use_jedi
         self.parse_cache = ParseCache()
         self._models: dict[str, tuple[object, model_mod.ModuleModel | None]] = {}
         self._open: dict[str, tuple[int, str]] = {}  # editor buffers: path -> (version, text)
         self._files: dict[tuple[str, str], str | None] = {}  # (from dir, module) -> file
         self._keys: dict[str, str] = {}  # path as found -> resolved path
+        self._stats: dict[str, tuple[float, object]] = {}  # path -> (when checked, version)
         self._lock = threading.RLock()
         self.generation = 0  # bumped whenever a modelled file changes
 
@@ -99,7 +106,11 @@ class Workspace:
         return list(dict.fromkeys(roots))
 
     def _find_with_jedi(self, directory: Path, module: str) -> str | None:
-        if self.root is None or _installed_elsewhere(module.split(".")[0], self.root):
+        if (
+            not self.use_jedi
+            or self.root is None
+            or _installed_elsewhere(module.split(".")[0], self.root)
+        ):
             return None
         try:
             import jedi
@@ -137,17 +148,33 @@ class Workspace:
             return built
 
     def _version(self, path: str) -> object:
-        """What identifies the file's current text, without reading it."""
+        """What identifies the file's current text, without reading it. Files on disk are
+        looked at again at most every STAT_INTERVAL_S (or after `file_changed`)."""
         if path in self._open:
             version, text = self._open[path]
             return ("open", version, hash(text))
+        now = time.monotonic()
+        checked = self._stats.get(path)
+        if checked is not None and now - checked[0] < STAT_INTERVAL_S:
+            return checked[1]
+        found: object
         try:
             stat = os.stat(path)
         except OSError:
-            return ("unreadable",)
-        if stat.st_size > MAX_FILE_BYTES:
-            return ("big", stat.st_mtime_ns)
-        return ("disk", stat.st_mtime_ns, stat.st_size)
+            found = ("unreadable",)
+        else:
+            big = stat.st_size > MAX_FILE_BYTES
+            found = ("big" if big else "disk", stat.st_mtime_ns, stat.st_size)
+        self._stats[path] = (now, found)
+        return found
+
+    def file_changed(self, path: str) -> None:
+        """A file changed on disk (the editor's didChangeWatchedFiles): read it again."""
+        with self._lock:
+            key = str(Path(path).resolve())
+            self._stats.pop(key, None)
+            if key in self._models:
+                self.generation += 1
 
     def _read(self, path: str) -> tuple[str | None, object]:
         if path in self._open:
