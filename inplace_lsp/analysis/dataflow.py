@@ -15,7 +15,6 @@ seen together. Branches are analysed separately and joined; loop bodies run twic
 from __future__ import annotations
 
 import ast
-import copy
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -151,9 +150,9 @@ class Value:
 
 def replace(value: Value, **changes: object) -> Value:
     """A shallow copy of a Value with some fields changed (dataclasses.replace is slow)."""
-    clone = copy.copy(value)
-    for name, new in changes.items():
-        setattr(clone, name, new)
+    clone = object.__new__(Value)
+    clone.__dict__.update(value.__dict__)
+    clone.__dict__.update(changes)
     return clone
 
 
@@ -796,6 +795,12 @@ class Interpreter:
     def expr_JoinedStr(self, node: ast.JoinedStr, frame: Frame) -> Value:
         return scalar()
 
+    def expr_Slice(self, node: ast.Slice, frame: Frame) -> Value:
+        for part in (node.lower, node.upper, node.step):
+            if part is not None:
+                self.eval(part, frame)
+        return scalar()
+
     def expr_Name(self, node: ast.Name, frame: Frame) -> Value:
         value = frame.env.get(node.id)
         if value is not None:
@@ -817,6 +822,8 @@ class Interpreter:
         return unknown()
 
     def _check_alias_read(self, value: Value, name: str, node: ast.Name, frame: Frame) -> None:
+        if not self.heap.pending_alias:
+            return
         for group in value.groups:
             pending = self.heap.pending_alias.get(group)
             if not pending:
