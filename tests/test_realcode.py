@@ -136,3 +136,17 @@ def test_error_findings_are_the_proven_ones(realcode: RealcodeRun) -> None:
         "Error-level findings on known-good code differ from ALLOWED_ERRORS "
         "(false positives, or an allow-list to update):\n" + "\n".join(lines)
     )
+
+
+@pytest.mark.torch
+def test_fasternet_slicing_forward_fails_backward() -> None:
+    """The allow-listed finding, proven: FasterNet's `forward_slicing` pattern (clone, then
+    write a convolution of a slice back into that slice) breaks backward, because Conv2d saved
+    the slice it read (a view sharing the clone's version counter)."""
+    torch = pytest.importorskip("torch")
+    conv = torch.nn.Conv2d(4, 4, 3, 1, 1)
+    x0 = torch.randn(2, 8, 5, 5)
+    x = x0.clone()
+    x[:, :4, :, :] = conv(x[:, :4, :, :])
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        x.sum().backward()
