@@ -1206,7 +1206,7 @@ class Interpreter:
         if receiver.kind == "optimizer":
             if name == "step":
                 self.mutate(
-                    Value("tensor", receiver.steps, True, True),
+                    Value("tensor", receiver.steps, True, True, origin=receiver.origin),
                     kind="step",
                     op=f"{ast.unparse(node.func)}()",
                     node=node,
@@ -1357,7 +1357,17 @@ class Interpreter:
                 "tensor", frozenset({new_id()}), True, grad, leaf=grad, origin=qual, producer=qual
             )
         if qual.startswith("torch.optim.") and qual.count(".") == 2 and args:
-            return Value("optimizer", tensor=False, grad=False, steps=self._param_groups(args[0]))
+            fused = any(
+                kw.arg == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True
+                for kw in node.keywords
+            )
+            return Value(
+                "optimizer",
+                tensor=False,
+                grad=False,
+                steps=self._param_groups(args[0]),
+                origin="fused" if fused else "",
+            )
         if qual in ("torch.autograd.backward", "torch.autograd.grad"):
             if args:
                 self.backward(args[0], node, frame, _retain(node))

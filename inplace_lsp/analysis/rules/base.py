@@ -185,7 +185,9 @@ class Rule:
                 Related(ctx.span(mutation.call_site), "the module writes in place when called here")
             )
         if conflict.backward_loc is not None:
-            related.append(Related(ctx.span(conflict.backward_loc), "backward() fails here"))
+            related.append(
+                Related(ctx.span(conflict.backward_loc), "the backward() that reads it runs here")
+            )
         return (
             Finding(
                 code=self.CODE,
