@@ -977,15 +977,7 @@ class Interpreter:
             except IndexError:
                 return unknown()
         if base.module is not None:
-            children = base.module.children
-            if children:
-                return Value("module", tensor=False, grad=False, module=children[0])
-            return Value(
-                "module",
-                tensor=False,
-                grad=False,
-                module=ModuleRef(None, None, base.module.params_group),
-            )
+            return _element_module(base.module)
         if base.tensorish and base.kind == "tensor":
             advanced = (
                 index.tensorish and index.kind == "tensor" or isinstance(node.slice, ast.List)
@@ -1121,15 +1113,7 @@ class Interpreter:
                 result = join_values(result, item)
             return result
         if iterable.module is not None:
-            children = iterable.module.children
-            if children:
-                return Value("module", tensor=False, grad=False, module=children[0])
-            return Value(
-                "module",
-                tensor=False,
-                grad=False,
-                module=ModuleRef(None, None, iterable.module.params_group),
-            )
+            return _element_module(iterable.module)
         if iterable.kind == "tensor":
             return replace(iterable, leaf=False)
         if iterable.kind == "container":
@@ -2037,6 +2021,16 @@ def _annotation_text(node: ast.expr | None) -> str:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return ""
+
+
+def _element_module(container: ModuleRef) -> Value:
+    """An element of a ModuleList / Sequential (indexed or iterated): its first child when
+    known, else a module the analysis knows nothing about."""
+    if container.children:
+        return Value("module", tensor=False, grad=False, module=container.children[0])
+    return Value(
+        "module", tensor=False, grad=False, module=ModuleRef(None, None, container.params_group)
+    )
 
 
 def _tensors_in(value: Value) -> list[Value]:

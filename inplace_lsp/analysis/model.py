@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 CONTAINERS = frozenset(
@@ -62,35 +63,35 @@ class ModuleModel:
     # Resolves an imported qualified name to the model of the file defining it.
     resolver: Callable[[str], ModuleModel | None] | None = None
 
-    def lookup_class(self, qualname: str, depth: int = 0) -> ClassInfo | None:
+    def lookup_class(self, qualname: str) -> ClassInfo | None:
         """A class defined in this file, or imported from another file of the workspace."""
-        info = self.classes.get(qualname)
-        if info is not None:
-            return info
-        external = self._external(qualname)
-        if external is None:
-            return None
-        name = qualname.rsplit(".", 1)[-1]
-        found = external.classes.get(name)
-        if found is None and name in external.imports and depth < 4:
-            # A package's __init__ re-exporting it: `from .mlp import Mlp`.
-            return external.lookup_class(external.imports[name], depth + 1)
-        return found
+        found = self._lookup(qualname, "classes")
+        return cast(ClassInfo, found[1]) if found is not None else None
 
     def lookup_function(
-        self, qualname: str, depth: int = 0
+        self, qualname: str
     ) -> tuple[ModuleModel, ast.FunctionDef | ast.AsyncFunctionDef] | None:
-        fn = self.functions.get(qualname)
-        if fn is not None:
-            return self, fn
+        """A function defined in this file or imported from another one, with its file's model."""
+        found = self._lookup(qualname, "functions")
+        if found is None:
+            return None
+        return found[0], cast(ast.FunctionDef | ast.AsyncFunctionDef, found[1])
+
+    def _lookup(
+        self, qualname: str, table: str, depth: int = 0
+    ) -> tuple[ModuleModel, object] | None:
+        local = getattr(self, table).get(qualname)
+        if local is not None:
+            return self, local
         external = self._external(qualname)
         if external is None:
             return None
         name = qualname.rsplit(".", 1)[-1]
-        fn = external.functions.get(name)
-        if fn is None and name in external.imports and depth < 4:
-            return external.lookup_function(external.imports[name], depth + 1)
-        return (external, fn) if fn is not None else None
+        found = getattr(external, table).get(name)
+        if found is None and name in external.imports and depth < 4:
+            # A package's __init__ re-exporting it: `from .mlp import Mlp`.
+            return external._lookup(external.imports[name], table, depth + 1)
+        return (external, found) if found is not None else None
 
     def _external(self, qualname: str) -> ModuleModel | None:
         if self.resolver is None or "." not in qualname or qualname.startswith("torch."):
