@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import gc
 import importlib
 import io
 import json
@@ -251,6 +252,17 @@ def _check_chunk(paths: list[str], settings: config.Settings, fix: bool) -> list
 def _worker_init() -> None:
     # The parent handles Ctrl-C and stops the pool; workers must not print tracebacks for it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _batch_gc()
+
+
+def _batch_gc() -> None:
+    """A batch run keeps many parse trees cached: the cyclic collector would traverse them
+    again and again. Objects alive now (modules, the knowledge table) are frozen out of its
+    sight and collections are made rarer (-15 % time on torchvision + timm, measured)."""
+    engine.load_knowledge()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
 
 
 def _cpu_count() -> int:
@@ -273,6 +285,8 @@ def check_files(
     """Checks every file: in this process for a few, in worker processes for many."""
     jobs = jobs or _cpu_count()
     if len(paths) <= PARALLEL_MIN_FILES or jobs < 2:
+        if len(paths) > PARALLEL_MIN_FILES:
+            _batch_gc()
         return [check_file(path, settings, fix) for path in paths]
     # Several chunks per worker balance uneven file sizes; chunks amortize pickling.
     size = max(8, math.ceil(len(paths) / (jobs * 4)))

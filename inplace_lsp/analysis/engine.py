@@ -419,6 +419,11 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 _DEFAULT_WORKSPACE: Workspace | None = None
 
 
+def load_knowledge() -> Knowledge:
+    """The autograd knowledge table (loaded once per process)."""
+    return load()
+
+
 def default_workspace() -> Workspace:
     """One workspace per process for one-shot analyses (the CLI): imported files are modelled
     once however many files import them. Imports are found on the file system (the package
