@@ -263,10 +263,14 @@ class DocumentAnalysis:
         return wanted
 
     def _writes_in_place(self, sub: model_mod.Submodule) -> bool:
-        """A submodule whose construction or class can write in place."""
+        """A submodule whose construction or class can write in place: a torch.nn module built
+        with `inplace=` (a factory's `act_layer(inplace=True)` is an unknown module: the
+        interpreter cannot see it write), or a local class that writes in place."""
         keyword = sub.keyword("inplace")
-        if keyword is not None and not (
-            isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+        if (
+            keyword is not None
+            and (sub.qualname or "").startswith("torch.nn.")
+            and not (isinstance(keyword.value, ast.Constant) and keyword.value.value is False)
         ):
             return True
         if sub.qualname in self._candidates:
