@@ -76,6 +76,7 @@ class Settings:
     strict: bool = False  # raises Hint findings to Warning
     exclude: tuple[str, ...] = ()  # glob patterns, on top of DEFAULT_EXCLUDE
     run: RunMode = "onType"
+    debounce_ms: float = 0.0  # the language server waits this long after a change (0: not)
     verify: VerifySettings = field(default_factory=VerifySettings)
     explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
@@ -221,6 +222,12 @@ def _timeout(value: object) -> float:
     return float(value)
 
 
+def _milliseconds(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 60_000:
+        raise _Invalid(f"expected milliseconds between 0 and 60000, got {_describe(value)}")
+    return float(value)
+
+
 def _python(value: object) -> str | None:
     if value is None or value == "":
         return None
@@ -288,6 +295,7 @@ _SETTINGS = _Table(
         "strict": _bool,
         "exclude": _patterns,
         "run": _choice("onType", "onSave"),
+        "debounce_ms": _milliseconds,
         "verify": _Table(
             VerifySettings,
             {

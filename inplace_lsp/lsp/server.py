@@ -1,0 +1,369 @@
+"""The language server: wires LSP messages to the session (the only module importing pygls).
+
+Each handler fetches what the message names, calls one session method and returns or sends
+the result. `InplaceProtocol` adds two things pygls does not do: the position encoding follows
+LSP 3.17's "the server picks from the client's list" with UTF-8 preferred, and a request whose
+params do not match its method's schema gets an InvalidParams error response (pygls would drop
+it, leaving the client waiting).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import threading
+from collections.abc import Callable, Generator
+from typing import Any
+
+import attrs
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from inplace_lsp import __version__
+from inplace_lsp.analysis.engine import DocumentAnalysis
+from inplace_lsp.lsp import actions, convert
+from inplace_lsp.lsp.session import Cells, Features, Session, uri_to_path
+from inplace_lsp.lsp.settings import SECTION, format_debug_info
+
+logger = logging.getLogger(__name__)
+
+NAME = "inplace-lsp"
+DEBUG_INFO_COMMAND = "inplace-lsp.showDebugInfo"
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[
+        types.NotebookDocumentFilterWithCells(
+            cells=[types.NotebookCellLanguage(language="python")], notebook="jupyter-notebook"
+        )
+    ],
+    save=True,
+)
+WATCHED = ("**/pyproject.toml", "**/*.py")
+
+
+@attrs.define
+class _MalformedRequest:
+    """A request whose params did not fit its method: answered with an error, not dropped."""
+
+    id: int | str
+    method: str
+    error: str
+    jsonrpc: str = "2.0"
+
+
+class InplaceProtocol(LanguageServerProtocol):
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(
+        self, params: types.InitializeParams
+    ) -> Generator[Any, Any, types.InitializeResult]:
+        caps = params.capabilities
+        general = caps.general or types.GeneralClientCapabilities()
+        chosen = convert.choose_encoding(general.position_encodings)
+        # pygls takes the client's first supported encoding; offer it only ours.
+        params.capabilities = attrs.evolve(
+            caps, general=attrs.evolve(general, position_encodings=[chosen])
+        )
+        result: types.InitializeResult = yield from super().lsp_initialize(params)
+        self.client_capabilities = caps
+        return result
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                cause = exc.__cause__ or exc
+                return _MalformedRequest(data["id"], str(data["method"]), str(cause))
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _MalformedRequest):
+            first_line = message.error.strip().splitlines()[0] if message.error.strip() else ""
+            self._send_response(
+                message.id,
+                error=types.ResponseError(
+                    code=JsonRpcInvalidParams.CODE,
+                    message=f"invalid params for {message.method}: {first_line}".rstrip(": "),
+                ),
+            )
+            return
+        super().handle_message(message)
+
+
+class InplaceLanguageServer(LanguageServer):
+    """Holds the session once `initialize` has said what the client can do."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            NAME,
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=NOTEBOOK_SYNC,
+            protocol_cls=InplaceProtocol,
+        )
+        self._session: Session | None = None
+        self.init_options: object = None
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise JsonRpcException("the server is not initialized")
+        return self._session
+
+    def start(self, session: Session) -> None:
+        self._session = session
+
+    def text_of(self, uri: str) -> tuple[int | None, str]:
+        document = self.workspace.get_text_document(uri)
+        return document.version, document.source
+
+    def cells_of(self, notebook_uri: str) -> tuple[int | None, Cells]:
+        """The notebook's version and its Python code cells, in order."""
+        notebook = self.workspace.get_notebook_document(notebook_uri=notebook_uri)
+        if notebook is None:
+            return None, []
+        cells: list[tuple[str, int | None, str]] = []
+        for cell in notebook.cells:
+            if cell.kind != types.NotebookCellKind.Code:
+                continue
+            document = self.workspace.get_text_document(cell.document)
+            if document.language_id not in (None, "python"):
+                continue
+            cells.append((cell.document, document.version, document.source))
+        return notebook.version, cells
+
+
+class _PyglsClient:
+    """The session's view of the connection."""
+
+    def __init__(self, server: InplaceLanguageServer, loop: asyncio.AbstractEventLoop) -> None:
+        self.server = server
+        self.loop = loop
+
+    def call_soon(self, callback: Callable[[], None]) -> None:
+        try:
+            self.loop.call_soon_threadsafe(callback)
+        except RuntimeError:  # the loop closed: the server is exiting
+            pass
+
+    def publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
+        self.server.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )
+
+    def refresh_diagnostics(self) -> None:
+        self.server.workspace_diagnostic_refresh(None)
+
+    def show(self, message: str, kind: types.MessageType) -> None:
+        self.server.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+
+def _root(params: types.InitializeParams) -> str | None:
+    for uri in [params.root_uri, *(f.uri for f in params.workspace_folders or [])]:
+        path = uri_to_path(uri) if uri else None
+        if path:
+            return path
+    return params.root_path or None
+
+
+WARM_UP_SOURCE = """import torch
+import torch.nn as nn
+
+
+class Warm(nn.Module):
+    def forward(self, x):
+        h = torch.sigmoid(x)
+        h += 1
+        return h
+"""
+
+
+def _warm_up() -> None:
+    """Loads what the first analysis and the first code action would otherwise load while
+    the user waits: the autograd table, every rule, the fixes (libcst). Then moves all of it
+    out of the garbage collector's sight: the ~100,000 objects of pygls, lsprotocol, cattrs
+    and libcst live as long as the process, and every full collection (a pause between an
+    analysis and its diagnostics) walked them again."""
+    DocumentAnalysis().update(WARM_UP_SOURCE)
+    actions.fixes_function("edits_for")
+    gc.collect()
+    gc.freeze()
+
+
+def build_server() -> InplaceLanguageServer:
+    server = InplaceLanguageServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: InplaceLanguageServer, params: types.InitializeParams) -> None:
+        general = params.capabilities.general
+        encoding = convert.choose_encoding(general.position_encodings if general else None)
+        features = Features.of(params.capabilities, encoding)
+        client = _PyglsClient(ls, asyncio.get_running_loop())
+        ls.start(Session(client, features, root=_root(params)))
+        ls.init_options = params.initialization_options
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: InplaceLanguageServer, params: types.InitializedParams) -> None:
+        session = ls.session
+        threading.Thread(target=_warm_up, name="inplace-lsp-warm-up", daemon=True).start()
+        if ls.init_options is not None:
+            session.set_editor_settings(ls.init_options)
+        registrations = []
+        if session.features.watch_files:
+            watchers = [types.FileSystemWatcher(glob_pattern=glob) for glob in WATCHED]
+            registrations.append(
+                types.Registration(
+                    id="inplace-lsp-watched-files",
+                    method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers),
+                )
+            )
+        if session.features.register_configuration:
+            registrations.append(
+                types.Registration(
+                    id="inplace-lsp-configuration",
+                    method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+                    register_options=types.DidChangeConfigurationRegistrationOptions(
+                        section=SECTION
+                    ),
+                )
+            )
+        if registrations:
+            ls.client_register_capability(types.RegistrationParams(registrations))
+        if session.features.configuration:
+            await _pull_configuration(ls)
+
+    async def _pull_configuration(ls: InplaceLanguageServer, pushed: object = None) -> None:
+        """The editor's settings through workspace/configuration; what the client pushed
+        when it has nothing under our section."""
+        try:
+            values = await ls.workspace_configuration_async(
+                types.ConfigurationParams([types.ConfigurationItem(section=SECTION)])
+            )
+        except Exception:
+            logger.exception("workspace/configuration failed")
+            values = None
+        value = values[0] if values else None
+        if value is not None or pushed is not None:
+            ls.session.set_editor_settings(value if value is not None else pushed)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: InplaceLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+        document = params.text_document
+        ls.session.open_document(document.uri, document.version, document.text)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: InplaceLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        version, text = ls.text_of(params.text_document.uri)
+        ls.session.change_document(params.text_document.uri, version, text, saved=False)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: InplaceLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        version, text = ls.text_of(params.text_document.uri)
+        ls.session.change_document(params.text_document.uri, version, text, saved=True)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: InplaceLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.session.close_document(params.text_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(
+        ls: InplaceLanguageServer, params: types.DidOpenNotebookDocumentParams
+    ) -> None:
+        uri = params.notebook_document.uri
+        ls.session.open_notebook(uri, *ls.cells_of(uri))
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(
+        ls: InplaceLanguageServer, params: types.DidChangeNotebookDocumentParams
+    ) -> None:
+        uri = params.notebook_document.uri
+        ls.session.change_notebook(uri, *ls.cells_of(uri))
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(
+        ls: InplaceLanguageServer, params: types.DidSaveNotebookDocumentParams
+    ) -> None:
+        uri = params.notebook_document.uri
+        ls.session.change_notebook(uri, *ls.cells_of(uri), saved=True)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(
+        ls: InplaceLanguageServer, params: types.DidCloseNotebookDocumentParams
+    ) -> None:
+        ls.session.close_notebook(params.notebook_document.uri)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(
+            identifier=NAME, inter_file_dependencies=True, workspace_diagnostics=False
+        ),
+    )
+    async def diagnostic(
+        ls: InplaceLanguageServer, params: types.DocumentDiagnosticParams
+    ) -> types.DocumentDiagnosticReport:
+        return await ls.session.pull(params.text_document.uri, params.previous_result_id)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=list(actions.KINDS), resolve_provider=True),
+    )
+    def code_action(
+        ls: InplaceLanguageServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction]:
+        kinds = params.context.only
+        only = [str(getattr(kind, "value", kind)) for kind in kinds] if kinds else None
+        return ls.session.code_actions(params.text_document.uri, params.range, only)
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    def code_action_resolve(
+        ls: InplaceLanguageServer, action: types.CodeAction
+    ) -> types.CodeAction:
+        return ls.session.resolve_code_action(action)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: InplaceLanguageServer, params: types.HoverParams) -> types.Hover | None:
+        return ls.session.hover(params.text_document.uri, params.position)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: InplaceLanguageServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        if ls.session.features.configuration:
+            await _pull_configuration(ls, params.settings)
+        else:
+            ls.session.set_editor_settings(params.settings)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(
+        ls: InplaceLanguageServer, params: types.DidChangeWatchedFilesParams
+    ) -> None:
+        ls.session.files_changed([change.uri for change in params.changes])
+
+    @server.command(DEBUG_INFO_COMMAND)
+    def show_debug_info(ls: InplaceLanguageServer, *arguments: Any) -> dict[str, Any]:
+        uri = arguments[0] if arguments and isinstance(arguments[0], str) else None
+        info = ls.session.debug_info(uri)
+        ls.window_log_message(
+            types.LogMessageParams(type=types.MessageType.Info, message=format_debug_info(info))
+        )
+        return info
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: InplaceLanguageServer, params: None) -> None:
+        if ls._session is not None:
+            ls._session.shutdown()
+
+    return server
+
+
+def serve(tcp: tuple[str, int] | None = None) -> None:
+    """Runs the server on stdio, or on a TCP port, until the client says exit."""
+    server = build_server()
+    if tcp is None:
+        server.start_io()
+    else:
+        server.start_tcp(*tcp)

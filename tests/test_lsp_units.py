@@ -1,0 +1,711 @@
+"""The language server's parts in this process, without a client: position conversion, notebook
+layout, the analysis scheduler (coalescing, version order), the session's publishing rules,
+code actions with and without lazy resolve, hover, settings and debug info."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from inplace_lsp import cli, fixes
+from inplace_lsp.analysis.engine import DocumentResult
+from inplace_lsp.analysis.findings import Finding, FixRecipe, Related, Severity, Span
+from inplace_lsp.lsp import actions, convert, hover
+from inplace_lsp.lsp.diagnostics import build_view
+from inplace_lsp.lsp.layout import Layout, mask_magics, notebook_program
+from inplace_lsp.lsp.scheduler import Scheduler, Snapshot
+from inplace_lsp.lsp.session import Features, Session, uri_to_path
+from inplace_lsp.lsp.settings import SettingsStore, unwrap
+
+# ---------------------------------------------------------------- convert
+
+LINE = 'x = "é😀中"; h += 1'  # é: 2 UTF-8 bytes; 😀: 4 bytes, 2 UTF-16 units; 中: 3 bytes
+FLAGGED = LINE.index("h")
+
+
+@pytest.mark.parametrize(
+    ("offered", "chosen"),
+    [
+        (None, "utf-16"),
+        ([], "utf-16"),
+        (["utf-16"], "utf-16"),
+        (["utf-8", "utf-16"], "utf-8"),
+        (["utf-16", "utf-8"], "utf-8"),  # preferred whenever offered
+        (["utf-32", "utf-16"], "utf-16"),
+        (["utf-32"], "utf-32"),
+        (["latin-1"], "utf-16"),
+    ],
+)
+def test_choose_encoding(offered: list[str] | None, chosen: str) -> None:
+    assert convert.choose_encoding(offered) == chosen
+
+
+@pytest.mark.parametrize(
+    ("encoding", "expected"),
+    [("utf-32", FLAGGED), ("utf-16", FLAGGED + 1), ("utf-8", FLAGGED + 1 + 3 + 2)],
+)
+def test_columns_after_astral_and_non_ascii_text(encoding: str, expected: int) -> None:
+    assert convert.to_units(LINE, FLAGGED, encoding) == expected
+    assert convert.from_units(LINE, expected, encoding) == FLAGGED
+    assert convert.to_units(LINE, 0, encoding) == 0
+    assert convert.to_units(LINE, len(LINE) + 3, encoding) == convert.units(LINE, encoding) + 3
+
+
+def test_offsets_inside_a_character_and_past_the_end() -> None:
+    emoji = LINE.index("😀")
+    assert convert.from_units(LINE, emoji + 1, "utf-16") == emoji  # between the surrogates
+    assert convert.from_units(LINE, emoji + 1 + 2, "utf-8") == emoji  # a continuation byte
+    assert convert.from_units(LINE, emoji + 2, "utf-16") == emoji + 1
+    assert convert.from_units(LINE, 10_000, "utf-16") == len(LINE)
+    assert convert.from_units("abc", 10, "utf-8") == 3
+
+
+def test_ranges_and_points_round_trip() -> None:
+    lines = ["import torch", LINE]
+    span = Span(2, FLAGGED, 2, FLAGGED + 6)
+    for encoding in ("utf-8", "utf-16", "utf-32"):
+        lsp_range = convert.to_range(span, lines, encoding)
+        assert lsp_range.start.line == 1
+        assert convert.to_span(lines, lsp_range, encoding) == span
+
+
+def test_split_lines_as_lsp_and_ast_do() -> None:
+    assert convert.split_lines("a\r\nb\rc\nd\u2028e\x0cf\n") == ["a", "b", "c", "d\u2028e\x0cf", ""]
+    assert convert.split_lines("a\r\nb") == cli.source_lines("a\r\nb")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("a\nh += 1\nb\n", "a\nh = h + 1\nb\n"),
+        ("é😀\nx\n", "é😀\ny\n"),
+        ("a\r\nb\r\n", "a\r\nc\r\nb\r\n"),
+        ("a\r\nb", "a\nb"),
+        ("abc", "abc!"),
+        ("abc", ""),
+    ],
+)
+def test_minimal_change_turns_old_into_new(old: str, new: str) -> None:
+    change = convert.minimal_change(old, new)
+    assert change is not None
+    assert _apply(old, [change]) == new
+    assert convert.minimal_change(new, new) is None
+
+
+def test_minimal_change_touches_only_the_changed_lines() -> None:
+    old = "".join(f"line {i}\n" for i in range(100))
+    new = old.replace("line 50\n", "line fifty\n")
+    change = convert.minimal_change(old, new)
+    assert change is not None
+    assert change.span.line == change.span.end_line == 51
+
+
+def _apply(text: str, changes: list[Any]) -> str:
+    """Applies code-point changes (sorted from the end) to a text split as LSP splits it."""
+    import re
+
+    starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+    for change in sorted(changes, key=lambda c: (c.span.line, c.span.col), reverse=True):
+        start = starts[change.span.line - 1] + change.span.col
+        end = starts[change.span.end_line - 1] + change.span.end_col
+        text = text[:start] + change.new_text + text[end:]
+    return text
+
+
+def test_diagnostic_fields() -> None:
+    finding = _finding("IPL001", Span(1, 4, 1, 10))
+    diagnostic = convert.diagnostic(finding, ["abc é😀 h += 1"], "utf-16", data={"k": 1})
+    assert diagnostic.code == "IPL001"
+    assert diagnostic.source == "inplace-lsp"
+    assert diagnostic.severity == types.DiagnosticSeverity.Error
+    assert diagnostic.code_description is not None
+    assert diagnostic.code_description.href.endswith("/docs/rules.md#ipl001")
+    assert diagnostic.related_information is None
+    assert diagnostic.data == {"k": 1}
+    assert diagnostic.range.end.character == 11  # the emoji counts twice in UTF-16
+
+
+# ---------------------------------------------------------------- notebook layout
+
+
+def test_magics_are_masked_in_place() -> None:
+    text = "%matplotlib inline\n  !pip install x\nx = 1  # 50% off\n"
+    masked = mask_magics(text)
+    assert masked == "#matplotlib inline\n  #pip install x\nx = 1  # 50% off\n"
+    assert mask_magics("%%bash\nls -l\n") == "#%%bash\n#ls -l\n"
+    assert mask_magics("%%time\nx = 1\n") == "#%time\nx = 1\n"
+
+
+def test_notebook_program_maps_lines_to_cells() -> None:
+    text, layout = notebook_program(
+        [("c0", 1, "import torch"), ("c1", 3, ""), ("c2", 2, "a = 1\nb = 2\n")]
+    )
+    assert text == "import torch\na = 1\nb = 2\n"
+    assert [(c.uri, c.first_line, c.line_count) for c in layout.cells] == [
+        ("c0", 1, 1),
+        ("c1", 2, 0),
+        ("c2", 2, 2),
+    ]
+    placed = layout.to_cell(Span(3, 0, 3, 5))
+    assert placed is not None and placed[0].uri == "c2" and placed[1] == Span(2, 0, 2, 5)
+    assert layout.to_cell(Span(1, 0, 2, 1)) is None  # across two cells
+    assert layout.to_cell(Span(3, 0, 4, 0)) is not None  # up to the cell's end
+    assert layout.to_program("c2", Span(2, 0, 2, 5)) == Span(3, 0, 3, 5)
+    assert layout.is_notebook and not Layout.single("f", 1).is_notebook
+
+
+# ---------------------------------------------------------------- scheduler
+
+
+class Blocking:
+    """An analysis whose first update waits for `release`; records every text it analyses."""
+
+    def __init__(self, release: threading.Event, texts: list[str]) -> None:
+        self.release = release
+        self.texts = texts
+
+    def update(self, text: str) -> DocumentResult:
+        self.texts.append(text)
+        if len(self.texts) == 1:
+            assert self.release.wait(10)
+        return DocumentResult([_finding("IPL001", Span(1, 0, 1, 1))], [], 1)
+
+
+def test_burst_is_coalesced_to_the_newest_version() -> None:
+    release, texts = threading.Event(), []
+    published: list[Snapshot] = []
+    done = threading.Event()
+
+    def publish(snapshot: Snapshot) -> None:
+        published.append(snapshot)
+        if snapshot.version == 100:
+            done.set()
+
+    scheduler = Scheduler(publish, analysis_factory=lambda p, w: Blocking(release, texts))
+    scheduler.open("a", None, 1, "v1")
+    for version in range(2, 101):
+        scheduler.submit("a", version, f"v{version}")
+    scheduler.submit("a", 50, "late")  # an older version arriving late is dropped
+    newest = scheduler.latest("a")
+    release.set()
+    assert done.wait(10)
+    assert texts == ["v1", "v100"]
+    assert [s.version for s in published] == [100]  # v1 was overtaken: never published
+    snapshot = newest.result(10)
+    assert snapshot is not None and snapshot.version == 100
+    assert scheduler.analyses == 2
+    scheduler.shutdown()
+
+
+def test_a_closed_document_is_not_published() -> None:
+    release, texts = threading.Event(), []
+    published: list[Snapshot] = []
+    scheduler = Scheduler(published.append, analysis_factory=lambda p, w: Blocking(release, texts))
+    scheduler.open("a", None, 1, "v1")
+    waiting = scheduler.latest("a")
+    scheduler.close("a")
+    release.set()
+    assert waiting.result(10) is None
+    scheduler.shutdown()
+    assert published == []
+
+
+def test_debounce_waits_for_a_pause() -> None:
+    texts: list[str] = []
+    done = threading.Event()
+
+    class Counting:
+        def update(self, text: str) -> DocumentResult:
+            texts.append(text)
+            return DocumentResult([], [], 1)
+
+    def publish(snapshot: Snapshot) -> None:
+        if snapshot.version == 5:
+            done.set()
+
+    scheduler = Scheduler(publish, analysis_factory=lambda p, w: Counting())
+    scheduler.open("a", None, 1, "v1")
+    time.sleep(0.1)
+    started = time.monotonic()
+    for version in range(2, 6):
+        scheduler.submit("a", version, f"v{version}", debounce_s=0.15)
+        time.sleep(0.02)
+    assert done.wait(10)
+    assert time.monotonic() - started >= 0.15 + 3 * 0.02
+    assert texts == ["v1", "v5"]
+    scheduler.shutdown()
+
+
+class Inline(Executor):
+    """Runs submitted work at once, in the caller's thread: deterministic tests."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def test_only_the_most_recent_documents_keep_their_analysis_state() -> None:
+    scheduler = Scheduler(lambda s: None, executor=Inline(), max_live=2)
+    for key in "abc":
+        scheduler.open(key, None, 1, "import torch\n")
+    assert scheduler.live_count() == 2
+    scheduler.submit("a", 2, "import torch\nx = 1\n")  # comes back with a fresh analysis
+    snapshot = scheduler.snapshot("a")
+    assert snapshot is not None and snapshot.version == 2
+    assert scheduler.live_count() == 2
+
+
+def test_an_analysis_that_raises_publishes_no_findings() -> None:
+    class Broken:
+        def update(self, text: str) -> DocumentResult:
+            raise RuntimeError("bug in a rule")
+
+    published: list[Snapshot] = []
+    scheduler = Scheduler(
+        published.append, executor=Inline(), analysis_factory=lambda p, w: Broken()
+    )
+    scheduler.open("a", None, 1, "x")
+    assert [s.findings for s in published] == [()]
+
+
+# ---------------------------------------------------------------- session
+
+
+DOC = """import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        h = torch.sigmoid(x)
+        note = "é😀"; h += 1
+        return self.act(torch.tanh(h))
+"""
+
+
+class FakeClient:
+    def __init__(self) -> None:
+        self.published: list[tuple[str, int | None, list[types.Diagnostic]]] = []
+        self.shown: list[str] = []
+        self.refreshes = 0
+
+    def call_soon(self, callback: Callable[[], None]) -> None:
+        callback()
+
+    def publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
+        self.published.append((uri, version, diagnostics))
+
+    def refresh_diagnostics(self) -> None:
+        self.refreshes += 1
+
+    def show(self, message: str, kind: types.MessageType) -> None:
+        self.shown.append(message)
+
+    def last(self, uri: str) -> tuple[int | None, list[str]]:
+        version, found = next((v, d) for u, v, d in reversed(self.published) if u == uri)
+        return version, sorted(str(d.code) for d in found)
+
+
+def _session(tmp_path: Path, **features: Any) -> tuple[Session, FakeClient]:
+    client = FakeClient()
+    scheduler = Scheduler(lambda s: None, executor=Inline())
+    session = Session(client, Features(**features), root=str(tmp_path), scheduler=scheduler)
+    scheduler._publish = session._analysed  # the session's callback, as in production
+    return session, client
+
+
+@pytest.fixture
+def stub_fixes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Simple stand-ins for the fixes contract (the real codemods are tested elsewhere)."""
+
+    def edits_for(text: str, finding: Finding) -> list[convert.TextChange] | None:
+        if finding.fix is None or finding.fix.kind != "augassign":
+            return None
+        return [convert.TextChange(finding.fix.target, "h = h + 1")]
+
+    def apply_safe_fixes(text: str, findings: list[Finding]) -> str:
+        return text.replace("h += 1", "h = h + 1").replace("inplace=True", "inplace=False")
+
+    def noqa_edit(text: str, finding: Finding) -> convert.TextChange:
+        end = len(convert.split_lines(text)[finding.span.line - 1])
+        line = finding.span.line
+        return convert.TextChange(Span(line, end, line, end), f"  # noqa: {finding.code}")
+
+    def inplace_off_edits(text: str, line: int) -> list[convert.TextChange]:
+        return []
+
+    for name, function in {
+        "edits_for": edits_for,
+        "apply_safe_fixes": apply_safe_fixes,
+        "noqa_edit": noqa_edit,
+        "inplace_off_edits": inplace_off_edits,
+    }.items():
+        monkeypatch.setattr(fixes, name, function, raising=False)
+    yield
+
+
+def test_push_on_open_change_and_close(tmp_path: Path) -> None:
+    session, client = _session(tmp_path, encoding="utf-8")
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, DOC)
+    assert client.last(uri) == (1, ["IPL001", "IPL003"])
+    session.change_document(uri, 2, DOC.replace("h += 1", "h = h + 1"), saved=False)
+    assert client.last(uri) == (2, ["IPL003"])
+    session.change_document(uri, 2, DOC, saved=True)  # onType: a save changes nothing
+    assert len(client.published) == 2
+    session.close_document(uri)
+    assert client.last(uri) == (None, [])
+
+
+def test_run_on_save(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.inplace-lsp]\nrun = "onSave"\n')
+    session, client = _session(tmp_path)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, DOC)
+    fixed = DOC.replace("h += 1", "h = h + 1")
+    session.change_document(uri, 2, fixed, saved=False)
+    assert client.last(uri) == (1, ["IPL001", "IPL003"])  # not analysed while typing
+    session.change_document(uri, 2, fixed, saved=True)
+    assert client.last(uri) == (2, ["IPL003"])
+
+
+def test_an_older_version_is_never_published_over_a_newer_one(tmp_path: Path) -> None:
+    session, client = _session(tmp_path)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 5, DOC)
+    old = session.scheduler.snapshot(uri)
+    assert old is not None
+    session.change_document(uri, 6, DOC + "\n", saved=False)
+    count = len(client.published)
+    session._publish(old)  # a late result of version 5
+    assert len(client.published) == count
+
+
+def test_pull_mode_never_pushes(tmp_path: Path) -> None:
+    import asyncio
+
+    session, client = _session(tmp_path, pull=True, refresh=True)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, DOC)
+    assert client.published == []
+    report = asyncio.run(session.pull(uri, None))
+    assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+    assert sorted(str(d.code) for d in report.items) == ["IPL001", "IPL003"]
+    again = asyncio.run(session.pull(uri, report.result_id))
+    assert isinstance(again, types.RelatedUnchangedDocumentDiagnosticReport)
+    session.set_editor_settings({"ignore": ["IPL003"]})
+    assert client.refreshes == 1
+    report = asyncio.run(session.pull(uri, report.result_id))
+    assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+    assert [str(d.code) for d in report.items] == ["IPL001"]
+    unknown = asyncio.run(session.pull("file:///nowhere.py", None))
+    assert isinstance(unknown, types.RelatedFullDocumentDiagnosticReport) and not unknown.items
+
+
+def test_eager_code_actions_carry_their_edits(tmp_path: Path, stub_fixes: None) -> None:
+    session, client = _session(tmp_path, encoding="utf-16", lazy_edits=False)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, DOC)
+    flagged = next(d for d in client.published[-1][2] if d.code == "IPL001")
+    offered = session.code_actions(uri, flagged.range, None)
+    titles = [a.title for a in offered]
+    # inplace_off_edits finds nothing to change here: that action is dropped.
+    assert titles == [
+        "Rewrite out of place (IPL001)",
+        "Suppress with `# noqa: IPL001`",
+        "Fix all safe in-place problems (inplace-lsp)",
+    ]
+    fix = offered[0]
+    assert fix.is_preferred and fix.edit is not None and fix.edit.changes is not None
+    (edit,) = fix.edit.changes[uri]
+    assert edit.range == flagged.range and edit.new_text == "h = h + 1"
+    fix_all = offered[2]
+    assert fix_all.edit is not None and fix_all.edit.changes is not None
+    (whole,) = fix_all.edit.changes[uri]
+    assert whole.range.start.line == 7 and whole.range.end.line == 11  # minimal, not the file
+
+
+def test_lazy_code_actions_resolve_with_versioned_edits(tmp_path: Path, stub_fixes: None) -> None:
+    session, client = _session(tmp_path, lazy_edits=True, document_changes=True)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 3, DOC)
+    flagged = next(d for d in client.published[-1][2] if d.code == "IPL001")
+    offered = session.code_actions(uri, flagged.range, [actions.QUICKFIX])
+    assert all(a.edit is None for a in offered)
+    assert [a.kind for a in offered] == ["quickfix"] * 2
+    fix = session.resolve_code_action(offered[0])
+    assert fix.edit is not None and fix.edit.document_changes is not None
+    (change,) = fix.edit.document_changes
+    assert isinstance(change, types.TextDocumentEdit)
+    assert change.text_document.version == 3
+    stale = session.resolve_code_action(
+        types.CodeAction("x", data={"uri": uri, "version": 3, "action": "fix", "code": "IPL009"})
+    )
+    assert stale.edit is None
+
+
+def test_no_fixes_no_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("edits_for", "apply_safe_fixes", "noqa_edit", "inplace_off_edits"):
+        monkeypatch.delattr(fixes, name, raising=False)
+    session, client = _session(tmp_path, lazy_edits=True)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, DOC)
+    flagged = next(d for d in client.published[-1][2] if d.code == "IPL001")
+    assert session.code_actions(uri, flagged.range, None) == []
+
+
+def test_hover_plain_text(tmp_path: Path) -> None:
+    session, client = _session(tmp_path, markdown=False, encoding="utf-32")
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, DOC)
+    flagged = next(d for d in client.published[-1][2] if d.code == "IPL001")
+    found = session.hover(uri, flagged.range.end)  # the end still counts
+    assert found is not None and isinstance(found.contents, types.MarkupContent)
+    assert found.contents.kind == types.MarkupKind.PlainText
+    assert "**" not in found.contents.value
+    assert "v0 saved by torch.sigmoid at line 11" in found.contents.value
+
+
+def test_notebook_push_per_cell_and_deleted_cells_cleared(tmp_path: Path) -> None:
+    session, client = _session(tmp_path)
+    notebook = (tmp_path / "n.ipynb").as_uri()
+    cells = [
+        ("c0", 1, "import torch\nx = torch.ones(2, requires_grad=True)\n"),
+        ("c1", 1, "y = torch.sigmoid(x)\n"),
+        ("c2", 1, "y += 1\ny.sum().backward()\n"),
+    ]
+    session.open_notebook(notebook, 1, cells)
+    assert client.last("c2") == (1, ["IPL001"])
+    assert client.last("c0") == (1, [])
+    session.change_notebook(notebook, 2, [cells[0], cells[2]])  # c1 deleted
+    assert client.last("c1") == (None, [])
+    assert client.last("c2") == (1, [])
+    assert session.key_of("c2") == notebook and session.key_of("c1") is None
+    session.close_notebook(notebook)
+    assert client.last("c0") == (None, []) and session.key_of("c0") is None
+
+
+def test_related_location_in_another_file(tmp_path: Path) -> None:
+    other = tmp_path / "layers.py"
+    other.write_text("é😀 = 1\nself.act = nn.ReLU(inplace=True)\n", encoding="utf-8")
+    finding = Finding(
+        "IPL003",
+        Severity.ERROR,
+        "m",
+        Span(1, 0, 1, 1),
+        related=(Related(Span(1, 3, 1, 4), "built here", str(other)),),
+    )
+    snapshot = Snapshot("a", 1, "x\n", ["x", ""], (finding,))
+    session, _ = _session(tmp_path)
+    view = build_view(snapshot, Layout.single("a", 1), session.settings.editor, 0, "utf-8",
+                      session._lines_of_file)  # fmt: skip
+    (info,) = view.items[0].diagnostic.related_information or []
+    assert info.location.uri == other.as_uri()
+    assert info.location.range.start.character == 7  # é😀 and a space, in bytes
+
+
+LAYERS = """import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return {body}
+"""
+MODEL = """import torch.nn as nn
+from .layers import Gate
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = Gate(4)
+
+    def forward(self, x):
+        g = self.gate(x)
+        g += 1
+        return g
+"""
+
+
+def test_a_changed_imported_file_reanalyses_open_documents(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    layers = package / "layers.py"
+    layers.write_text(LAYERS.format(body="torch.sigmoid(self.proj(x))"))
+    session, client = _session(tmp_path)
+    uri = (package / "model.py").as_uri()
+    session.open_document(uri, 1, MODEL)
+
+    def severity() -> list[types.DiagnosticSeverity | None]:
+        return [d.severity for d in client.published[-1][2]]
+
+    assert severity() == [types.DiagnosticSeverity.Error]  # Gate's sigmoid saved its output
+    layers.write_text(LAYERS.format(body="self.proj(x)"))
+    session.files_changed([layers.as_uri()])
+    assert client.published[-1][0] == uri
+    assert severity() == [types.DiagnosticSeverity.Hint]  # checked: Linear saves no output
+    count = len(client.published)
+    session.files_changed([(package / "unrelated.py").as_uri()])  # imported by nobody
+    assert len(client.published) == count
+
+
+# ---------------------------------------------------------------- settings, actions, hover
+
+
+def test_settings_store_merges_the_nearest_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.inplace-lsp]\nignore = ["IPL003"]\nstrict = "yes"\n', encoding="utf-8"
+    )
+    store = SettingsStore()
+    assert store.set_editor({"inplaceLsp": {"select": ["IPL00"], "run": "onSave"}}) == []
+    effective = store.for_path(str(tmp_path / "pkg" / "m.py"))
+    assert effective.pyproject == tmp_path / "pyproject.toml"
+    assert effective.settings.ignore == ("IPL003",)
+    assert effective.settings.select == ("IPL00",) and effective.settings.run == "onSave"
+    problems = store.new_problems(str(tmp_path / "m.py"))
+    assert len(problems) == 1 and "strict" in problems[0]
+    assert store.new_problems(str(tmp_path / "m.py")) == []  # reported once
+    assert store.set_editor([1, 2]) != []
+    assert unwrap({"inplaceLsp": {"a": 1}}) == {"a": 1}
+
+
+def test_debug_info(tmp_path: Path) -> None:
+    session, _ = _session(tmp_path, encoding="utf-8", pull=True)
+    info = session.debug_info(None)
+    assert info["positionEncoding"] == "utf-8" and info["diagnostics"] == "pull"
+    assert info["enabledRules"] == [f"IPL00{i}" for i in range(1, 9)]
+    assert info["settings"]["severity"] == {} and info["settings"]["select"] == ["IPL"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "only", "wanted"),
+    [
+        ("quickfix", None, True),
+        ("quickfix", ["quickfix"], True),
+        (actions.FIX_ALL, ["source.fixAll"], True),
+        (actions.FIX_ALL, ["source"], True),
+        (actions.FIX_ALL, ["quickfix"], False),
+        ("quickfix", ["source.fixAll"], False),
+    ],
+)
+def test_wanted_kinds(kind: str, only: list[str] | None, wanted: bool) -> None:
+    assert actions.wanted(kind, only) is wanted
+
+
+def test_enclosing_class() -> None:
+    lines = convert.split_lines(DOC)
+    assert actions.enclosing_class(lines, 8) == 5
+    assert actions.enclosing_class(lines, 12) == 5
+    assert actions.enclosing_class(lines, 1) is None
+    assert actions.enclosing_class(["def f():", "    x = 1"], 2) is None
+
+
+def test_rule_docs_cover_every_rule() -> None:
+    docs = hover.rule_docs()
+    assert sorted(docs) == [f"IPL00{i}" for i in range(1, 9)]
+    assert all(summary for _, summary in docs.values())
+
+
+def test_uri_to_path() -> None:
+    assert uri_to_path("file:///tmp/a%20b.py") == "/tmp/a b.py"
+    assert uri_to_path("untitled:Untitled-1") is None
+    assert uri_to_path("vscode-notebook-cell:/x.ipynb#W0") is None
+
+
+def _finding(code: str, span: Span) -> Finding:
+    return Finding(
+        code,
+        Severity.ERROR,
+        "message",
+        span,
+        fix=FixRecipe("augassign", "Rewrite out of place", True, span),
+    )
+
+
+# ---------------------------------------------------------------- serve --tcp
+
+
+def _send(sock: Any, message: dict[str, Any]) -> None:
+    body = json.dumps(message).encode()
+    sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def _receive(stream: Any) -> dict[str, Any]:
+    length = 0
+    while (line := stream.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    message: dict[str, Any] = json.loads(stream.read(length))
+    return message
+
+
+@pytest.mark.lsp
+def test_serve_over_tcp() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "inplace_lsp", "serve", "--tcp", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None
+                time.sleep(0.05)
+        with sock, sock.makefile("rb") as stream:
+            general = {"positionEncodings": ["utf-16", "utf-8"]}
+            _send(
+                sock,
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "processId": None,
+                        "rootUri": None,
+                        "capabilities": {"general": general},
+                    },
+                },
+            )
+            reply = _receive(stream)
+            assert reply["id"] == 1
+            assert reply["result"]["capabilities"]["positionEncoding"] == "utf-8"
+            assert reply["result"]["serverInfo"]["name"] == "inplace-lsp"
+            _send(sock, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            _send(sock, {"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+            while _receive(stream).get("id") != 2:
+                pass
+            _send(sock, {"jsonrpc": "2.0", "method": "exit"})
+        assert server.wait(30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
