@@ -60,7 +60,7 @@ def digest(text: str) -> str:
 class ParseCache:
     """Bounded map from block text to its parse tree."""
 
-    def __init__(self, capacity: int = 8192) -> None:
+    def __init__(self, capacity: int = 1024) -> None:
         self._trees: OrderedDict[str, tuple[ast.Module, int]] = OrderedDict()
         self._capacity = capacity
         self.parses = 0  # how many texts were really parsed (for tests and benchmarks)
