@@ -50,9 +50,15 @@ def _inplace_call(text: str, in_init: bool) -> bool:
 def _out_argument(text: str) -> bool:
     """`f(x, out=y)`."""
     for at in _occurrences(text, "out"):
-        before = text[:at].rstrip(" \t\n")
-        after = text[at + 3 :].lstrip(" \t")
-        if before.endswith(("(", ",")) and after.startswith("=") and not after.startswith("=="):
+        end = at + 3
+        while end < len(text) and text[end] in " \t":
+            end += 1
+        if not text.startswith("=", end) or text.startswith("==", end):
+            continue
+        start = at - 1
+        while start >= 0 and text[start] in " \t\n":
+            start -= 1
+        if start >= 0 and text[start] in "(,":
             return True
     return False
 

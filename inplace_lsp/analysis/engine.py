@@ -280,9 +280,9 @@ class DocumentAnalysis:
     def _calls_candidate(self, segment: str) -> bool:
         """Whether code calls a local function that can write in place (constructing a class
         runs none of its methods, so class names do not count)."""
-        return bool(self._candidate_functions) and not self._candidate_functions.isdisjoint(
-            IDENT.findall(segment)
-        )
+        if not any(name in segment for name in self._candidate_functions):
+            return False  # substring tests first: most code names none of them
+        return not self._candidate_functions.isdisjoint(IDENT.findall(segment))
 
     def _analyse_block(
         self, block: Block, model: model_mod.ModuleModel, ctx: DocContext
