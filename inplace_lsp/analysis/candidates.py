@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 _AUGMENTED = ("+=", "-=", "*=", "/=", "@=", "%=", "&=", "|=", "^=", "<<=", ">>=")
+_AUGMENTED_RE = re.compile(r"[-+*/@%&|^]=|<<=|>>=")
 _WORDS = (".step(", "anomaly", "detach", "backward")
 _SUBSCRIPT_STORE = re.compile(r"(?m)^[ \t]*([A-Za-z_][\w.]*)[ \t]*(?:\[[^\]\n]*\][ \t]*)+=[^=]")
 # Names that say "a dict of settings", not "a tensor": `kwargs["act"] = ...`.
@@ -117,7 +118,7 @@ def is_candidate(text: str, *, in_init: bool = False) -> bool:
         return _inplace_call(text, True) or _self_augmented(text) or _subscript_store(text)
     return (
         "inplace" in text
-        or any(op in text for op in _AUGMENTED)
+        or _AUGMENTED_RE.search(text) is not None
         or _inplace_call(text, False)
         or _out_argument(text)
         or _subscript_store(text)
