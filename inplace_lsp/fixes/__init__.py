@@ -13,4 +13,119 @@ Contract (used by the CLI's --fix and the language server's code actions):
   adds the code to an existing noqa comment).
 * `inplace_off_edits(text, line) -> list[Edit]`: every `inplace=True` in the class enclosing
   `line` turned into `inplace=False` ("turn off in-place activations in this class").
+
+Also `apply_fixes(text, findings)` (the fixes of the findings given, safe or not, as fix-all
+combines them) and `apply_edits(text, edits)`.
+
+Codemods by recipe kind: `augassign`, `method-out-of-place` (also `out=` writes and calls
+inside a larger expression, which the analysis gives no recipe for yet), `clone-setitem`,
+`inplace-false`, `wrap-no-grad`, `detach-clone` (safe); `item`, `remove-anomaly` (unsafe).
+A safe fix keeps what the program computes: where rebinding a name would not (the write is
+under `no_grad()`, goes through a view of a tensor read later, or changes a caller's
+argument that the caller reads again) it clones first or offers no fix. Moving
+`optimizer.step()` (IPL007) is never automatic.
 """
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from inplace_lsp.analysis.findings import Finding
+from inplace_lsp.fixes import anomaly, clone, inplace_false, no_grad, noqa, out_of_place
+from inplace_lsp.fixes.source import Edit, Source, apply_edits
+
+__all__ = [
+    "Edit",
+    "apply_edits",
+    "apply_fixes",
+    "apply_safe_fixes",
+    "edits_for",
+    "inplace_off_edits",
+    "noqa_edit",
+]
+
+logger = logging.getLogger(__name__)
+
+Codemod = Callable[[Source, Finding], "list[Edit] | None"]
+
+CODEMODS: dict[str, Codemod] = {
+    "augassign": out_of_place.augassign,
+    "method-out-of-place": out_of_place.method_out_of_place,
+    "clone-setitem": clone.clone_setitem,
+    "detach-clone": clone.detach_clone,
+    "inplace-false": inplace_false.inplace_false,
+    "item": out_of_place.item,
+    "remove-anomaly": anomaly.remove_anomaly,
+}
+WRAP_NO_GRAD = "wrap-no-grad"
+
+
+def _edits(source: Source, finding: Finding) -> list[Edit] | None:
+    fix = finding.fix
+    if fix is None:
+        return None
+    try:
+        if fix.kind == WRAP_NO_GRAD:
+            runs = no_grad.groups(source, [finding])
+            return no_grad.wrap_no_grad(source, runs[0]) if runs else None
+        codemod = CODEMODS.get(fix.kind)
+        if codemod is None:
+            return None
+        return codemod(source, finding) or None
+    except (RecursionError, SyntaxError, ValueError):
+        logger.exception("fix %s for %s at line %d failed", fix.kind, finding.code, finding.line)
+        return None
+
+
+def edits_for(text: str, finding: Finding) -> list[Edit] | None:
+    return _edits(Source(text), finding)
+
+
+def apply_fixes(text: str, findings: Sequence[Finding]) -> str:
+    """The text with the fixes of `findings` applied together: consecutive `wrap-no-grad`
+    statements share one block; a fix whose edits would overlap another's is left out."""
+    source = Source(text)
+    fix_sets: list[list[Edit]] = []
+    leaf_writes = [f for f in findings if f.fix is not None and f.fix.kind == WRAP_NO_GRAD]
+    for run in no_grad.groups(source, leaf_writes):
+        edits = no_grad.wrap_no_grad(source, run)
+        if edits:
+            fix_sets.append(edits)
+    for finding in findings:
+        if finding.fix is None or finding.fix.kind == WRAP_NO_GRAD:
+            continue
+        edits = _edits(source, finding)
+        if edits:
+            fix_sets.append(edits)
+    accepted: list[Edit] = []
+    seen: set[Edit] = set()
+    for edits in fix_sets:
+        fresh = [e for e in edits if e not in seen]
+        if any(_overlaps(source, e, other) for e in fresh for other in accepted):
+            continue
+        accepted += fresh
+        seen.update(fresh)
+    return apply_edits(text, accepted) if accepted else text
+
+
+def apply_safe_fixes(text: str, findings: Sequence[Finding]) -> str:
+    return apply_fixes(text, [f for f in findings if f.fix is not None and f.fix.safe])
+
+
+def noqa_edit(text: str, finding: Finding) -> Edit:
+    return noqa.noqa_edit(Source(text), finding)
+
+
+def inplace_off_edits(text: str, line: int) -> list[Edit]:
+    return inplace_false.inplace_off_edits(Source(text), line)
+
+
+def _overlaps(source: Source, a: Edit, b: Edit) -> bool:
+    a0 = source.offset(a.span.line, a.span.col)
+    a1 = source.offset(a.span.end_line, a.span.end_col)
+    b0 = source.offset(b.span.line, b.span.col)
+    b1 = source.offset(b.span.end_line, b.span.end_col)
+    if a0 == a1 or b0 == b1:  # an insertion conflicts only strictly inside a replacement
+        return a0 < b1 and b0 < a1 and not (a0 == a1 == b0 or b0 == b1 == a0)
+    return a0 < b1 and b0 < a1

@@ -1,0 +1,85 @@
+"""The `inplace-false` codemod (`nn.ReLU(inplace=True)` -> `nn.ReLU(inplace=False)`, also in
+functional calls), and the same for every `inplace=True` of one class.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from inplace_lsp.analysis.findings import Finding, Span
+from inplace_lsp.fixes.source import Edit, Region, Source, region_for, walk_statements
+
+
+def _is_inplace_true(arg: cst.Arg) -> bool:
+    return (
+        arg.keyword is not None
+        and arg.keyword.value == "inplace"
+        and isinstance(arg.value, cst.Name)
+        and arg.value.value == "True"
+    )
+
+
+class _Off(cst.CSTTransformer):
+    """`inplace=True` -> `inplace=False` on the args chosen (all when `only` is None)."""
+
+    def __init__(self, only: set[cst.Arg] | None = None) -> None:
+        super().__init__()
+        self.only = only
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        if _is_inplace_true(original_node) and (self.only is None or original_node in self.only):
+            return updated_node.with_changes(value=cst.Name("False"))
+        return updated_node
+
+
+def _edits(region: Region, only: set[cst.Arg] | None) -> list[Edit]:
+    module = region.module.visit(_Off(only))
+    assert isinstance(module, cst.Module)
+    return region.edits_for_code(module.code)
+
+
+def inplace_false(source: Source, finding: Finding) -> list[Edit] | None:
+    if finding.fix is None:
+        return None
+    target = finding.fix.target
+    found = source.statement(target, exact=False)
+    if found is None:
+        return None
+    region = region_for(source, found)
+    if region is None:
+        return None
+    args = [
+        arg
+        for arg in region.find(cst.Arg, lambda s: (s.line, s.col) == (target.line, target.col))
+        if isinstance(arg, cst.Arg) and _is_inplace_true(arg)
+    ]
+    if not args:
+        return None
+    return _edits(region, {args[0]}) or None
+
+
+def inplace_off_edits(source: Source, line: int) -> list[Edit]:
+    """Every `inplace=True` in the class around `line` turned into `inplace=False`."""
+    try:
+        block = source.block(line, narrow=False)
+    except SyntaxError:
+        return []
+    classes = [
+        found
+        for found in walk_statements(block.tree, (), block)
+        if isinstance(found.stmt, ast.ClassDef)
+        and found.line(found.stmt) <= line <= found.end_line(found.stmt)
+    ]
+    if not classes:
+        return []
+    found = classes[-1]  # the innermost
+    if "inplace" not in source.text_of(
+        Span(found.line(found.stmt), 0, found.end_line(found.stmt) + 1, 0)
+    ):
+        return []
+    region = region_for(source, found)
+    if region is None:
+        return []
+    return _edits(region, None)

@@ -1,0 +1,411 @@
+"""Quick fixes (`inplace_lsp.fixes`): codemod fixtures, fix-all validity, proof by running.
+
+1. Fixtures, as TorchFix does: `tests/fixes/<kind>_<n>.in.py` is analysed, the fixes of all its
+   findings (safe and unsafe) applied as fix-all combines them, and the result must equal
+   `<kind>_<n>.out.py` byte for byte.
+2. Fix-all over every file of tests/cases, examples/ and the fixtures: the result parses, and a
+   second fix-all (on a fresh analysis of the result) changes nothing.
+3. Proof by execution (marker `torch`): for every case whose `# outcome:` is inplace-error or
+   leaf-error, the quick fixes of its Error findings are applied, the fixed file is imported and
+   its `run()` must succeed; then its gradients must equal (`torch.allclose`) those of the
+   hand-written out-of-place twin `tests/cases/twins/<case>`. Each twin defines `grads()`: seed
+   (`torch.manual_seed(0)`), build and run what the case's `run()` does, return the parameter
+   gradients (and input gradients, or the trained values where the run consumes its
+   gradients). The test runs that one function twice: in the twin's namespace and in the fixed
+   module's (`FunctionType(grads.__code__, vars(fixed))`), so both sides execute the same code,
+   seeded alike, and only the module's own classes and functions differ.
+
+Failing cases without an automatic fix (the test checks that each really has none):
+
+* 026, 048, 051 (IPL007 step-before-backward): the fix is to call `optimizer.step()` after every
+  backward() that needs the old weights, or to recompute the forward pass: a reordering of
+  steps, which is never automatic.
+* 067 (kv cache): `write_cache()` writes the caller's cache in place and the caller reads that
+  cache right after; that is the helper's job. Out of place would mean returning the new cache
+  and changing every caller, so the codemod declines instead of changing what is computed.
+* 017 (`torch.sub(images, MEAN, out=images)`) and 034 (`return t.pow_(2).mean()`): the analysis
+  gives these findings no recipe yet. The `method-out-of-place` codemod handles both: the proof
+  uses the recipe the rule should emit (`PENDING_RECIPES`) and fails once the analysis emits
+  one itself, so that this list is kept true.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib.util
+import itertools
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import libcst
+import pytest
+
+from inplace_lsp import fixes
+from inplace_lsp.analysis.engine import analyze
+from inplace_lsp.analysis.findings import Finding, FixRecipe, Severity, Span
+from inplace_lsp.analysis.rules import RULES
+from inplace_lsp.fixes.cstedit import stmt_span
+from inplace_lsp.fixes.source import Source
+
+try:
+    from casefile import Case, discover
+except ImportError:  # tests/ imported as a package
+    from tests.casefile import Case, discover
+
+TESTS = Path(__file__).parent
+FIXTURES = TESTS / "fixes"
+TWINS = TESTS / "cases" / "twins"
+EXAMPLES = TESTS.parent / "examples"
+CASES = discover()
+FAILING = [case for case in CASES if case.outcome in ("inplace-error", "leaf-error")]
+KINDS = (*fixes.CODEMODS, fixes.WRAP_NO_GRAD)
+
+# Cases whose error has no automatic fix, and why (see the module docstring).
+NO_FIX = {
+    "026_gan_step_before_generator_backward": "IPL007: steps are reordered by hand",
+    "048_actor_critic_step_order": "IPL007: steps are reordered by hand",
+    "051_multi_loss_shared_layers_step": "IPL007: steps are reordered by hand",
+    "067_kv_cache_decode_loop": "the caller reads the cache the helper writes",
+}
+# Findings the analysis gives no recipe yet: the recipe kind it should give.
+PENDING_RECIPES = {
+    "017_out_arg_normalize_batch": "method-out-of-place",
+    "034_silu_input_helper_energy": "method-out-of-place",
+}
+_module_ids = itertools.count()
+
+
+# ---------------------------------------------------------------------- 1. fixtures
+
+
+def _fixture_ids(path: Path) -> str:
+    return path.name.removesuffix(".in.py")
+
+
+FIXTURE_INPUTS = sorted(FIXTURES.glob("*.in.py"))
+
+
+@pytest.mark.parametrize("path", FIXTURE_INPUTS, ids=_fixture_ids)
+def test_fixture(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    findings = [f for f in analyze(text) if f.fix is not None]
+    kind = path.name.rsplit("_", 1)[0].replace("_", "-")
+    assert any(f.fix is not None and f.fix.kind == kind for f in findings), "nothing to fix"
+    expected = path.with_name(path.name.replace(".in.py", ".out.py"))
+    assert fixes.apply_fixes(text, findings) == expected.read_text(encoding="utf-8")
+
+
+def test_every_kind_has_two_fixtures() -> None:
+    counts = {kind: 0 for kind in KINDS}
+    for path in FIXTURE_INPUTS:
+        kind = path.name.rsplit("_", 1)[0].replace("_", "-")
+        assert kind in counts, f"{path.name}: no codemod of kind {kind!r}"
+        counts[kind] += 1
+        assert path.with_name(path.name.replace(".in.py", ".out.py")).exists()
+    assert min(counts.values()) >= 2, counts
+
+
+# ---------------------------------------------------------------------- 2. fix-all
+
+ALL_FILES = [
+    *sorted((TESTS / "cases").glob("[0-9][0-9][0-9]_*.py")),
+    *sorted(EXAMPLES.glob("*.py")),
+    *FIXTURE_INPUTS,
+]
+
+
+@pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fix_all_parses_and_is_idempotent(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    once = fixes.apply_safe_fixes(text, analyze(text))
+    ast.parse(once)
+    assert fixes.apply_safe_fixes(once, analyze(once)) == once
+
+
+def _rule_examples() -> Iterator[tuple[str, str, str]]:
+    for rule in RULES:
+        for example in rule.INVALID:
+            if example.fixed is not None:
+                yield rule.CODE, example.code, example.fixed
+
+
+@pytest.mark.parametrize("code,text,fixed", list(_rule_examples()))
+def test_rule_examples_get_their_fix(code: str, text: str, fixed: str) -> None:
+    """Each rule's INVALID example becomes its `fixed` line (Fixit's convention)."""
+    findings = [f for f in analyze(text) if f.code == code and f.fix is not None]
+    assert findings
+    after = fixes.apply_fixes(text, findings)
+    assert fixed in after.splitlines(keepends=True), after
+
+
+# ---------------------------------------------------------------------- the contract
+
+
+GATE = """\
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        g = torch.sigmoid(x)
+        g *= 0.5
+        return g
+"""
+
+
+def only(text: str, code: str) -> Finding:
+    (finding,) = [f for f in analyze(text) if f.code == code and f.fix is not None]
+    return finding
+
+
+def test_edits_are_minimal_and_in_code_points() -> None:
+    text = GATE.replace("        g *= 0.5\n", '        ü = "ä"; g *= 0.5  # ½\n')
+    edits = fixes.edits_for(text, only(text, "IPL001"))
+    assert edits is not None
+    assert edits == [fixes.Edit(Span(8, 19, 8, 21), "= g *")]  # `*=` -> `= g *`
+    assert fixes.apply_edits(text, edits).splitlines()[7] == '        ü = "ä"; g = g * 0.5  # ½'
+
+
+def test_a_stale_finding_has_no_fix() -> None:
+    finding = only(GATE, "IPL001")
+    assert fixes.edits_for(GATE.replace("g *= 0.5", "g = g * 0.5"), finding) is None
+    assert fixes.edits_for(GATE, dataclasses.replace(finding, fix=None)) is None
+    assert finding.fix is not None
+    unknown = dataclasses.replace(finding.fix, kind="no-such-codemod")
+    assert fixes.edits_for(GATE, dataclasses.replace(finding, fix=unknown)) is None
+
+
+def test_line_ends_and_tabs_are_kept() -> None:
+    text = GATE.replace("    ", "\t").replace("\n", "\r\n")
+    fixed = fixes.apply_safe_fixes(text, analyze(text))
+    assert "\t\tg = g * 0.5\r\n" in fixed
+    assert "\n" not in fixed.replace("\r\n", "")
+
+
+LEAF = """\
+import torch
+
+
+def fit(x, y, lr=0.1):
+    w = torch.zeros(3, requires_grad=True)
+    b = torch.zeros(1, requires_grad=True)
+    loss = (x @ w + b - y).pow(2).mean()
+    loss.backward()
+    w -= lr * w.grad
+    b -= lr * b.grad
+    return w, b
+"""
+
+
+def test_quick_fixes_one_after_the_other_share_one_block() -> None:
+    """Fixing the second leaf update after the first joins the block the first made."""
+    text = LEAF
+    for _ in range(2):
+        first = next(f for f in analyze(text) if f.code == "IPL002")
+        edits = fixes.edits_for(text, first)
+        assert edits is not None
+        text = fixes.apply_edits(text, edits)
+    assert text.count("with torch.no_grad():") == 1
+    assert "    with torch.no_grad():\n        w -= lr * w.grad\n        b -= lr * b.grad\n" in text
+    assert not [f for f in analyze(text) if f.code == "IPL002"]
+
+
+def test_a_write_the_callers_rely_on_has_no_fix() -> None:
+    text = """\
+import torch
+import torch.nn as nn
+
+
+def center_(features):
+    features -= features.mean(dim=-1, keepdim=True)
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        z = torch.sigmoid(self.fc(x))
+        center_(z)
+        return z
+"""
+    finding = only(text, "IPL001")
+    assert fixes.edits_for(text, finding) is None
+    used_once = text.replace(
+        "        center_(z)\n        return z\n", "        return center_(z)\n"
+    )
+    used_once = used_once.replace("keepdim=True)\n", "keepdim=True)\n    return features\n")
+    fixed = fixes.apply_safe_fixes(used_once, analyze(used_once))
+    assert "    features = features - features.mean(dim=-1, keepdim=True)\n" in fixed
+
+
+def test_a_global_is_not_rebound() -> None:
+    text = """\
+import torch
+
+BUFFER = torch.zeros(4)
+
+
+def step(w):
+    y = w * BUFFER
+    BUFFER.add_(1.0)
+    return y
+"""
+    for finding in analyze(text):
+        if finding.fix is not None and finding.fix.kind == "method-out-of-place":
+            assert fixes.edits_for(text, finding) is None
+
+
+def test_noqa_edit() -> None:
+    finding = only(GATE, "IPL001")
+    assert fixes.noqa_edit(GATE, finding) == fixes.Edit(Span(8, 16, 8, 16), "  # noqa: IPL001")
+    commented = GATE.replace("g *= 0.5", 'g *= len("#")  # noqa: E501')
+    edit = fixes.noqa_edit(commented, finding)
+    assert fixes.apply_edits(commented, [edit]).splitlines()[7].endswith("noqa: E501, IPL001")
+    with_text = GATE.replace("g *= 0.5", "g *= 0.5  # halve it   ")
+    edit = fixes.noqa_edit(with_text, finding)
+    assert fixes.apply_edits(with_text, [edit]).splitlines()[7] == (
+        "        g *= 0.5  # halve it  # noqa: IPL001"
+    )
+    bare = GATE.replace("g *= 0.5", "g *= 0.5  # noqa")
+    assert fixes.apply_edits(bare, [fixes.noqa_edit(bare, finding)]) == bare
+
+
+def test_inplace_off_edits_turn_off_the_whole_class() -> None:
+    text = """\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.ReLU(inplace=True)
+        self.b = nn.Sequential(nn.Linear(2, 2), nn.ReLU6(inplace=True))
+
+    def forward(self, x):
+        return F.relu(self.b(self.a(x)), inplace=True)
+
+
+class Other(nn.Module):
+    act = nn.ReLU(inplace=True)
+"""
+    edits = fixes.inplace_off_edits(text, 11)
+    fixed = fixes.apply_edits(text, edits)
+    assert fixed.count("inplace=False") == 3
+    assert "    act = nn.ReLU(inplace=True)\n" in fixed
+    assert fixes.inplace_off_edits(text, 1) == []
+
+
+@pytest.mark.parametrize("layout", ["functions", "one class"])
+def test_a_fix_parses_only_what_it_needs(layout: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a 3,000-line file a fix parses the function around it with `ast` and the lines it
+    rewrites with libcst, never the whole file (libcst alone takes ~0.5 s on all of it). The
+    timing itself is for benchmarks, not for tests: ~3 ms here on a 3,000-line file."""
+    if layout == "functions":
+        filler = "".join(f"\n\ndef helper_{i}(x):\n    return x * {i}\n" for i in range(750))
+        text = GATE.replace("\n\nclass Gate", filler + "\n\nclass Gate")
+    else:
+        filler = "".join(
+            f"\n    def helper_{i}(self, x):\n        return x * {i}\n" for i in range(1000)
+        )
+        text = GATE.replace("    def forward", filler.lstrip("\n") + "\n    def forward")
+    assert text.count("\n") > 3000
+    finding = only(text, "IPL001")
+    parsed: dict[str, list[int]] = {"ast": [], "libcst": []}
+    real_cst, real_ast = libcst.parse_module, ast.parse
+
+    def parse_module(source: str, *args: Any, **kwargs: Any) -> libcst.Module:
+        parsed["libcst"].append(source.count("\n"))
+        return real_cst(source, *args, **kwargs)
+
+    def parse(source: str, *args: Any, **kwargs: Any) -> Any:
+        parsed["ast"].append(str(source).count("\n"))
+        return real_ast(source, *args, **kwargs)
+
+    monkeypatch.setattr(libcst, "parse_module", parse_module)
+    monkeypatch.setattr(ast, "parse", parse)
+    assert fixes.edits_for(text, finding)
+    assert parsed["libcst"] and max(parsed["libcst"]) < 10
+    assert parsed["ast"] and max(parsed["ast"]) < 20, parsed
+
+
+# ---------------------------------------------------------------------- 3. proof by running
+
+
+def _import(path: Path) -> ModuleType:
+    name = f"_inplace_fixed_{path.stem}_{next(_module_ids)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
+    return module
+
+
+def _with_pending_recipe(text: str, finding: Finding, kind: str) -> Finding:
+    source = Source(text)
+    found = source.statement(finding.span, exact=False)
+    assert found is not None
+    recipe = FixRecipe(kind, "pending", True, stmt_span(source, found))
+    return dataclasses.replace(finding, fix=recipe)
+
+
+def test_no_fix_list_is_current() -> None:
+    names = {case.name for case in FAILING}
+    assert set(NO_FIX) <= names and set(PENDING_RECIPES) <= names
+
+
+@pytest.fixture
+def torch_module() -> Iterator[ModuleType]:
+    torch = pytest.importorskip("torch")
+    anomaly = torch.is_anomaly_enabled()
+    try:
+        yield torch
+    finally:
+        torch.autograd.set_detect_anomaly(anomaly)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("case", FAILING, ids=lambda case: case.name)
+def test_fix_makes_backward_work_with_the_twins_gradients(
+    case: Case, torch_module: ModuleType, tmp_path: Path
+) -> None:
+    torch = torch_module
+    text = case.path.read_text(encoding="utf-8")
+    errors = [f for f in analyze(text) if f.severity is Severity.ERROR]
+    assert errors
+    if case.name in NO_FIX:
+        assert all(fixes.edits_for(text, f) is None for f in errors), NO_FIX[case.name]
+        return
+    if case.name in PENDING_RECIPES:
+        assert all(f.fix is None for f in errors), "the analysis gives a recipe now: update"
+        errors = [_with_pending_recipe(text, f, PENDING_RECIPES[case.name]) for f in errors]
+    for finding in errors:
+        assert finding.fix is not None and finding.fix.safe, finding
+        assert fixes.edits_for(text, finding), finding
+    fixed_text = fixes.apply_fixes(text, errors)
+    assert not [f for f in analyze(fixed_text) if f.severity is Severity.ERROR]
+    fixed_path = tmp_path / case.path.name
+    fixed_path.write_text(fixed_text, encoding="utf-8")
+    fixed = _import(fixed_path)
+    fixed.run()  # backward succeeds
+    twin = _import(TWINS / case.path.name)
+    expected = twin.grads()
+    got = types.FunctionType(twin.grads.__code__, vars(fixed))()
+    assert expected.keys() == got.keys()
+    assert any(value is not None for value in expected.values())
+    for name, value in expected.items():
+        assert (value is None) == (got[name] is None), name
+        if value is not None:
+            assert torch.allclose(got[name], value, atol=1e-6), name
