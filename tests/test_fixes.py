@@ -23,10 +23,6 @@ Failing cases without an automatic fix (the test checks that each really has non
 * 067 (kv cache): `write_cache()` writes the caller's cache in place and the caller reads that
   cache right after; that is the helper's job. Out of place would mean returning the new cache
   and changing every caller, so the codemod declines instead of changing what is computed.
-* 017 (`torch.sub(images, MEAN, out=images)`) and 034 (`return t.pow_(2).mean()`): the analysis
-  gives these findings no recipe yet. The `method-out-of-place` codemod handles both: the proof
-  uses the recipe the rule should emit (`PENDING_RECIPES`) and fails once the analysis emits
-  one itself, so that this list is kept true.
 """
 
 from __future__ import annotations
@@ -73,10 +69,7 @@ NO_FIX = {
     "067_kv_cache_decode_loop": "the caller reads the cache the helper writes",
 }
 # Findings the analysis gives no recipe yet: the recipe kind it should give.
-PENDING_RECIPES = {
-    "017_out_arg_normalize_batch": "method-out-of-place",
-    "034_silu_input_helper_energy": "method-out-of-place",
-}
+PENDING_RECIPES: dict[str, str] = {}
 _module_ids = itertools.count()
 
 

@@ -13,7 +13,10 @@ import re
 _AUGMENTED = ("+=", "-=", "*=", "/=", "@=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 _AUGMENTED_RE = re.compile(r"[-+*/@%&|^]=|<<=|>>=")
 _WORDS = (".step(", "anomaly", "detach", "backward")
-_SUBSCRIPT_STORE = re.compile(r"(?m)^[ \t]*([A-Za-z_][\w.]*)[ \t]*(?:\[[^\]\n]*\][ \t]*)+=[^=]")
+# `x[...] = v` at the start of a statement (a line, or after `;` / `if c:`).
+_SUBSCRIPT_STORE = re.compile(
+    r"(?m)(?:^|[;:])[ \t]*([^\W\d][\w.]*)[ \t]*(?:\[[^\]\n]*\][ \t]*)+=[^=]"
+)
 # Names that say "a dict of settings", not "a tensor": `kwargs["act"] = ...`.
 _CONTAINER_NAMES = (
     "kwargs", "cfg", "cfgs", "config", "dict", "args", "params", "opts", "options", "info",

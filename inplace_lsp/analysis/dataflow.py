@@ -1647,7 +1647,7 @@ class Interpreter:
                     stmt=frame.stmt or node,
                     frame=frame,
                     target=out_value.name,
-                    fix=None,
+                    fix="method-out-of-place",
                     inputs=tensor_args,
                 )
                 result = out_value
@@ -1818,7 +1818,7 @@ class Interpreter:
         stmt = frame.stmt or node
         fix = None
         if (
-            isinstance(stmt, (ast.Expr, ast.Assign))
+            isinstance(stmt, (ast.Expr, ast.Assign, ast.Return))
             and isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and isinstance(node.func.value, ast.Name)

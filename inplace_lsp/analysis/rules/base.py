@@ -131,7 +131,7 @@ def suggestion(ctx: DocContext, mutation: Mutation) -> str:
     return ""
 
 
-def fix_recipe(ctx: DocContext, mutation: Mutation) -> FixRecipe | None:
+def fix_recipe(ctx: DocContext, mutation: Mutation, safe: bool = True) -> FixRecipe | None:
     if mutation.fix is None:
         return None
     titles = {
@@ -141,7 +141,7 @@ def fix_recipe(ctx: DocContext, mutation: Mutation) -> FixRecipe | None:
         "inplace-false": "Use inplace=False",
     }
     target = ctx.span(mutation.loc if mutation.fix == "inplace-false" else mutation.stmt_loc)
-    return FixRecipe(mutation.fix, titles.get(mutation.fix, "Fix"), True, target)
+    return FixRecipe(mutation.fix, titles.get(mutation.fix, "Fix"), safe, target)
 
 
 class Rule:

@@ -60,5 +60,6 @@ class SilentAliasChange(Rule):
                 span=ctx.span(mutation.loc),
                 confidence=Confidence.POSSIBLE,
                 related=(Related(ctx.span(read.read_loc), f"`{read.read_name}` read here"),),
-                fix=fix_recipe(ctx, mutation),
+                # Writing out of place changes what the alias reads: not behaviour-preserving.
+                fix=fix_recipe(ctx, mutation, safe=False),
             )
