@@ -697,3 +697,58 @@ async def test_reopened_document_starts_again(client: Editor, workspace: Path) -
     count = len(client.published)
     open_document(client, uri, DOC.replace("h += 1", "h = h + 1"), version=1)
     assert codes(await diagnostics(client, uri, 1, after=count)) == ["IPL003"]
+
+
+# ---------------------------------------------------------------- every quick fix, proven
+
+
+def _fixable_cases() -> list[Any]:
+    from test_fixes import FAILING, NO_FIX
+
+    return [case for case in FAILING if case.name not in NO_FIX]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("case", _fixable_cases(), ids=lambda case: case.name)
+async def test_quick_fixes_through_the_server_make_backward_work(
+    client: Editor, workspace: Path, case: Any, tmp_path: Path
+) -> None:
+    """For each failing case of tests/cases, the editor applies the preferred quick fix of an
+    Error diagnostic, again until none is left; the result runs under torch, backward
+    succeeds, and its gradients equal those of the case's hand-written out-of-place twin."""
+    import types as pytypes
+
+    from test_fixes import TWINS, _import
+
+    torch = pytest.importorskip("torch")
+    uri = new_uri(workspace, f"case_{case.path.stem}")
+    text = case.path.read_text(encoding="utf-8")
+    open_document(client, uri, text)
+    version = 1
+    found = await diagnostics(client, uri, version)
+    for _ in range(10):
+        errors = [d for d in found if d.severity == types.DiagnosticSeverity.Error]
+        if not errors:
+            break
+        offered = await actions_at(client, uri, errors[0].range, [errors[0]])
+        preferred = [a for a in offered if a.is_preferred]
+        assert preferred, f"no preferred quick fix for {errors[0].code} at {errors[0].range}"
+        version += 1
+        text, found = await run_action(client, uri, text, preferred[0], version)
+    assert not [d for d in found if d.severity == types.DiagnosticSeverity.Error]
+    fixed_path = tmp_path / case.path.name
+    fixed_path.write_text(text, encoding="utf-8")
+    anomaly = torch.is_anomaly_enabled()
+    try:
+        fixed = _import(fixed_path)
+        fixed.run()  # backward succeeds
+        twin = _import(TWINS / case.path.name)
+        expected = twin.grads()
+        got = pytypes.FunctionType(twin.grads.__code__, vars(fixed))()
+    finally:
+        torch.autograd.set_detect_anomaly(anomaly)
+    assert expected.keys() == got.keys()
+    for name, value in expected.items():
+        assert (value is None) == (got[name] is None), name
+        if value is not None:
+            assert torch.allclose(value, got[name]), name
