@@ -709,3 +709,19 @@ def test_serve_over_tcp() -> None:
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+def test_incremental_edits_after_form_feed_and_line_separator() -> None:
+    """LSP breaks lines only at \\n, \\r\\n and \\r: text after a form feed or U+2028 keeps
+    its line, so an incremental edit lands where the editor put it."""
+    from lsprotocol import types as lsp
+    from pygls.workspace.text_document import TextDocument
+
+    import inplace_lsp.lsp.server  # noqa: F401  (installs the line splitting)
+
+    document = TextDocument("file:///t.py", "a = 1\f# x\u2028y\nh += 1\n", version=1)
+    change = lsp.TextDocumentContentChangePartial(
+        range=lsp.Range(lsp.Position(1, 0), lsp.Position(1, 6)), text="h = h + 1"
+    )
+    document.apply_change(change)
+    assert document.source == "a = 1\f# x\u2028y\nh = h + 1\n"

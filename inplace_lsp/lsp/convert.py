@@ -52,6 +52,15 @@ def split_lines(text: str) -> list[str]:
     return _LINE_BREAK.split(text)
 
 
+_LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def lines_with_ends(text: str) -> tuple[str, ...]:
+    """The lines of `text` with their line breaks, broken only where LSP breaks lines (`\n`,
+    `\r\n`, `\r`): str.splitlines also breaks at \f, \v, \x85, \u2028 and others."""
+    return tuple(_LINE_WITH_END.findall(text))
+
+
 def units(text: str, encoding: str) -> int:
     """The length of `text` in code units of `encoding`."""
     if encoding == UTF32 or text.isascii():

@@ -22,6 +22,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
+from pygls.workspace.text_document import TextDocument
 
 from inplace_lsp import __version__
 from inplace_lsp.analysis.engine import DocumentAnalysis
@@ -42,6 +43,14 @@ NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
     save=True,
 )
 WATCHED = ("**/pyproject.toml", "**/*.py")
+
+
+# pygls applies incremental edits to `TextDocument.lines`, which it splits with
+# str.splitlines: a file holding a form feed or U+2028 would take later edits on the wrong
+# line. LSP lines end only at \n, \r\n and \r.
+TextDocument.lines = property(  # type: ignore[method-assign,assignment]
+    lambda self: convert.lines_with_ends(self.source)
+)
 
 
 @attrs.define
