@@ -669,8 +669,79 @@ def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     return EXIT_CLEAN
 
 
+def _tcp_address(value: str) -> tuple[str, int]:
+    """HOST:PORT (an IPv6 host in brackets: [::1]:2087) for `serve --tcp`."""
+    host, sep, port = value.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT like 127.0.0.1:2087, got {value!r}")
+    return host, int(port)
+
+
+def _cmd_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    # Imported here: `check` does not pay for pygls.
+    from inplace_lsp.lsp.server import serve
+
+    serve(tcp=args.tcp)
+    return EXIT_CLEAN
+
+
 def _cmd_not_yet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     _error(f"inplace-lsp {args.command}: not implemented yet in this build")
+    return EXIT_ERROR
+
+
+def _verify_target(value: str) -> tuple[str, int | None]:
+    """FILE or FILE:LINE (an existing file whose name ends in :digits stays a file)."""
+    path, sep, line = value.rpartition(":")
+    if sep and path and line.isdigit() and not os.path.exists(value):
+        return path, int(line)
+    return value, None
+
+
+def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Exit 0: forward and backward ran; 1: an in-place or leaf error; 2: error or timeout."""
+    from inplace_lsp.verify import runner  # imported here: `check` does not pay for it
+
+    path, line = _verify_target(args.target)
+    if line == 0:
+        parser.error(f"{args.target}: lines are numbered from 1")
+    if args.timeout is not None and not 0 < args.timeout < 1e9:
+        parser.error(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        _error(f"{path}: no such file")
+        return EXIT_ERROR
+    except (OSError, UnicodeDecodeError) as exc:
+        _error(f"{path}: cannot read: {exc}")
+        return EXIT_ERROR
+    pyproject = config.find_pyproject(Path(path))
+    settings, problems = config.load_settings(pyproject) if pyproject else (config.Settings(), [])
+    for problem in problems:
+        _error(f"warning: {problem}")
+    result = runner.run_verify(
+        path,
+        text,
+        line,
+        settings.verify,
+        root=str(pyproject.parent) if pyproject else None,
+        device=args.device,
+        timeout_s=args.timeout,
+        train_step=args.train_step,
+        warm=False,  # one job: a warm worker would only add a process
+    )
+    if args.format == "json":
+        _write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    else:
+        _write("\n".join(runner.describe_lines(result, os.path.abspath(path))) + "\n")
+        tail = str(result.get("stderr_tail") or "").rstrip()
+        if result["status"] in ("error", "timeout") and tail:
+            _error("output of the run (last lines):\n" + "\n".join(tail.splitlines()[-20:]))
+    if result["status"] == "ok":
+        return EXIT_CLEAN
+    if result["status"] in ("inplace-error", "leaf-error"):
+        return EXIT_FINDINGS
     return EXIT_ERROR
 
 
@@ -702,14 +773,26 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=_cmd_check, command_parser=check)
 
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")
-    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
-    serve.set_defaults(handler=_cmd_not_yet, command_parser=serve)
+    serve.add_argument(
+        "--tcp", metavar="HOST:PORT", type=_tcp_address, help="listen on TCP instead of stdio"
+    )
+    serve.set_defaults(handler=_cmd_serve, command_parser=serve)
 
     verify = commands.add_parser("verify", help="run a module under torch to prove a finding")
     verify.add_argument("target", metavar="FILE[:LINE]")
-    verify.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    verify.add_argument(
+        "--device", choices=["auto", "cuda", "cpu"], help="default: verify.device, else auto"
+    )
     verify.add_argument("--format", choices=["text", "json"], default="text")
-    verify.set_defaults(handler=_cmd_not_yet, command_parser=verify)
+    verify.add_argument(
+        "--train-step",
+        action="store_true",
+        help="also take one SGD step and run a second forward/backward",
+    )
+    verify.add_argument(
+        "--timeout", type=float, metavar="S", help="seconds (default: verify.timeout_s, 120)"
+    )
+    verify.set_defaults(handler=_cmd_verify, command_parser=verify)
     return parser
 
 

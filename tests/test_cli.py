@@ -530,13 +530,35 @@ def test_usage_errors_exit_2(tmp_path: Path, args: tuple[str, ...]) -> None:
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize(
-    "args", [("serve",), ("serve", "--tcp", "127.0.0.1:2087"), ("verify", "m.py:3")]
-)
-def test_serve_and_verify_not_yet(tmp_path: Path, args: tuple[str, ...]) -> None:
-    result = run_cli(*args, cwd=tmp_path)
+def test_verify_missing_file_exit_2(tmp_path: Path) -> None:
+    # verify itself is tested in tests/test_verify.py
+    result = run_cli("verify", "m.py:3", cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr == f"inplace-lsp {args[0]}: not implemented yet in this build\n"
+    assert result.stderr == "m.py: no such file\n"
+
+
+@pytest.mark.parametrize("address", ["2087", "localhost:", ":2087", "host:port", "h:70000"])
+def test_serve_tcp_address_is_checked(tmp_path: Path, address: str) -> None:
+    result = run_cli("serve", "--tcp", address, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "expected HOST:PORT" in result.stderr
+
+
+def test_serve_stdio_ends_when_the_client_goes(tmp_path: Path) -> None:
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "inplace_lsp", "serve"],
+        cwd=tmp_path,
+        env=env,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0
+    assert result.stdout == ""
 
 
 def test_subprocess_walk_exclude_skip_and_non_utf8(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ import sys
 import sysconfig
 import time
 import weakref
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import FrameType, ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
@@ -40,9 +40,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["trace_call", "main"]
+__all__ = ["trace_call", "run_spec", "main"]
 
 _HARNESS_FILE = os.path.normcase(os.path.abspath(__file__))
+# Frames of these files are never user code: this harness and the warm worker that runs it.
+_INTERNAL_FILES = frozenset(
+    {_HARNESS_FILE, os.path.normcase(os.path.join(os.path.dirname(_HARNESS_FILE), "worker.py"))}
+)
 
 _INPLACE_MSG = "modified by an inplace operation"
 _LEAF_MSG = "a leaf Variable that requires grad"
@@ -172,7 +176,7 @@ class _UserFrames:
         if filename.startswith("<frozen") or filename.startswith("<built-in"):
             return False
         path = _norm(filename)
-        if path == _HARNESS_FILE:
+        if path in _INTERNAL_FILES:
             return False
         if self._wanted is not None:
             return path in self._wanted
@@ -196,7 +200,15 @@ class _UserFrames:
 
 
 def _norm(path: str) -> str:
+    if os.path.isabs(path):
+        return _norm_absolute(path)
     return os.path.normcase(os.path.abspath(path))
+
+
+@functools.lru_cache(maxsize=4096)
+def _norm_absolute(path: str) -> str:
+    # Called for every saved tensor's frame: abspath costs a getcwd() and a normpath.
+    return os.path.normcase(os.path.normpath(path))
 
 
 @functools.cache
@@ -295,9 +307,15 @@ def _inplace_position(func: Callable[..., object]) -> int | None:
     return position
 
 
-def _may_write(func: Callable[..., object], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _may_write(
+    func: Callable[..., object],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    name: str | None = None,
+) -> bool:
     """Cheap test: can this torch call write into an existing tensor?"""
-    name = _func_name(func)
+    if name is None:
+        name = _func_name(func)
     if name.startswith("__") and name.endswith("__"):
         if name in _INPLACE_DUNDERS:
             return True
@@ -395,6 +413,9 @@ class _Tracer:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> object:
+        """Run one torch call and record what it saved and wrote (the mode inlines this:
+        anomaly mode formats every frame on the stack for every node, so one frame less
+        between the user's line and the op is measurably cheaper)."""
         outer = self.pending
         pending: list[_Saved] = []
         self.pending = pending
@@ -402,6 +423,18 @@ class _Tracer:
             result = func(*args, **kwargs)
         finally:
             self.pending = outer
+        return self.after(func, args, kwargs, pending, result, sys._getframe(1))
+
+    def after(
+        self,
+        func: Callable[..., object],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        pending: list[_Saved],
+        result: object,
+        caller: FrameType | None,
+    ) -> object:
+        """Name the op of what the call saved; scan for version bumps if it may write."""
         if pending:
             nodes = _call_nodes(result)
             op = next(
@@ -418,10 +451,10 @@ class _Tracer:
             name == "grad" and getattr(func, "__module__", "") == "torch.autograd"
         ):
             self.backward_seen = True
-        if _may_write(func, args, kwargs):
-            self.scan(sys._getframe(1))
+        if _may_write(func, args, kwargs, name):
+            self.scan(caller)
             if name.startswith("_fused_"):
-                self.scan_fused(name, args, kwargs, sys._getframe(1))
+                self.scan_fused(name, args, kwargs, caller)
         return result
 
     def scan_fused(
@@ -558,10 +591,13 @@ def _site_of(stack: Iterable[tuple[FrameType, int]], frames: _UserFrames) -> _Si
 # --------------------------------------------------------------------------- the call
 
 
-def _make_mode(tracer: _Tracer) -> Any:
+@functools.cache
+def _mode_class() -> type:
     from torch.overrides import TorchFunctionMode
 
     class _WriteWatcher(TorchFunctionMode):
+        tracer: _Tracer
+
         def __torch_function__(
             self,
             func: Callable[..., object],
@@ -569,9 +605,25 @@ def _make_mode(tracer: _Tracer) -> Any:
             args: tuple[Any, ...] = (),
             kwargs: dict[str, Any] | None = None,
         ) -> object:
-            return tracer.call(func, args, kwargs or {})
+            # _Tracer.call, inlined: the op runs one frame below the user's line.
+            tracer = self.tracer
+            kwargs = kwargs or {}
+            outer = tracer.pending
+            pending: list[_Saved] = []
+            tracer.pending = pending
+            try:
+                result = func(*args, **kwargs)
+            finally:
+                tracer.pending = outer
+            return tracer.after(func, args, kwargs, pending, result, sys._getframe(1))
 
-    return _WriteWatcher()
+    return _WriteWatcher
+
+
+def _make_mode(tracer: _Tracer) -> Any:
+    mode = _mode_class()()
+    mode.tracer = tracer
+    return mode
 
 
 def _tensors(value: object, depth: int = 0) -> Iterator[torch.Tensor]:
@@ -754,13 +806,550 @@ def _import_file(path: str) -> ModuleType:
     return module
 
 
+# --------------------------------------------------------------------------- verify specs
+#
+# A spec (built by inplace_lsp.verify.targets, completed by the runner) names a file, a
+# target in it (an nn.Module subclass or a function), how to construct it and which inputs
+# to try. ``run_spec`` runs it under ``trace_call`` and returns the verify result object.
+
+_SEED = 0
+_MAX_INPUT_ATTEMPTS = 8
+
+
+class _SpecError(Exception):
+    """The spec cannot run in this interpreter (no torch, no CUDA, bad target name)."""
+
+
+def _base_result(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "status": "error",
+        "target": str(spec.get("name") or "?"),
+        "device": None,
+        "mutation": None,
+        "saved_by": None,
+        "related": [],
+        "message": "",
+        "exception": None,
+        "duration_s": 0.0,
+    }
+
+
+def _python_name(spec: Mapping[str, Any]) -> str:
+    return str(spec.get("python") or sys.executable)
+
+
+def _pick_device(requested: str, spec: Mapping[str, Any]) -> str:
+    import torch
+
+    if requested == "cpu":
+        return "cpu"
+    available = torch.cuda.is_available()
+    if requested == "cuda" and not available:
+        raise _SpecError(
+            f"CUDA was requested but torch.cuda.is_available() is False in {_python_name(spec)}"
+            f" (torch {torch.__version__}); use --device auto or cpu"
+        )
+    if requested not in ("auto", "cuda") and not requested.startswith("cuda:"):
+        raise _SpecError(f"unknown device {requested!r}: expected auto, cuda or cpu")
+    if not available:
+        return "cpu"
+    if requested.startswith("cuda:"):
+        torch.cuda.set_device(int(requested.split(":", 1)[1]))
+    return f"cuda:{torch.cuda.current_device()}"
+
+
+def _limit_memory(megabytes: object, device: str) -> None:
+    """Cap the address space of this process (CPU runs only: CUDA reserves huge ranges)."""
+    if not isinstance(megabytes, (int, float)) or megabytes <= 0 or device != "cpu":
+        return
+    try:
+        import resource
+    except ImportError:  # Windows
+        return
+    limit = int(megabytes) * 1024 * 1024
+    try:
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def _module_name(path: str) -> tuple[str, str, list[str]]:
+    """(module name, sys.path root, parent packages) for a file, honouring packages."""
+    directory = os.path.dirname(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    parts = [stem]
+    root = directory
+    while os.path.isfile(os.path.join(root, "__init__.py")) and len(parts) < 16:
+        parts.insert(0, os.path.basename(root))
+        root = os.path.dirname(root)
+    if all(part.isidentifier() for part in parts) and len(parts) > 1:
+        return ".".join(parts), root, [".".join(parts[:i]) for i in range(1, len(parts))]
+    taken = stem in sys.modules or stem in getattr(sys, "stdlib_module_names", ())
+    if stem.isidentifier() and not taken:
+        return stem, root, []
+    return "_inplace_lsp_target_" + re.sub(r"\W", "_", stem), root, []
+
+
+def _forget_user_modules(directories: Iterable[str]) -> None:
+    """Drop modules loaded from the user's directories (a warm worker may have imported one
+    of them before forking): the job must import the user's current code."""
+    prefixes = tuple(_norm(d) + os.sep for d in directories if d)
+    if not prefixes:
+        return
+    # An environment inside the project (.venv/lib/.../site-packages) is not the user's code.
+    installed = {_norm(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    for name, module in list(sys.modules.items()):
+        filename = getattr(module, "__file__", None)
+        if not isinstance(filename, str) or name == "torch" or name.startswith("torch."):
+            continue
+        path = _norm(filename)
+        if not path.startswith(prefixes) or path.startswith(tuple(installed)):
+            continue
+        parts = path.split(os.sep)
+        if "site-packages" in parts or "dist-packages" in parts:
+            continue
+        del sys.modules[name]
+
+
+def _load_user_module(path: str, source: str | None) -> ModuleType:
+    """Import the user's file as a module (its directory, or its package root, on sys.path).
+
+    ``source`` (an editor buffer that may differ from the disk) is compiled under the file's
+    real path, so line numbers and tracebacks match the buffer.
+    """
+    import linecache
+
+    name, root, parents = _module_name(path)
+    directory = os.path.dirname(path)
+    for entry in dict.fromkeys([directory, root]):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    for parent in parents:
+        importlib.import_module(parent)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        if source is None:
+            spec.loader.exec_module(module)
+        else:
+            linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+            exec(compile(source, path, "exec"), module.__dict__)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def _resolve(module: ModuleType, qualname: str) -> Any:
+    value: Any = module
+    for part in qualname.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise _SpecError(
+                f"{qualname} is not defined in {getattr(module, '__file__', module.__name__)} "
+                "after importing it (defined under `if __name__ == '__main__'`?)"
+            ) from None
+    return value
+
+
+def _materialize(spec: Any, device: str) -> Any:
+    """The value a targets.py value spec describes, on ``device``."""
+    import torch
+
+    if not isinstance(spec, Mapping):
+        return spec
+    if "tensor" in spec:
+        kind, shape = spec["tensor"], [int(n) for n in spec["shape"]]
+        if kind == "randint":
+            return torch.randint(0, int(spec["high"]), shape, device=device)
+        dtype = torch.bool if spec.get("dtype") == "bool" else None
+        if kind == "zeros":
+            return torch.zeros(shape, device=device, dtype=dtype)
+        if kind == "ones":
+            return torch.ones(shape, device=device, dtype=dtype)
+        return torch.randn(shape, device=device)
+    if "tuple" in spec:
+        return tuple(_materialize(v, device) for v in spec["tuple"])
+    if "list" in spec:
+        return [_materialize(v, device) for v in spec["list"]]
+    if "dict" in spec:
+        return {k: _materialize(v, device) for k, v in spec["dict"].items()}
+    return spec.get("value")
+
+
+def _to_device(value: Any, device: str, depth: int = 0) -> Any:
+    import torch
+
+    if depth > 8 or device == "cpu":
+        return value
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, tuple):
+        return tuple(_to_device(v, device, depth + 1) for v in value)
+    if isinstance(value, list):
+        return [_to_device(v, device, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_device(v, device, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _split_call_args(value: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A hook's value as call arguments: a tuple is positional arguments, a dict keyword
+    arguments, anything else (a tensor, a list) the one argument."""
+    if isinstance(value, tuple):
+        return value, {}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return (), dict(value)
+    return (value,), {}
+
+
+def _call_hook(hook: Mapping[str, Any], owner: Any, module: ModuleType, instance: Any) -> Any:
+    name = str(hook["name"])
+    if hook.get("scope") == "module":
+        return getattr(module, name)()
+    raw = inspect.getattr_static(owner, name)
+    if isinstance(raw, (staticmethod, classmethod)):
+        return getattr(owner, name)()
+    try:
+        wants_self = bool(inspect.signature(raw).parameters)
+    except (TypeError, ValueError):
+        wants_self = False
+    if not wants_self:
+        return raw()
+    if instance is None:
+        raise TypeError(
+            f"{owner.__name__}.{name}() needs an instance: make it a @staticmethod or "
+            "@classmethod (it runs before the module is constructed)"
+        )
+    return getattr(instance, name)()
+
+
+def _reduce(output: Any) -> Any:
+    """Sum of every floating (or complex) tensor in the output that requires grad."""
+    total = None
+    for tensor in _tensors(output):
+        if not tensor.requires_grad or not (tensor.is_floating_point() or tensor.is_complex()):
+            continue
+        part = tensor.sum()
+        if part.is_complex():
+            part = part.real
+        part = part.float()
+        total = part if total is None else total + part
+    return total
+
+
+class _NothingToBackprop(Exception):
+    pass
+
+
+def _describe_inputs(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    import torch
+
+    def one(value: Any) -> str:
+        if isinstance(value, torch.Tensor):
+            dtype = str(value.dtype).replace("torch.", "")
+            return f"{dtype}{tuple(value.shape)}"
+        if isinstance(value, (tuple, list)):
+            inner = ", ".join(one(v) for v in value)
+            return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{k}: {one(v)}" for k, v in value.items()) + "}"
+        return repr(value)[:40]
+
+    parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def _run_module_target(
+    cls: Any,
+    module: ModuleType,
+    spec: Mapping[str, Any],
+    device: str,
+    user_files: Collection[str] | None,
+) -> dict[str, Any]:
+    import torch
+
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        raise _SpecError(f"{spec.get('name')} is not an nn.Module subclass")
+    construct: Mapping[str, Any] = spec.get("construct") or {}
+    inputs: Mapping[str, Any] = spec.get("inputs") or {}
+    input_hook = inputs.get("hook")
+    candidates: list[Any] = list(inputs.get("candidates") or [])
+    if input_hook or not candidates:
+        candidates = [None]
+    candidates = candidates[:_MAX_INPUT_ATTEMPTS]
+    train_step = bool(spec.get("train_step"))
+    anomaly = bool(spec.get("anomaly", True))
+    first: dict[str, Any] | None = None
+    report: dict[str, Any] = {}
+    for attempt, candidate in enumerate(candidates):
+        state: dict[str, Any] = {"constructed": False, "forward": False, "inputs": ""}
+
+        def run(candidate: Any = candidate, state: dict[str, Any] = state) -> None:
+            torch.manual_seed(_SEED)
+            hook = construct.get("hook")
+            if hook:
+                args, kwargs = _split_call_args(_call_hook(hook, cls, module, None))
+            else:
+                args = tuple(_materialize(v, device) for v in construct.get("args") or ())
+                kwargs = {
+                    k: _materialize(v, device) for k, v in (construct.get("kwargs") or {}).items()
+                }
+            model = cls(*args, **kwargs)
+            model.to(device)
+            model.train()
+            state["constructed"] = True
+            if input_hook:
+                value = _call_hook(input_hook, cls, module, model)
+                call_args, call_kwargs = _split_call_args(_to_device(value, device))
+            elif candidate is None:
+                call_args, call_kwargs = (), {}
+            else:
+                call_args = tuple(_materialize(v, device) for v in candidate.get("args") or ())
+                call_kwargs = {
+                    k: _materialize(v, device) for k, v in (candidate.get("kwargs") or {}).items()
+                }
+            params = [p for p in model.parameters() if p.requires_grad]
+            if not params:  # nothing to train: let the gradient flow to the inputs instead
+                for value in _tensors((call_args, call_kwargs)):
+                    if value.is_floating_point() and value.is_leaf:
+                        value.requires_grad_(True)
+            state["inputs"] = _describe_inputs(call_args, call_kwargs)
+            optimizer = torch.optim.SGD(params, lr=1e-3) if train_step and params else None
+            for step in range(2 if optimizer is not None else 1):
+                output = model(*call_args, **call_kwargs)
+                state["forward"] = True
+                loss = _reduce(output)
+                del output
+                if loss is None:
+                    raise _NothingToBackprop(
+                        f"the output of {cls.__name__}.forward has no floating tensor that "
+                        "requires grad: nothing to backpropagate"
+                    )
+                loss.backward()
+                del loss
+                if optimizer is not None and step == 0:
+                    state["stepped"] = True
+                    optimizer.step()
+                    optimizer.zero_grad()
+
+        report = trace_call(run, user_files=user_files, anomaly=anomaly)
+        report["inputs"] = state["inputs"]
+        report["construct"] = construct.get("source") or "defaults"
+        retry = (
+            report["status"] == "error"
+            and state["constructed"]
+            and not state["forward"]
+            and attempt + 1 < len(candidates)
+        )
+        if not retry:
+            break
+        if first is None:
+            first = report
+        print(
+            f"inplace-lsp verify: forward failed with inputs {state['inputs']}: "
+            f"{report['message']}; trying the next input shapes",
+            file=sys.stderr,
+        )
+    if first is not None and report["status"] == "error" and not state["forward"]:
+        report = first
+        report["message"] += (
+            f" (also tried {len(candidates) - 1} other input shapes; add example_inputs() "
+            "to the class to choose them)"
+        )
+    if (
+        train_step
+        and report["status"] == "inplace-error"
+        and report.get("mutation") is None
+        and state.get("stepped")
+    ):
+        saved = report.get("saved_by") or {}
+        where = f" at line {saved.get('line')}" if saved else ""
+        report["message"] = (
+            f"the training step's optimizer.step() overwrote parameters that "
+            f"{saved.get('op', 'an op')}{where} saved in the FIRST step's graph, which the "
+            "second backward still used: the module keeps a graph across calls (detach what "
+            "it caches between steps)"
+        )
+    report["train_step"] = train_step
+    return report
+
+
+def _run_function_target(
+    fn: Any, module: ModuleType, spec: Mapping[str, Any], user_files: Collection[str] | None
+) -> dict[str, Any]:
+    import torch
+
+    if not callable(fn):
+        raise _SpecError(f"{spec.get('name')} is not callable")
+    construct: Mapping[str, Any] = spec.get("construct") or {}
+    state = {"inputs": ""}
+
+    def run() -> Any:
+        torch.manual_seed(_SEED)
+        hook = construct.get("hook")
+        if hook:
+            args, kwargs = _split_call_args(_call_hook(hook, None, module, None))
+        else:
+            args = tuple(_materialize(v, "cpu") for v in construct.get("args") or ())
+            kwargs = {k: _materialize(v, "cpu") for k, v in (construct.get("kwargs") or {}).items()}
+        state["inputs"] = _describe_inputs(args, kwargs)
+        return fn(*args, **kwargs)
+
+    report = trace_call(run, user_files=user_files, anomaly=bool(spec.get("anomaly", True)))
+    report["inputs"] = state["inputs"]
+    report["construct"] = construct.get("source") or "no arguments"
+    return report
+
+
+def run_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Run one verify spec and return the result object (never raises for user errors).
+
+    Keys: ``status`` ("ok" | "inplace-error" | "leaf-error" | "error"), ``target``,
+    ``device`` ("cpu", "cuda:0" or None when it never got that far), ``mutation``,
+    ``saved_by``, ``related``, ``message``, ``exception``, ``duration_s``, and for runs that
+    started: ``inputs`` (what forward got) and ``construct`` (where constructor arguments
+    came from).
+    """
+    result = _base_result(spec)
+    start = time.perf_counter()
+
+    def failed(message: str, exc: BaseException | None = None) -> dict[str, Any]:
+        result["message"] = message
+        if exc is not None:
+            result["exception"] = f"{type(exc).__name__}: {exc}"
+        result["duration_s"] = round(time.perf_counter() - start, 6)
+        return result
+
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:
+        if getattr(exc, "name", None) == "torch":
+            return failed(f"torch is not installed in {_python_name(spec)}: pip install torch")
+        return failed(f"cannot import torch in {_python_name(spec)}: {exc}", exc)
+    try:
+        device = _pick_device(str(spec.get("device") or "auto"), spec)
+    except (_SpecError, RuntimeError, ValueError) as exc:
+        return failed(str(exc))
+    result["device"] = device
+    _limit_memory(spec.get("memory_mb"), device)
+    path = os.path.abspath(str(spec["path"]))
+    if spec.get("cwd"):
+        with contextlib.suppress(OSError):
+            os.chdir(str(spec["cwd"]))
+    _forget_user_modules([os.path.dirname(path), str(spec.get("cwd") or "")])
+    sys.argv = [path]  # as if the user ran the file (argparse at import time sees no flags)
+    user_files = spec.get("user_files")
+    frames = _UserFrames(user_files)
+    try:
+        with _record_construction(frames):
+            module = _load_user_module(path, spec.get("source"))
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the user's code raises anything
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+        raised = _site_of(_traceback_frames(exc.__traceback__), frames)
+        if raised is not None:
+            result["related"] = [{**raised.as_json(), "message": "raised here"}]
+        return failed(f"cannot import {path}: {type(exc).__name__}: {exc}", exc)
+    try:
+        target = _resolve(module, str(spec.get("name")))
+        with contextlib.ExitStack() as stack:
+            if device != "cpu":
+                stack.enter_context(torch.device(device))
+            if spec.get("kind") == "function":
+                report = _run_function_target(target, module, spec, user_files)
+            else:
+                report = _run_module_target(target, module, spec, device, user_files)
+    except _SpecError as exc:
+        return failed(str(exc))
+    if report.get("status") == "error" and report.get("exception"):
+        print(f"inplace-lsp verify: {report['exception']}", file=sys.stderr)
+    return {**result, **report, "target": result["target"], "device": device}
+
+
+# --------------------------------------------------------------------------- script
+
+
+def _report_channel() -> tuple[Any, Callable[[], None]]:
+    """A private stream for the report; fd 1 then points at stderr, so anything the user's
+    code (or a C extension) prints cannot corrupt the report line."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except (OSError, ValueError, AttributeError):
+        return sys.stdout, lambda: None
+    channel = os.fdopen(os.dup(saved), "w", encoding="utf-8")
+    original = sys.stdout
+    sys.stdout = sys.stderr
+
+    def restore() -> None:
+        channel.close()
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        sys.stdout = original
+
+    return channel, restore
+
+
+def _main_spec(args: list[str]) -> int:
+    """``harness.py --spec JSON|- [--device D] [--train-step]``."""
+    if not args:
+        print(
+            "usage: harness.py --spec JSON|- [--device auto|cuda|cpu] [--train-step]",
+            file=sys.stderr,
+        )
+        return 2
+    text = sys.stdin.read() if args[0] == "-" else args[0]
+    try:
+        spec = json.loads(text)
+    except ValueError as exc:
+        print(f"harness.py: the spec is not JSON: {exc}", file=sys.stderr)
+        return 2
+    rest = args[1:]
+    if "--train-step" in rest:
+        spec["train_step"] = True
+    if "--device" in rest and rest.index("--device") + 1 < len(rest):
+        spec["device"] = rest[rest.index("--device") + 1]
+    # User imports resolve next to the user's file, not next to this harness.
+    if sys.path and _norm(sys.path[0] or ".") == _norm(os.path.dirname(__file__)):
+        del sys.path[0]
+    channel, restore = _report_channel()
+    try:
+        try:
+            report = run_spec(spec)
+        except BaseException as exc:  # a bug here must still produce a report
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+            report = _base_result(spec)
+            report["message"] = f"internal error in the verify harness: {type(exc).__name__}: {exc}"
+        channel.write(json.dumps(report) + "\n")
+        channel.flush()
+    finally:
+        restore()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``harness.py FILE FUNCNAME``: trace ``FILE.FUNCNAME()`` and print one JSON line.
+    """``harness.py FILE FUNCNAME``: trace ``FILE.FUNCNAME()`` and print one JSON line;
+    ``harness.py --spec JSON|-``: run a verify spec (see ``run_spec``), print its result line.
 
     ``argv`` excludes the program name (default: ``sys.argv[1:]``). Anything the user's code
     prints goes to stderr, so stdout carries only the report.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["--spec"]:
+        return _main_spec(args[1:])
     if len(args) != 2:
         print("usage: harness.py FILE FUNCNAME", file=sys.stderr)
         return 2

@@ -1,0 +1,1067 @@
+"""Verify end to end: target inference, the harness in a worker or a fresh interpreter, limits.
+
+Tests marked ``torch`` run real torch in subprocesses (a warm worker shared by the whole file;
+the tests that need a fresh one say so). The others only read source text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from inplace_lsp.config import Settings, VerifySettings
+from inplace_lsp.verify import runner, targets
+from inplace_lsp.verify.runner import RunOptions, run_verify
+from inplace_lsp.verify.targets import VerifyError, find_target
+
+try:
+    from casefile import Case, discover
+except ImportError:  # tests/ imported as a package
+    from tests.casefile import Case, discover
+
+REPO = Path(__file__).resolve().parents[1]
+SHAPES = sorted((Path(__file__).parent / "verify" / "shapes").glob("*.py"))
+CASES = discover()
+SETTINGS = VerifySettings(python=sys.executable, timeout_s=120.0)
+
+needs_torch = pytest.mark.torch
+
+
+def _has_torch() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+skip_without_torch = pytest.mark.skipif(not _has_torch(), reason="torch is not installed")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_workers() -> Iterator[None]:
+    yield
+    runner.shutdown_workers()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def line_of(text: str, marker: str) -> int:
+    hits = [i + 1 for i, line in enumerate(text.splitlines()) if marker in line]
+    assert len(hits) == 1, (marker, hits)
+    return hits[0]
+
+
+def norm(path: Path | str) -> str:
+    return os.path.normcase(os.path.abspath(path))
+
+
+def first_shape(text: str, line: int | None = None) -> list[int]:
+    spec = find_target(text, line)
+    first = spec["inputs"]["candidates"][0]["args"][0]
+    return list(first["shape"])
+
+
+# =========================================================================== targets (no torch)
+
+HEADER = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n"
+
+
+def module(init: str, forward: str, args: str = "x") -> str:
+    body = textwrap.indent(textwrap.dedent(init).strip(), " " * 8)
+    fwd = textwrap.indent(textwrap.dedent(forward).strip(), " " * 8)
+    return (
+        HEADER
+        + "class M(nn.Module):\n"
+        + "    def __init__(self, dim=16):\n"
+        + "        super().__init__()\n"
+        + body
+        + f"\n\n    def forward(self, {args}):\n"
+        + fwd
+        + "\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("init", "forward", "shape"),
+    [
+        ("self.fc = nn.Linear(dim, 4)", "return self.fc(x)", [2, 16]),
+        ("self.fc = nn.Linear(dim, 4)", "b, t, c = x.shape\nreturn self.fc(x)", [2, 8, 16]),
+        ("self.conv = nn.Conv2d(3, dim, 3)", "return self.conv(x)", [2, 3, 32, 32]),
+        ("self.conv = nn.Conv1d(dim, 8, 3)", "return self.conv(x)", [2, 16, 32]),
+        ("self.conv = nn.Conv3d(2, 8, 3)", "return self.conv(x)", [2, 2, 16, 16, 16]),
+        ("self.emb = nn.Embedding(100, dim)", "return self.emb(x)", [2, 8]),
+        ("self.rnn = nn.LSTM(dim, 32, batch_first=True)", "return self.rnn(x)[0]", [2, 8, 16]),
+        ("self.rnn = nn.GRU(dim, 32)", "return self.rnn(x)[0]", [8, 2, 16]),
+        ("self.rnn = nn.RNN(input_size=5, hidden_size=7)", "return self.rnn(x)[0]", [8, 2, 5]),
+        ("self.norm = nn.LayerNorm(dim)", "return self.norm(x)", [2, 8, 16]),
+        ("self.norm = nn.LayerNorm([4, 5])", "return self.norm(x)", [2, 4, 5]),
+        ("self.bn = nn.BatchNorm1d(dim)", "return self.bn(x)", [2, 16]),
+        ("self.bn = nn.BatchNorm2d(dim)", "return self.bn(x)", [2, 16, 32, 32]),
+        ("self.gn = nn.GroupNorm(4, dim)", "return self.gn(x)", [2, 16, 8, 8]),
+        (
+            "self.attn = nn.MultiheadAttention(dim, 4, batch_first=True)",
+            "return self.attn(x, x, x)[0]",
+            [2, 8, 16],
+        ),
+        ("self.attn = nn.MultiheadAttention(dim, 4)", "return self.attn(x, x, x)[0]", [8, 2, 16]),
+        (
+            "self.layer = nn.TransformerEncoderLayer(dim, 4, batch_first=True)",
+            "return self.layer(x)",
+            [2, 8, 16],
+        ),
+        (
+            "layer = nn.TransformerEncoderLayer(d_model=dim, nhead=2)\n"
+            "self.enc = nn.TransformerEncoder(layer, 2)",
+            "return self.enc(x)",
+            [8, 2, 16],
+        ),
+        (
+            "self.net = nn.Sequential(nn.Dropout(0.1), nn.Flatten(), nn.Linear(12, dim))",
+            "return self.net(x)",
+            [2, 12],
+        ),
+        (
+            "self.blocks = nn.ModuleList(nn.Linear(dim, dim) for _ in range(3))",
+            "for blk in self.blocks:\n    x = blk(x)\nreturn x",
+            [2, 16],
+        ),
+        (
+            "self.fc = nn.Linear(dim * 2, 1)",
+            "x = torch.relu(x.float())\nreturn self.fc(x)",
+            [2, 32],
+        ),
+        ("self.conv = nn.Conv1d(6, 8, 3)", "return self.conv(x.permute(0, 2, 1))", [2, 32, 6]),
+        ("self.conv = nn.Conv1d(6, 8, 3)", "return self.conv(x.transpose(1, 2))", [2, 32, 6]),
+        ("self.fc = nn.Linear(4, 4)", "b, t, c = x.shape\nreturn self.fc(x[:, -1])", [2, 8, 4]),
+        ("self.w = nn.Parameter(torch.randn(dim, 3))", "return x @ self.w", [2, 16]),
+        ("self.w = nn.Parameter(torch.randn(5, dim))", "return F.linear(x, self.w)", [2, 16]),
+        ("self.gamma = nn.Parameter(torch.ones(dim))", "return x * self.gamma", [2, 16]),
+        ("self.fc = nn.Linear(dim, 2)", "return self._head(x)", [2, 16]),
+    ],
+)
+def test_input_synthesis(init: str, forward: str, shape: list[int]) -> None:
+    text = module(init, forward)
+    if "self._head" in forward:
+        text += "\n    def _head(self, h):\n        return self.fc(h.tanh())\n"
+    assert first_shape(text, 5) == shape
+
+
+def test_local_submodule_class_is_followed_with_its_arguments() -> None:
+    text = HEADER + textwrap.dedent(
+        """
+        class Stem(nn.Module):
+            def __init__(self, channels, width):
+                super().__init__()
+                self.conv = nn.Conv2d(channels, width, 3)
+
+            def forward(self, images):
+                return self.conv(images)
+
+
+        class Net(nn.Module):
+            def __init__(self, channels=5):
+                super().__init__()
+                self.stem = Stem(channels, 8)
+                self.head = nn.Linear(8, 2)
+
+            def forward(self, x):
+                return self.head(self.stem(x).mean((2, 3)))
+        """
+    )
+    spec = find_target(text, line_of(text, "class Net"))
+    assert spec["kind"] == "module" and spec["name"] == "Net"
+    assert spec["inputs"]["candidates"][0]["args"][0]["shape"] == [2, 5, 32, 32]
+    # every spatial size is a candidate the harness may try
+    sizes = [c["args"][0]["shape"][-1] for c in spec["inputs"]["candidates"]]
+    assert sizes == list(targets.SPATIAL[2])
+
+
+def test_embedding_indices_stay_within_num_embeddings() -> None:
+    spec = find_target(module("self.emb = nn.Embedding(37, dim)", "return self.emb(x)"), 5)
+    (candidate,) = spec["inputs"]["candidates"]
+    assert candidate["args"] == [{"tensor": "randint", "high": 37, "shape": [2, 8]}]
+
+
+def test_multiple_inputs_and_keyword_only() -> None:
+    text = module(
+        "self.q = nn.Linear(dim, dim)\nself.kv = nn.Linear(8, dim)",
+        "return self.q(x) + self.kv(memory).mean(1, keepdim=True)",
+        args="x, memory, *, scale=1.0",
+    )
+    spec = find_target(text, 5)
+    first = spec["inputs"]["candidates"][0]
+    assert [a["shape"] for a in first["args"]] == [[2, 16], [2, 8]]
+    assert len(spec["inputs"]["candidates"]) <= targets.MAX_COMBOS
+
+
+def test_enclosing_line_picks_class_method_or_function() -> None:
+    text = HEADER + textwrap.dedent(
+        """
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(3, 1)
+
+            def forward(self, x):
+                return self.fc(x)  # inside-forward
+
+
+        def train():  # train-def
+            net = Net()
+            net(torch.randn(4, 3)).sum().backward()
+
+
+        def helper(a, b=2):
+            return a * b
+        """
+    )
+    spec = find_target(text, line_of(text, "inside-forward"))
+    assert (spec["kind"], spec["name"]) == ("module", "Net")
+    assert spec["line"] == line_of(text, "class Net")
+    assert spec["construct"] == {"hook": None, "args": [], "kwargs": {}, "source": "defaults"}
+    spec = find_target(text, line_of(text, "train-def") + 1)
+    assert (spec["kind"], spec["name"], spec["calls_backward"]) == ("function", "train", True)
+    with pytest.raises(VerifyError, match=r"cannot call helper\(a, b\): no value for a"):
+        find_target(text, line_of(text, "def helper") + 1)
+    # no line: the file's own entry point that calls backward()
+    assert find_target(text, None)["name"] == "train"
+    assert json.loads(json.dumps(spec)) == spec
+
+
+def test_no_line_picks_the_outermost_module() -> None:
+    text = HEADER + textwrap.dedent(
+        """
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.fc(x)
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.Sequential(Block(), Block())
+
+            def forward(self, x):
+                return self.blocks(x)
+        """
+    )
+    spec = find_target(text)
+    assert spec["name"] == "Model"
+    assert spec["inputs"]["candidates"][0]["args"][0]["shape"] == [2, 4]
+
+
+def test_constructor_arguments_from_a_literal_call_or_a_hook() -> None:
+    text = module("self.fc = nn.Linear(dim, 3)", "return self.fc(x)")
+    text = text.replace("def __init__(self, dim=16)", "def __init__(self, dim, act=None)")
+    with pytest.raises(VerifyError) as error:
+        find_target(text, 5)
+    assert str(error.value) == (
+        "VerifyError: cannot construct M: __init__(dim, act) has no default for dim; add "
+        "`def example_args(): return (16,)` to the class (a dict gives keyword arguments)"
+    )
+    called = text + "\n\nmodel = M(12, act='relu')\n"
+    spec = find_target(called, 5)
+    assert spec["construct"]["args"] == [{"value": 12}]
+    assert spec["construct"]["kwargs"] == {"act": {"value": "relu"}}
+    assert spec["construct"]["source"] == f"the call at line {len(called.splitlines())}"
+    assert spec["inputs"]["candidates"][0]["args"][0]["shape"] == [2, 12]
+    hooked = text.replace(
+        "    def forward",
+        "    @classmethod\n    def example_args(cls):\n        return (6,)\n\n    def forward",
+    )
+    spec = find_target(hooked, 5)
+    assert spec["construct"]["hook"] == {"scope": "class", "name": "example_args"}
+    assert spec["inputs"]["candidates"][0]["args"][0]["shape"] == [2, 6]
+    supplied = find_target(text, 5, constructor_args={"dim": 9})
+    assert supplied["construct"]["source"] == "settings"
+    assert supplied["inputs"]["candidates"][0]["args"][0]["shape"] == [2, 9]
+
+
+def test_message_when_the_input_cannot_be_inferred() -> None:
+    text = HEADER + textwrap.dedent(
+        """
+        from mylib import make_backbone
+
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.backbone = make_backbone(64)
+                self.proj = nn.Linear(64, 64)
+
+            def forward(self, x, mask):
+                return self.proj(self.backbone(x)) * mask
+        """
+    )
+    with pytest.raises(VerifyError) as error:
+        find_target(text, line_of(text, "class Encoder"))
+    message = str(error.value)
+    assert message.startswith("VerifyError: cannot infer the input of Encoder.forward(x, mask): ")
+    assert "`x` first goes into `make_backbone(64)`" in message
+    assert "no layer with a known input shape consumes `mask`" in message
+    assert message.endswith(
+        "add `def example_inputs(): return (torch.randn(2, 8, 16), None)` to the class"
+    )
+    hooked = text.replace(
+        "    def forward",
+        "    @staticmethod\n    def example_inputs():\n        return torch.randn(2, 64), None\n\n"
+        "    def forward",
+    )
+    spec = find_target(hooked, line_of(hooked, "class Encoder"))
+    assert spec["inputs"]["hook"] == {"scope": "class", "name": "example_inputs"}
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("def f(:\n", 1, "cannot parse <text>: line 1"),
+        ("class Plain:\n    x = 1\n", 2, "class Plain, which is not an nn.Module subclass"),
+        ("x = 1\n", None, "nothing to verify in <text>"),
+        ("async def go():\n    pass\n", 2, "go is async"),
+    ],
+)
+def test_target_errors(text: str, line: int | None, message: str) -> None:
+    with pytest.raises(VerifyError, match=re.escape(message)):
+        find_target(text, line)
+
+
+def test_every_shape_fixture_has_a_json_spec() -> None:
+    for path in SHAPES:
+        text = path.read_text(encoding="utf-8")
+        spec = find_target(text, line_of(text, "# verify-target"), path=str(path))
+        assert json.loads(json.dumps(spec)) == spec
+        assert spec["kind"] == "module"
+
+
+def test_targets_and_runner_import_neither_torch_nor_pygls() -> None:
+    code = (
+        "import sys, inplace_lsp.verify.runner, inplace_lsp.verify.targets, inplace_lsp.cli;"
+        "print(sorted(m for m in ('torch', 'pygls') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"
+
+
+# =========================================================================== runner (no torch)
+
+
+def fake_venv(root: Path) -> str:
+    python = root / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    return str(python)
+
+
+def test_find_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+    project = tmp_path / "project"
+    source = write(project / "pkg" / "model.py", "import torch\n")
+    (project / "pyproject.toml").write_text("")
+    assert runner.find_interpreter(str(source)) == runner.Interpreter(
+        sys.executable, "the server's interpreter"
+    )
+    conda = fake_venv(tmp_path / "conda")
+    monkeypatch.setenv("CONDA_PREFIX", str(tmp_path / "conda"))
+    assert runner.find_interpreter(str(source)).path == conda
+    active = fake_venv(tmp_path / "active")
+    monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "active"))
+    assert runner.find_interpreter(str(source)) == runner.Interpreter(active, "$VIRTUAL_ENV")
+    workspace = fake_venv(project / ".venv")
+    assert runner.find_interpreter(str(source)) == runner.Interpreter(workspace, "workspace .venv")
+    assert runner.find_interpreter(str(source), root=str(project)).path == workspace
+    configured = VerifySettings(python="tools/py")
+    chosen = runner.find_interpreter(str(source), configured, root=str(project))
+    assert chosen == runner.Interpreter(str(project / "tools" / "py"), "setting verify.python")
+    as_dir = VerifySettings(python=str(tmp_path / "conda"))
+    assert runner.find_interpreter(str(source), as_dir).path == conda
+
+
+def test_preload_modules(tmp_path: Path) -> None:
+    write(tmp_path / "helpers.py", "")
+    text = textwrap.dedent(
+        """
+        from __future__ import annotations
+        import os, json
+        import torch.nn as nn
+        import numpy as np
+        from einops import rearrange
+        from helpers import util
+        from . import sibling
+        try:
+            import timm.layers
+        except ImportError:
+            timm = None
+        """
+    )
+    found = runner.preload_modules(text, str(tmp_path / "model.py"))
+    assert found == {"numpy", "einops", "timm.layers"}
+
+
+def test_describe() -> None:
+    ok = {"status": "ok", "target": "ResidualBlock", "device": "cpu", "duration_s": 0.4123}
+    assert runner.describe(ok) == "ResidualBlock: forward and backward OK on cpu in 0.41 s"
+    failing = {
+        "status": "inplace-error",
+        "target": "ResidualBlock",
+        "mutation": {"path": "/p/model.py", "line": 14},
+        "saved_by": {"path": "/p/model.py", "line": 12, "op": "SigmoidBackward0"},
+        "related": [],
+    }
+    assert runner.describe(failing, "/p/model.py") == (
+        "ResidualBlock fails: line 14 overwrites the output of torch.sigmoid saved at line 12"
+    )
+    assert runner.describe_lines(failing, "/p/model.py")[1:] == [
+        "  /p/model.py:14: in-place write",
+        "  /p/model.py:12: saved by SigmoidBackward0",
+    ]
+    other = {**failing, "saved_by": {"path": "/p/lib.py", "line": 3, "op": "MulBackward0"}}
+    assert runner.describe(other, "/p/model.py") == (
+        "ResidualBlock fails: line 14 overwrites a tensor that MulBackward0 saved at /p/lib.py:3"
+    )
+    leaf = {"status": "leaf-error", "target": "f", "mutation": {"path": "/p/m.py", "line": 3}}
+    assert runner.describe(leaf, "/p/m.py").startswith("f fails: line 3 writes in place into a")
+
+
+def test_missing_interpreter_is_an_error_result(tmp_path: Path) -> None:
+    source = write(tmp_path / "m.py", "import torch\ndef run():\n    torch.ones(1).backward()\n")
+    result = run_verify(str(source), None, 2, VerifySettings(python=str(tmp_path / "nope")))
+    assert result["status"] == "error"
+    assert "nope (setting verify.python) does not exist" in result["message"]
+
+
+def test_verify_error_becomes_a_result(tmp_path: Path) -> None:
+    source = write(tmp_path / "m.py", "import torch\nx = 1\n")
+    result = run_verify(str(source), None, 2, Settings())
+    assert result["status"] == "error"
+    assert result["message"].startswith("VerifyError: nothing to verify in ")
+
+
+# =========================================================================== runs (torch)
+
+
+def case_run_line(case: Case) -> int:
+    return line_of(case.path.read_text(encoding="utf-8"), "def run(")
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_verify_cases(case: Case) -> None:
+    """verify pointed at every case's run(): the outcome, and both lines of in-place errors."""
+    result = run_verify(str(case.path), None, case_run_line(case), SETTINGS)
+    assert result["status"] == case.outcome, result
+    assert result["mode"] == "warm" and result["device"] == "cpu"
+    assert result["target"] == "run" and result["kind"] == "function"
+    if case.outcome == "leaf-error" and result["mutation"] is not None:
+        assert result["mutation"]["line"] == min(case.errors), result
+    if case.outcome != "inplace-error":
+        return
+    (error_line,) = case.errors
+    (saved_line,) = case.saved_by
+    assert result["mutation"] == {"path": norm(case.path), "line": error_line}, result
+    assert result["saved_by"]["line"] == saved_line, result
+    assert result["saved_by"]["path"] == norm(case.path)
+
+
+def shape_expectations(text: str) -> tuple[str, str, int | None, int | None]:
+    outcome = re.search(r"# outcome: (\S+)", text)
+    inputs = re.search(r"# verify-inputs: (.+)", text)
+    assert outcome and inputs
+    errors = [i + 1 for i, t in enumerate(text.splitlines()) if re.search(r"# error: IPL", t)]
+    saved = [i + 1 for i, t in enumerate(text.splitlines()) if t.rstrip().endswith("  # saved-by")]
+    return (
+        outcome.group(1),
+        inputs.group(1).strip(),
+        errors[0] if errors else None,
+        saved[0] if saved else None,
+    )
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.parametrize("path", SHAPES, ids=lambda p: p.stem)
+def test_shapes(path: Path) -> None:
+    """Realistic module shapes, pointed at the class: constructed, fed, run, judged."""
+    text = path.read_text(encoding="utf-8")
+    outcome, inputs, error_line, saved_line = shape_expectations(text)
+    result = run_verify(str(path), text, line_of(text, "# verify-target"), SETTINGS)
+    assert result["status"] == outcome, result
+    assert result["inputs"] == inputs
+    assert result["kind"] == "module"
+    if outcome == "ok":
+        assert result["mutation"] is None and result["saved_by"] is None
+        assert runner.describe(result).startswith(f"{result['target']}: forward and backward OK")
+    if error_line is not None:
+        assert result["mutation"] == {"path": norm(path), "line": error_line}
+    if saved_line is not None:
+        assert result["saved_by"]["line"] == saved_line
+
+
+@needs_torch
+@skip_without_torch
+def test_train_step_shows_a_graph_kept_across_steps() -> None:
+    path = next(p for p in SHAPES if p.stem == "cached_penalty")
+    text = path.read_text(encoding="utf-8")
+    line = line_of(text, "# verify-target")
+    assert run_verify(str(path), text, line, SETTINGS)["status"] == "ok"
+    result = run_verify(str(path), text, line, SETTINGS, train_step=True)
+    assert result["status"] == "inplace-error"
+    assert result["train_step"] is True
+    assert result["saved_by"] == {
+        "path": norm(path),
+        "line": line_of(text, "train-step: saved-by"),
+        "op": "PowBackward0",
+    }
+    assert "optimizer.step()" in result["message"]
+
+
+@needs_torch
+@skip_without_torch
+def test_function_returning_a_tensor_is_reduced_and_backpropagated(tmp_path: Path) -> None:
+    source = write(
+        tmp_path / "loss.py",
+        """
+        import torch
+
+
+        def compute():
+            w = torch.randn(3, requires_grad=True)
+            h = torch.exp(w)  # save
+            h.add_(1)  # write
+            return {"loss": h, "count": 3}
+        """,
+    )
+    text = source.read_text()
+    result = run_verify(str(source), None, 5, SETTINGS)
+    assert result["status"] == "inplace-error"
+    assert result["mutation"]["line"] == line_of(text, "# write")
+    assert result["saved_by"]["line"] == line_of(text, "# save")
+
+
+@needs_torch
+@skip_without_torch
+def test_editor_buffer_is_what_runs(tmp_path: Path) -> None:
+    """The unsaved buffer runs under the file's path: its lines, not the disk's."""
+    disk = """
+        import torch
+
+
+        def run():
+            x = torch.randn(3, requires_grad=True)
+            torch.sigmoid(x).sum().backward()
+        """
+    source = write(tmp_path / "model.py", disk)
+    buffer = textwrap.dedent(
+        """
+        import torch
+
+
+        def run():
+            x = torch.randn(3, requires_grad=True)
+            h = torch.sigmoid(x)  # save
+            h += 1  # write
+            h.sum().backward()
+        """
+    ).lstrip("\n")
+    result = run_verify(str(source), buffer, 4, SETTINGS)
+    assert result["status"] == "inplace-error"
+    assert result["mutation"] == {"path": norm(source), "line": line_of(buffer, "# write")}
+    assert result["saved_by"]["line"] == line_of(buffer, "# save")
+
+
+@needs_torch
+@skip_without_torch
+def test_package_relative_imports(tmp_path: Path) -> None:
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(
+        tmp_path / "pkg" / "layers.py",
+        """
+        from torch import nn
+
+
+        def make(dim):
+            return nn.Sequential(nn.Linear(dim, dim), nn.Tanh())
+        """,
+    )
+    source = write(
+        tmp_path / "pkg" / "model.py",
+        """
+        import torch
+        from torch import nn
+
+        from .layers import make
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(5, 5)
+                self.body = make(5)
+
+            def forward(self, x):
+                return self.body(self.fc(x))
+        """,
+    )
+    result = run_verify(str(source), None, 7, SETTINGS)
+    assert result["status"] == "ok", result
+    assert result["inputs"] == "float32(2, 5)"
+
+
+HANG = """
+import os
+import subprocess
+import sys
+
+import torch
+from torch import nn
+
+
+class Hang(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        x = self.fc(x)
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        with open(os.path.join(os.path.dirname(__file__), "pids"), "a") as pids:
+            pids.write(f"{os.getpid()} {child.pid}\\n")
+        while True:
+            pass
+"""
+
+
+def _dead(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+
+def _wait_dead(pids: list[int], seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if all(_dead(pid) for pid in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_hang_times_out_and_kills_the_process_group(tmp_path: Path, warm: bool) -> None:
+    pid_file = tmp_path / "pids"
+    source = write(tmp_path / "hang.py", HANG)
+    if warm:  # start the worker outside the timed part
+        run_verify(str(source), "import torch\ndef run():\n    pass\n", 2, SETTINGS)
+    settings = VerifySettings(python=sys.executable, timeout_s=3.0)
+    started = time.monotonic()
+    result = run_verify(str(source), None, 10, settings, warm=warm)
+    elapsed = time.monotonic() - started
+    assert result["status"] == "timeout", result
+    assert result["message"] == (
+        "Hang did not finish within 3 s; verify killed its process group "
+        "(raise verify.timeout_s if it is just slow)"
+    )
+    assert elapsed < 3.0 + 4.0
+    pids = [int(p) for p in pid_file.read_text().split()]
+    assert len(pids) == 2
+    assert _wait_dead(pids), pids  # the job and the process it started
+    if warm:  # the worker itself survives and takes the next job
+        (worker,) = runner.workers()
+        ok = run_verify(str(source), "import torch\ndef run():\n    pass\n", 2, SETTINGS)
+        assert ok["status"] == "ok" and ok["worker_pid"] == worker.pid
+
+
+@needs_torch
+@skip_without_torch
+def test_cancellation_kills_the_job(tmp_path: Path) -> None:
+    source = write(tmp_path / "hang.py", HANG)
+    run_verify(str(source), "import torch\ndef run():\n    pass\n", 2, SETTINGS)  # warm up
+    cancel = threading.Event()
+    timer = threading.Timer(1.0, cancel.set)
+    timer.start()
+    started = time.monotonic()
+    try:
+        result = run_verify(str(source), None, 10, SETTINGS, cancel)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 5.0
+    assert result["status"] == "error" and result["cancelled"] is True
+    assert result["message"] == "verify was cancelled; its process group was killed"
+    assert _wait_dead([int(p) for p in (tmp_path / "pids").read_text().split()])
+    # a callable works as well, and an already-cancelled request never starts
+    assert run_verify(str(source), None, 10, SETTINGS, lambda: True)["cancelled"] is True
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_abort_at_import(tmp_path: Path, warm: bool) -> None:
+    source = write(
+        tmp_path / "crash.py",
+        """
+        import os
+        import sys
+
+        import torch
+
+        print("about to abort", file=sys.stderr, flush=True)
+        os.abort()
+
+
+        def run():
+            torch.ones(1, requires_grad=True).sum().backward()
+        """,
+    )
+    result = run_verify(str(source), None, 10, SETTINGS, warm=warm)
+    assert result["status"] == "error"
+    assert result["mode"] == ("warm" if warm else "cold")
+    assert "killed by SIGABRT (signal 6) without a report" in result["message"]
+    assert "about to abort" in result["stderr_tail"]
+
+
+@needs_torch
+@skip_without_torch
+def test_exception_at_import(tmp_path: Path) -> None:
+    text = """
+        import torch
+
+        raise RuntimeError("boom at import")  # raise
+
+
+        def run():
+            pass
+        """
+    source = write(tmp_path / "broken.py", text)
+    result = run_verify(str(source), None, 7, SETTINGS)
+    assert result["status"] == "error"
+    assert result["message"] == f"cannot import {source}: RuntimeError: boom at import"
+    assert result["related"] == [
+        {"path": norm(source), "line": 3, "message": "raised here"},
+    ]
+    assert "Traceback" in result["stderr_tail"] and "boom at import" in result["stderr_tail"]
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_huge_output_is_truncated(tmp_path: Path, warm: bool) -> None:
+    source = write(
+        tmp_path / "chatty.py",
+        """
+        import sys
+
+        import torch
+
+
+        def run():
+            chunk = "x" * (1 << 20) + "\\n"
+            for _ in range(25):
+                sys.stdout.write(chunk)
+                sys.stderr.write(chunk)
+            print("the end")
+            torch.ones(2, requires_grad=True).sum().backward()
+        """,
+    )
+    if warm:
+        run_verify(str(source), "import torch\ndef run():\n    pass\n", 2, SETTINGS)
+    tracemalloc.start()
+    try:
+        result = run_verify(str(source), None, 6, SETTINGS, warm=warm)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result["status"] == "ok", result["message"]
+    assert result["output_bytes"] >= 50 * (1 << 20)
+    assert result["output_truncated"] is True
+    assert len(result["stderr_tail"]) <= runner.STDERR_TAIL_CHARS + 3
+    assert "the end" in result["stderr_tail"]
+    assert peak < 8 * (1 << 20), peak  # the 50 MB never sat in this process
+
+
+@needs_torch
+@skip_without_torch
+def test_memory_limit_on_cpu(tmp_path: Path) -> None:
+    source = write(
+        tmp_path / "greedy.py",
+        """
+        import torch
+
+
+        def run():
+            big = torch.ones(1 << 30)  # 4 GiB
+            big.requires_grad_(True)
+            big.sum().backward()
+        """,
+    )
+    text = source.read_text()
+    spec = find_target(text, 5, path=str(source))
+    options = RunOptions(python=sys.executable, memory_mb=1536, timeout_s=60)
+    result = runner.run_spec(spec, options)
+    assert result["status"] == "error"
+    assert "alloc" in result["message"].lower(), result["message"]
+
+
+@pytest.fixture(scope="module")
+def torchless_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    target = tmp_path_factory.mktemp("venv") / "env"
+    base = getattr(sys, "_base_executable", sys.executable)
+    try:
+        subprocess.run(
+            [base, "-m", "venv", "--without-pip", str(target)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        pytest.skip(f"cannot create a virtual environment: {exc}")
+    python = target / "bin" / "python"
+    if not python.exists():
+        pytest.skip("the virtual environment has no bin/python")
+    probe = subprocess.run([str(python), "-c", "import torch"], capture_output=True)
+    if probe.returncode == 0:
+        pytest.skip("the base interpreter provides torch to its venvs")
+    return str(python)
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_missing_torch_in_the_target_interpreter(
+    tmp_path: Path, torchless_python: str, warm: bool
+) -> None:
+    source = write(tmp_path / "m.py", "import torch\n\ndef run():\n    pass\n")
+    settings = VerifySettings(python=torchless_python)
+    result = run_verify(str(source), None, 3, settings, warm=warm)
+    assert result["status"] == "error"
+    assert result["message"] == f"torch is not installed in {torchless_python}: pip install torch"
+    assert result["mode"] == ("warm" if warm else "cold")
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_launcher_prefix(tmp_path: Path, warm: bool) -> None:
+    record = tmp_path / "launched"
+    launcher = tmp_path / "launch.sh"
+    # like srun: records its arguments, drops its own --options, runs the rest
+    launcher.write_text(
+        f'#!/bin/sh\necho "$@" >> "{record}"\n'
+        'while [ "${1#--}" != "$1" ]; do shift; done\nexec "$@"\n'
+    )
+    launcher.chmod(0o755)
+    source = write(
+        tmp_path / "m.py",
+        "import torch\n\ndef run():\n    torch.ones(2, requires_grad=True).sum().backward()\n",
+    )
+    settings = VerifySettings(python=sys.executable, launcher=(str(launcher), "--gres=gpu:1"))
+    result = run_verify(str(source), None, 3, settings, warm=warm if warm else None)
+    assert result["status"] == "ok", result
+    assert result["mode"] == ("warm" if warm else "cold")  # a launcher means cold by default
+    words = record.read_text().split()
+    assert words[0] == "--gres=gpu:1" and words[1] == sys.executable
+    assert words[2] == str(runner.WORKER_PATH if warm else runner.HARNESS_PATH)
+    if warm:
+        runner.shutdown_workers()
+
+
+@needs_torch
+@skip_without_torch
+def test_warm_worker_is_reused_and_faster(tmp_path: Path) -> None:
+    source = write(
+        tmp_path / "m.py",
+        "import torch\n\ndef run():\n    torch.ones(2, requires_grad=True).sum().backward()\n",
+    )
+    runner.shutdown_workers()
+    first = run_verify(str(source), None, 3, SETTINGS)
+    second = run_verify(str(source), None, 3, SETTINGS)
+    assert first["status"] == second["status"] == "ok"
+    assert first["worker_pid"] == second["worker_pid"]
+    assert second["wall_s"] * 3 < first["wall_s"], (first["wall_s"], second["wall_s"])
+
+
+@needs_torch
+@skip_without_torch
+def test_worker_restarts_after_it_dies(tmp_path: Path) -> None:
+    source = write(
+        tmp_path / "m.py",
+        "import torch\n\ndef run():\n    torch.ones(2, requires_grad=True).sum().backward()\n",
+    )
+    first = run_verify(str(source), None, 3, SETTINGS)
+    os.kill(first["worker_pid"], signal.SIGKILL)
+    assert _wait_dead([first["worker_pid"]])
+    second = run_verify(str(source), None, 3, SETTINGS)
+    assert second["status"] == "ok" and second["mode"] == "warm"
+    assert second["worker_pid"] != first["worker_pid"]
+
+
+@needs_torch
+@skip_without_torch
+def test_worker_restarts_when_the_imports_change(tmp_path: Path) -> None:
+    plain = write(tmp_path / "a.py", "import torch\n\ndef run():\n    pass\n")
+    more = write(
+        tmp_path / "b.py", "import packaging.version\nimport torch\n\ndef run():\n    pass\n"
+    )
+    runner.shutdown_workers()
+    first = run_verify(str(plain), None, 3, SETTINGS)
+    second = run_verify(str(more), None, 4, SETTINGS)
+    third = run_verify(str(plain), None, 3, SETTINGS)
+    assert first["worker_pid"] != second["worker_pid"] == third["worker_pid"]
+    (worker,) = runner.workers()
+    assert "packaging.version" in worker.hello["preloaded"]
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.skipif(_has_cuda(), reason="checks the message when CUDA is missing")
+def test_cuda_requested_without_cuda(tmp_path: Path) -> None:
+    source = write(tmp_path / "m.py", "import torch\n\ndef run():\n    pass\n")
+    result = run_verify(str(source), None, 3, SETTINGS, device="cuda")
+    assert result["status"] == "error"
+    assert result["message"].startswith("CUDA was requested but torch.cuda.is_available() is")
+
+
+@needs_torch
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_cuda(), reason="needs CUDA (torch.cuda.is_available() is False)")
+@pytest.mark.parametrize("name", ["se_gate_bug", "transformer_block"])
+def test_gpu_runs_report_the_device_and_the_same_lines(name: str) -> None:
+    path = next(p for p in SHAPES if p.stem == name)
+    text = path.read_text(encoding="utf-8")
+    outcome, inputs, error_line, saved_line = shape_expectations(text)
+    result = run_verify(str(path), text, line_of(text, "# verify-target"), SETTINGS)
+    assert result["device"] == "cuda:0"
+    assert result["status"] == outcome and result["inputs"] == inputs
+    assert runner.describe(result).endswith(" s") or outcome != "ok"
+    if error_line is not None:
+        assert result["mutation"]["line"] == error_line
+        assert result["saved_by"]["line"] == saved_line
+
+
+# =========================================================================== CLI
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "inplace_lsp", "verify", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@needs_torch
+@skip_without_torch
+def test_cli_text_and_exit_codes(tmp_path: Path) -> None:
+    path = next(p for p in SHAPES if p.stem == "se_gate_bug")
+    text = path.read_text(encoding="utf-8")
+    result = run_cli(f"{path}:{line_of(text, 'def forward')}", "--device", "cpu", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        f"SEGate fails: line {line_of(text, '# error:')} overwrites the output of torch.sigmoid "
+        f"saved at line {line_of(text, '# saved-by')}"
+    )
+    assert lines[1] == f"  {norm(path)}:{line_of(text, '# error:')}: in-place write"
+    assert lines[2] == f"  {norm(path)}:{line_of(text, '# saved-by')}: saved by SigmoidBackward0"
+
+
+@needs_torch
+@skip_without_torch
+def test_cli_json_ok(tmp_path: Path) -> None:
+    path = next(p for p in SHAPES if p.stem == "mlp")
+    result = run_cli(str(path), "--format", "json", "--timeout", "100", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert {"status", "target", "device", "mutation", "saved_by", "message", "duration_s"} <= set(
+        report
+    )
+    assert (report["status"], report["target"], report["device"]) == ("ok", "MLP", "cpu")
+    assert report["mode"] == "cold"
+
+
+def test_cli_errors_exit_2(tmp_path: Path) -> None:
+    missing = run_cli("m.py:3", cwd=tmp_path)
+    assert (missing.returncode, missing.stderr) == (2, "m.py: no such file\n")
+    write(tmp_path / "plain.py", "import torch\nx = 1\n")
+    nothing = run_cli("plain.py", cwd=tmp_path)
+    assert nothing.returncode == 2
+    assert nothing.stdout.startswith("plain.py: error: VerifyError: nothing to verify in ")
+    usage = run_cli("plain.py:0", cwd=tmp_path)
+    assert usage.returncode == 2 and "lines are numbered from 1" in usage.stderr
+    bad_timeout = run_cli("plain.py", "--timeout", "-1", cwd=tmp_path)
+    assert bad_timeout.returncode == 2 and "--timeout" in bad_timeout.stderr
+
+
+@needs_torch
+@skip_without_torch
+def test_the_users_own_modules_are_fresh_in_every_job(tmp_path: Path) -> None:
+    """The warm worker never keeps the user's code: an edit to an imported helper shows."""
+    write(tmp_path / "helpers.py", "def act(h):\n    return h * 2\n")
+    source = write(
+        tmp_path / "model.py",
+        """
+        import torch
+
+        from helpers import act
+
+
+        def run():
+            x = torch.randn(3, requires_grad=True)
+            h = torch.tanh(x)
+            act(h).sum().backward()
+        """,
+    )
+    assert runner.preload_modules(source.read_text(), str(source)) == frozenset()
+    first = run_verify(str(source), None, 6, SETTINGS)
+    assert first["status"] == "ok", first
+    write(tmp_path / "helpers.py", "def act(h):\n    h.mul_(2)  # write\n    return h\n")
+    second = run_verify(str(source), None, 6, SETTINGS)
+    assert second["status"] == "inplace-error", second
+    assert second["worker_pid"] == first["worker_pid"]
+    assert second["mutation"] == {"path": norm(tmp_path / "helpers.py"), "line": 2}
