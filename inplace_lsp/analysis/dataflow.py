@@ -86,6 +86,14 @@ AUG_SYMBOL: dict[type[ast.operator], str] = {
     ast.RShift: ">>",
 }
 
+_ACTIVATION_KEYS = frozenset(a.replace("_", "") for a in ACTIVATIONS)
+
+
+def is_activation(name: str) -> bool:
+    """relu, ReLU6, leaky_relu, LeakyReLU, SiLU, Hardtanh ...: an activation function."""
+    return name.lower().replace("_", "").rstrip("0123456789") in _ACTIVATION_KEYS
+
+
 _ids = itertools.count(1)
 
 
@@ -1440,35 +1448,10 @@ class Interpreter:
             if keyword is not None:
                 kw_loc = self._loc_in(keyword, ref.site_start)
             short = ref.qualname.rsplit(".", 1)[-1] if ref.qualname else "module"
-            self.mutate(
-                x,
-                kind="inplace_module",
-                op=f"nn.{short}(inplace=True)",
-                node=node,
-                stmt=frame.stmt or node,
-                frame=frame,
-                target=x.name,
-                fix="inplace-false",
-                inputs=[],
-                loc_override=kw_loc,
-                loc_path=ref.site_path,
-                activation=short.lower().rstrip("0123456789")
-                in {a.replace("_", "") for a in ACTIVATIONS}
-                or short
-                in (
-                    "ReLU6",
-                    "LeakyReLU",
-                    "Hardtanh",
-                    "Hardswish",
-                    "Hardsigmoid",
-                    "SiLU",
-                    "Mish",
-                    "CELU",
-                    "ELU",
-                    "SELU",
-                    "Threshold",
-                ),
-            )
+            self._inplace_flag_mutation(
+                x, "inplace_module", f"nn.{short}(inplace=True)", node, frame, kw_loc,
+                ref.site_path, is_activation(short),
+            )  # fmt: skip
             if uncertain:
                 self.uncertain -= 1
             out = x
@@ -1611,7 +1594,7 @@ class Interpreter:
         if op is None:
             if method and name.endswith("_") and not name.endswith("__") and args:
                 self._method_mutation(
-                    args[0], name, node, frame, activation=name[:-1] in ACTIVATIONS
+                    args[0], name, node, frame, activation=is_activation(name[:-1])
                 )
                 return args[0]
             if inplace_kw and args and args[0].tensorish:
@@ -1629,7 +1612,7 @@ class Interpreter:
                 short,
                 node,
                 frame,
-                activation=short.rstrip("_") in ACTIVATIONS,
+                activation=is_activation(short.rstrip("_")),
                 inputs=tensor_args[1:],
             )
             result = receiver
@@ -1844,18 +1827,36 @@ class Interpreter:
             if kw is not None:
                 loc = self.loc(kw, frame)
         short = name.rsplit(".", 1)[-1].rstrip("()")
+        self._inplace_flag_mutation(
+            receiver, "inplace_kwarg", f"{short}(..., inplace=True)", node, frame, loc, None,
+            is_activation(short),
+        )  # fmt: skip
+
+    def _inplace_flag_mutation(
+        self,
+        value: Value,
+        kind: str,
+        op: str,
+        node: ast.AST,
+        frame: Frame,
+        loc: Loc | None,
+        loc_path: str | None,
+        activation: bool,
+    ) -> None:
+        """A write by `inplace=True` (module or function): the finding goes on the keyword."""
         self.mutate(
-            receiver,
-            kind="inplace_kwarg",
-            op=f"{short}(..., inplace=True)",
+            value,
+            kind=kind,
+            op=op,
             node=node,
             stmt=frame.stmt or node,
             frame=frame,
-            target=receiver.name,
+            target=value.name,
             fix="inplace-false",
             inputs=[],
             loc_override=loc,
-            activation=short in ACTIVATIONS or short.replace("_", "") in ACTIVATIONS,
+            loc_path=loc_path,
+            activation=activation,
         )
 
     # ------------------------------------------------------------------ events
