@@ -51,23 +51,8 @@ FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 def view_root(expr: ast.expr) -> str | None:
     """The name a view expression is taken from (`h.view(-1)[0]` -> "h"), else None."""
-    seen_view = False
-    while True:
-        if isinstance(expr, ast.Subscript):
-            expr = expr.value
-        elif isinstance(expr, ast.Attribute) and expr.attr in VIEW_ATTRS:
-            expr = expr.value
-        elif (
-            isinstance(expr, ast.Call)
-            and isinstance(expr.func, ast.Attribute)
-            and expr.func.attr in VIEW_METHODS
-        ):
-            expr = expr.func.value
-        elif isinstance(expr, ast.Name):
-            return expr.id if seen_view else None
-        else:
-            return None
-        seen_view = True
+    root = written_root(expr)
+    return root.id if root is not expr and isinstance(root, ast.Name) else None
 
 
 def dotted(expr: ast.expr) -> str | None:
