@@ -2,9 +2,9 @@
 
 Each handler fetches what the message names, calls one session method and returns or sends
 the result. `InplaceProtocol` adds two things pygls does not do: the position encoding follows
-LSP 3.17's "the server picks from the client's list" with UTF-8 preferred, and a request whose
-params do not match its method's schema gets an InvalidParams error response (pygls would drop
-it, leaving the client waiting).
+LSP 3.17's "the server picks from the client's list" with UTF-8 preferred; a request whose
+params do not match its method's schema gets an InvalidParams error response, and a request
+after `shutdown` an InvalidRequest one (pygls would drop both, leaving the client waiting).
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import asyncio
 import gc
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Generator
 from typing import Any
 
 import attrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -26,9 +27,10 @@ from pygls.workspace.text_document import TextDocument
 
 from inplace_lsp import __version__
 from inplace_lsp.analysis.engine import DocumentAnalysis
-from inplace_lsp.lsp import actions, convert
+from inplace_lsp.lsp import actions, convert, verification
 from inplace_lsp.lsp.session import Cells, Features, Session, uri_to_path
 from inplace_lsp.lsp.settings import SECTION, format_debug_info
+from inplace_lsp.verify import runner
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +91,17 @@ class InplaceProtocol(LanguageServerProtocol):
             raise
 
     def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        request_id = getattr(message, "id", None)
+        if self._shutdown and method not in (None, types.EXIT) and request_id is not None:
+            self._send_response(
+                request_id,
+                error=types.ResponseError(
+                    code=JsonRpcInvalidRequest.CODE,
+                    message=f"{method}: the server is shutting down",
+                ),
+            )
+            return
         if isinstance(message, _MalformedRequest):
             first_line = message.error.strip().splitlines()[0] if message.error.strip() else ""
             self._send_response(
@@ -168,6 +181,59 @@ class _PyglsClient:
 
     def show(self, message: str, kind: types.MessageType) -> None:
         self.server.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def refresh_code_lenses(self) -> None:
+        self.server.workspace_code_lens_refresh(None)
+
+
+class _WorkDone:
+    """The progress of one verify run (`verification.Progress`): server-initiated
+    window/workDoneProgress where the client has it; the client's cancel sets `cancel`."""
+
+    def __init__(
+        self, server: InplaceLanguageServer, loop: asyncio.AbstractEventLoop, enabled: bool
+    ) -> None:
+        self.server = server
+        self.loop = loop
+        self.enabled = enabled
+        self.cancel = threading.Event()
+        self.token: str | None = None
+
+    async def begin(self, title: str) -> None:
+        if not self.enabled:
+            return
+        token = f"inplace-lsp-verify-{uuid.uuid4()}"
+        progress = self.server.work_done_progress
+        try:
+            await progress.create_async(token)
+        except Exception:  # the client refused the token: run without a progress bar
+            logger.info("window/workDoneProgress/create failed", exc_info=True)
+            return
+        cancelled = progress.tokens.get(token)
+        if cancelled is not None:  # pygls cancels this future on the client's cancel
+            cancelled.add_done_callback(lambda _: self.cancel.set())
+        self.token = token
+        progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True))
+
+    def report(self, message: str) -> None:
+        def send() -> None:
+            if self.token is not None:
+                self.server.work_done_progress.report(
+                    self.token, types.WorkDoneProgressReport(message=message)
+                )
+
+        if self.token is not None:
+            try:
+                self.loop.call_soon_threadsafe(send)
+            except RuntimeError:  # the loop closed: the server is exiting
+                pass
+
+    def end(self, message: str) -> None:
+        token, self.token = self.token, None
+        if token is not None:
+            progress = self.server.work_done_progress
+            progress.end(token, types.WorkDoneProgressEnd(message=message))
+            progress.tokens.pop(token, None)
 
 
 def _root(params: types.InitializeParams) -> str | None:
@@ -361,10 +427,31 @@ def build_server() -> InplaceLanguageServer:
         )
         return info
 
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
+    async def code_lens(
+        ls: InplaceLanguageServer, params: types.CodeLensParams
+    ) -> list[types.CodeLens]:
+        return await ls.session.code_lenses(params.text_document.uri)
+
+    @server.command(verification.COMMAND)
+    async def verify(ls: InplaceLanguageServer, *arguments: Any) -> dict[str, Any]:
+        try:
+            uri, where = verification.parse_arguments(arguments)
+            version, text = ls.text_of(uri)  # the buffer, saved or not
+        except (ValueError, OSError) as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
+        loop = asyncio.get_running_loop()
+        progress = _WorkDone(ls, loop, ls.session.features.work_done_progress)
+        return await ls.session.verify(uri, version, text, where, progress)
+
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: InplaceLanguageServer, params: None) -> None:
         if ls._session is not None:
             ls._session.shutdown()
+
+    @server.feature(types.EXIT)
+    def exit_(ls: InplaceLanguageServer, params: None) -> None:
+        runner.shutdown_workers()  # also after an exit without shutdown
 
     return server
 

@@ -1,16 +1,18 @@
 """One editor session: open documents and notebooks, when each is analysed, which diagnostics
 reach the client (pushed or pulled, never an older version over a newer one), and the requests
-that read the cached results (code actions, hover, debug info).
+that read the cached results (code actions, hover, code lenses, debug info), and verify runs
+(the user's code, only on request, in a worker thread) whose diagnostics join the analysis's.
 
 It knows LSP types but not pygls: `server.py` hands it texts and a `Client` to talk through.
-Every method runs on the event loop thread except the scheduler's callback, which only posts
-back to it.
+Every method runs on the event loop thread except the scheduler's callback, which finds the
+code lenses of the new version and posts back to it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +22,14 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 
 from inplace_lsp.analysis.workspace import Workspace
-from inplace_lsp.lsp import actions, convert, hover
+from inplace_lsp.config import Settings
+from inplace_lsp.lsp import actions, convert, hover, verification
 from inplace_lsp.lsp.diagnostics import View, build_view
 from inplace_lsp.lsp.layout import Layout, notebook_program
 from inplace_lsp.lsp.scheduler import Scheduler, Snapshot
 from inplace_lsp.lsp.settings import Effective, SettingsStore, debug_info
+from inplace_lsp.lsp.verification import LensTarget
+from inplace_lsp.verify import runner
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +50,9 @@ class Client(Protocol):
 
     def show(self, message: str, kind: types.MessageType) -> None:
         """window/showMessage"""
+
+    def refresh_code_lenses(self) -> None:
+        """workspace/codeLens/refresh"""
 
 
 def _get(obj: object, path: str) -> Any:
@@ -68,6 +76,9 @@ class Features:
     configuration: bool = False  # workspace/configuration
     watch_files: bool = False  # dynamic registration of didChangeWatchedFiles
     register_configuration: bool = False  # dynamic registration of didChangeConfiguration
+    work_done_progress: bool = False  # window/workDoneProgress/create
+    code_lens: bool = False  # textDocument/codeLens
+    code_lens_refresh: bool = False  # workspace/codeLens/refresh
 
     @classmethod
     def of(cls, caps: types.ClientCapabilities, encoding: str) -> Features:
@@ -85,6 +96,9 @@ class Features:
             register_configuration=bool(
                 _get(caps, "workspace.did_change_configuration.dynamic_registration")
             ),
+            work_done_progress=bool(_get(caps, "window.work_done_progress")),
+            code_lens=_get(caps, "text_document.code_lens") is not None,
+            code_lens_refresh=bool(_get(caps, "workspace.code_lens.refresh_support")),
         )
 
 
@@ -94,6 +108,14 @@ class _Document:
     path: str | None
     layout: Layout  # of the newest submitted version
     published: set[str] = field(default_factory=set)  # URIs holding pushed diagnostics
+
+
+@dataclass(frozen=True)
+class _Verified:
+    """The diagnostics of the last verify of a document, valid for that version only."""
+
+    version: int | None
+    diagnostics: list[types.Diagnostic]
 
 
 def uri_to_path(uri: str) -> str | None:
@@ -127,6 +149,11 @@ class Session:
         self._views: dict[str, View] = {}
         self._published_version: dict[str, int | None] = {}
         self._other_lines: dict[str, list[str] | None] = {}
+        self._verified: dict[str, _Verified] = {}
+        self._verify_generation = 0  # bumped when verify diagnostics change (pull result ids)
+        self._verify_runs: set[threading.Event] = set()  # cancel events of runs in flight
+        # The code lenses of the newest snapshot (written by the scheduler's worker threads).
+        self._lenses: dict[str, tuple[Snapshot, tuple[LensTarget, ...]]] = {}
 
     # ------------------------------------------------------------------ documents
 
@@ -143,6 +170,8 @@ class Session:
         document = self._documents.get(uri)
         if document is not None:
             self._submit(document, version, text, Layout.single(uri, version), saved=saved)
+            if not saved:
+                self._forget_verify(uri)
 
     def _submit(
         self, document: _Document, version: int | None, text: str, layout: Layout, *, saved: bool
@@ -163,6 +192,9 @@ class Session:
         document = self._documents.pop(uri, None)
         self.scheduler.close(uri)
         self._views.pop(uri, None)
+        self._lenses.pop(uri, None)
+        if self._verified.pop(uri, None) is not None:
+            self._verify_generation += 1
         if document is not None and not self.features.pull:
             for published in document.published:
                 self.client.publish(published, None, [])
@@ -239,12 +271,25 @@ class Session:
         return view
 
     def _analysed(self, snapshot: Snapshot) -> None:
-        """The scheduler's callback, in a worker thread."""
-        self.client.call_soon(lambda: self._publish(snapshot))
+        """The scheduler's callback, in a worker thread: also finds the new version's code
+        lenses here, off the event loop, for clients that show them."""
+        if self.features.code_lens:
+            lenses = _lens_targets(snapshot)
+            self.client.call_soon(lambda: self._publish(snapshot, lenses, lensed=True))
+        else:
+            self.client.call_soon(lambda: self._publish(snapshot))
 
-    def _publish(self, snapshot: Snapshot) -> None:
+    def _publish(
+        self,
+        snapshot: Snapshot,
+        lenses: tuple[LensTarget, ...] | None = None,
+        *,
+        lensed: bool = False,
+    ) -> None:
         if self.scheduler.snapshot(snapshot.key) is not snapshot:
             return  # closed, reopened or overtaken meanwhile: a newer result follows
+        if lensed:
+            self._store_lenses(snapshot, lenses)
         if self.features.pull:
             if self.settings.for_path(self._path(snapshot.key)).settings.run == "onSave":
                 self.client.refresh_diagnostics()  # the client pulls on changes, not saves
@@ -265,7 +310,9 @@ class Session:
             last = self._published_version.get(cell.uri)
             if cell.version is not None and last is not None and cell.version < last:
                 continue  # never an older version's diagnostics over a newer one's
-            self.client.publish(cell.uri, cell.version, view.diagnostics_for(cell.uri))
+            found = view.diagnostics_for(cell.uri)
+            found += self._verify_diagnostics(cell.uri, cell.version)
+            self.client.publish(cell.uri, cell.version, found)
             self._published_version[cell.uri] = cell.version
             uris.add(cell.uri)
         for gone in document.published - uris - {c.uri for c in view.layout.cells}:
@@ -283,11 +330,13 @@ class Session:
         view = self.view(key)
         if view is None:
             return types.RelatedFullDocumentDiagnosticReport(items=[])
-        result_id = view.result_id
+        result_id = f"{view.result_id}:{self._verify_generation}"
         if previous_result_id == result_id:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+        cell = view.layout.cell(uri)
+        verified = self._verify_diagnostics(uri, cell.version) if cell is not None else []
         return types.RelatedFullDocumentDiagnosticReport(
-            items=view.diagnostics_for(uri), result_id=result_id
+            items=view.diagnostics_for(uri) + verified, result_id=result_id
         )
 
     def _lines_of_file(self, path: str) -> list[str] | None:
@@ -330,6 +379,128 @@ class Session:
         # Against the newest analysed version: a finding that moved or went away since the
         # action was offered gets no edit (actions.find_item matches by code and range).
         return actions.resolve(view, action, self._client_edits())
+
+    # ------------------------------------------------------------------ code lenses and verify
+
+    def _store_lenses(self, snapshot: Snapshot, lenses: tuple[LensTarget, ...] | None) -> None:
+        """Caches a version's lenses (None: it does not parse; the previous ones stay) and
+        asks the client to fetch them again when they moved."""
+        before = self._lenses.get(snapshot.key)
+        if lenses is None:
+            lenses = before[1] if before is not None else ()
+        self._lenses[snapshot.key] = (snapshot, lenses)
+        if before is not None and before[1] != lenses and self.features.code_lens_refresh:
+            self.client.refresh_code_lenses()
+
+    async def code_lenses(self, uri: str) -> list[types.CodeLens]:
+        """A "Verify forward/backward" lens above each nn.Module subclass and each top-level
+        function that calls backward(), in the newest analysed version of a file."""
+        document = self._documents.get(uri)
+        if document is None or document.layout.is_notebook:
+            return []
+        await asyncio.wrap_future(self.scheduler.latest(uri))
+        snapshot = self.scheduler.snapshot(uri)
+        if snapshot is None:
+            return []
+        cached = self._lenses.get(uri)
+        if cached is None or cached[0] is not snapshot:  # its callback has not run yet
+            self._store_lenses(snapshot, await asyncio.to_thread(_lens_targets, snapshot))
+            cached = self._lenses[uri]
+        encoding = self.features.encoding
+        return [verification.code_lens(uri, t, snapshot.lines, encoding) for t in cached[1]]
+
+    async def verify(
+        self,
+        uri: str,
+        version: int | None,
+        text: str,
+        where: types.Position | None,
+        progress: verification.Progress,
+    ) -> dict[str, Any]:
+        """Runs the user's code (only ever on this explicit request): the target enclosing
+        `where` (None: the file's main target) in `text`, the editor's buffer at `version`,
+        in a worker thread. Shows the outcome in one line, publishes a failure as a
+        diagnostic next to the analysis's, returns the result object."""
+        path = uri_to_path(uri)
+        if uri in self._cell_owner or path is None or path.endswith(".ipynb"):
+            result = verification.not_run("verify runs Python files saved on disk")
+            self.client.show(f"inplace-lsp: {result['message']}", types.MessageType.Warning)
+            return result
+        lines = convert.split_lines(text)
+        line = convert.to_point(lines, where, self.features.encoding)[0] if where else None
+        settings = self.settings.for_path(path).settings
+        root = str(self.workspace.root) if self.workspace.root is not None else None
+        cancel = progress.cancel
+        self._verify_runs.add(cancel)
+        try:
+            await progress.begin(verification.TITLE)
+            result = await asyncio.to_thread(
+                _run_verify, path, text, line, settings, cancel, root, progress.report
+            )
+        except BaseException:  # the request was cancelled, or the server shuts down
+            cancel.set()
+            progress.end("verify stopped")
+            raise
+        finally:
+            self._verify_runs.discard(cancel)
+        summary, kind = verification.message(result, path)
+        progress.end(summary)
+        self.client.show(summary, kind)
+        self._verified_result(uri, version, path, lines, line, result)
+        return result
+
+    def _verified_result(
+        self,
+        uri: str,
+        version: int | None,
+        path: str,
+        lines: Sequence[str],
+        line: int | None,
+        result: dict[str, Any],
+    ) -> None:
+        """A run that says ok or names a line replaces the document's verify diagnostics;
+        a timeout, an error or a cancel leaves them; so does a text changed meanwhile."""
+        if result.get("status") not in ("ok", *verification.FAILED):
+            return
+        document = self._documents.get(uri)
+        if document is None or document.layout.is_notebook:
+            return
+        if document.layout.cells[0].version != version:
+            return  # the text changed while it ran: the result is stale
+        lenses = self._lenses.get(uri)
+        target_line = next(
+            (t.line for t in (lenses[1] if lenses else ()) if t.name == result.get("target")),
+            line,
+        )
+        found = verification.diagnostics(
+            result, path, uri, lines, self.features.encoding, target_line
+        )
+        if not found and uri not in self._verified:
+            return
+        if found:
+            self._verified[uri] = _Verified(version, found)
+        else:
+            del self._verified[uri]
+        self._verify_generation += 1
+        if self.features.pull:
+            if self.features.refresh:
+                self.client.refresh_diagnostics()
+        elif self.scheduler.snapshot(uri) is not None:
+            self._push(uri)
+
+    def _forget_verify(self, uri: str) -> None:
+        """The text changed: the last verify no longer describes it."""
+        if self._verified.pop(uri, None) is None:
+            return
+        self._verify_generation += 1
+        if not self.features.pull and self.scheduler.snapshot(uri) is not None:
+            self._push(uri)  # now, not after the analysis (which may wait for a save)
+
+    def _verify_diagnostics(self, uri: str, version: int | None) -> list[types.Diagnostic]:
+        verified = self._verified.get(uri)
+        if verified is None or verified.version != version:
+            return []
+        return list(verified.diagnostics)
 
     def _client_edits(self) -> actions.ClientEdits:
         return actions.ClientEdits(self.features.lazy_edits, self.features.document_changes)
@@ -402,4 +573,33 @@ class Session:
         )
 
     def shutdown(self) -> None:
+        """Stops the analyses, cancels verify runs in flight, stops the warm verify workers."""
         self.scheduler.shutdown()
+        for cancel in list(self._verify_runs):
+            cancel.set()
+        runner.shutdown_workers()
+
+
+def _lens_targets(snapshot: Snapshot) -> tuple[LensTarget, ...] | None:
+    """The verify targets of an analysed file (none in a notebook); None if it does not parse."""
+    layout = snapshot.attachment
+    if isinstance(layout, Layout) and layout.is_notebook:
+        return ()
+    return verification.lens_targets(snapshot.text, uri_to_path(snapshot.key))
+
+
+def _run_verify(
+    path: str,
+    text: str,
+    line: int | None,
+    settings: Settings,
+    cancel: threading.Event,
+    root: str | None,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    """runner.run_verify in a worker thread; a bug in it becomes an error result."""
+    try:
+        return runner.run_verify(path, text, line, settings, cancel, root=root, progress=progress)
+    except Exception as exc:
+        logger.exception("verify failed")
+        return verification.not_run(f"verify failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,274 @@
+"""Verify in the editor: the `inplace-lsp.verify` command's arguments, the code lenses that
+offer it, and a verify result as diagnostics and a one-line message.
+
+Pure functions of texts and result objects (no pygls, no threads, no torch): the session runs
+`runner.run_verify` in a worker thread and publishes what these build.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from lsprotocol import types
+
+from inplace_lsp.analysis import model as model_mod
+from inplace_lsp.lsp import convert
+from inplace_lsp.verify import runner
+
+COMMAND = "inplace-lsp.verify"
+TITLE = "Verify forward/backward"
+SOURCE = "inplace-lsp verify"
+CODE = "verify"
+FAILED = ("inplace-error", "leaf-error")  # the statuses that name a line of the user's code
+
+
+class Progress(Protocol):
+    """The editor's progress bar for one verify run (window/workDoneProgress)."""
+
+    cancel: threading.Event  # set when the user cancels; the runner kills the process group
+
+    async def begin(self, title: str) -> None:
+        """Creates and begins the progress (nothing where the client has no progress)."""
+
+    def report(self, message: str) -> None:
+        """A step ("starting a warm worker ..."); callable from any thread."""
+
+    def end(self, message: str) -> None:
+        """The one-line outcome."""
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def parse_arguments(arguments: Sequence[Any]) -> tuple[str, types.Position | None]:
+    """[uri, position?] as the command receives them (JSON); ValueError when malformed."""
+    if not arguments or not isinstance(arguments[0], str):
+        raise ValueError(f"{COMMAND} expects [document uri, position?]")
+    if len(arguments) > 2:
+        raise ValueError(f"{COMMAND} expects at most 2 arguments, got {len(arguments)}")
+    where = arguments[1] if len(arguments) > 1 else None
+    if where is None:
+        return arguments[0], None
+    if isinstance(where, types.Position):
+        return arguments[0], where
+    line = where.get("line") if isinstance(where, Mapping) else None
+    character = where.get("character", 0) if isinstance(where, Mapping) else None
+    if (
+        not isinstance(line, int)
+        or not isinstance(character, int)
+        or isinstance(line, bool)
+        or isinstance(character, bool)
+        or line < 0
+        or character < 0
+    ):
+        raise ValueError(f'{COMMAND}: position must be {{"line": int, "character": int}}')
+    return arguments[0], types.Position(line, character)
+
+
+# ---------------------------------------------------------------- code lenses
+
+
+@dataclass(frozen=True)
+class LensTarget:
+    """Something verify can run: a top-level nn.Module subclass or a function that calls
+    backward()."""
+
+    name: str
+    kind: Literal["module", "function"]
+    line: int  # 1-based: the `class` / `def` line
+
+
+def _calls_backward(fn: ast.AST) -> bool:
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "backward":
+                return True
+            if node.func.attr == "grad" and isinstance(node.func.value, (ast.Name, ast.Attribute)):
+                return True  # torch.autograd.grad(...)
+    return False
+
+
+def lens_targets(text: str, path: str | None) -> tuple[LensTarget, ...] | None:
+    """The verify targets of a file, in order; None when it does not parse (the caller keeps
+    the lenses it had, so they do not flicker while the user types)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    try:
+        model = model_mod.build([(tree, 1, True)], path=path, lines=convert.split_lines(text))
+    except RecursionError:
+        return None
+    found: list[LensTarget] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef):
+            info = model.classes.get(stmt.name)
+            if info is not None and (
+                info.is_module
+                # a base the model cannot resolve (LightningModule, an unread import)
+                or any(base.rsplit(".", 1)[-1].endswith("Module") for base in info.bases)
+            ):
+                found.append(LensTarget(stmt.name, "module", stmt.lineno))
+        elif isinstance(stmt, ast.FunctionDef) and _calls_backward(stmt):
+            found.append(LensTarget(stmt.name, "function", stmt.lineno))
+    return tuple(found)
+
+
+def code_lens(uri: str, target: LensTarget, lines: Sequence[str], encoding: str) -> types.CodeLens:
+    index = target.line - 1
+    text = lines[index] if 0 <= index < len(lines) else ""
+    where = types.Range(
+        types.Position(index, 0), types.Position(index, convert.units(text, encoding))
+    )
+    return types.CodeLens(
+        range=where,
+        command=types.Command(
+            title=TITLE,
+            command=COMMAND,
+            arguments=[uri, {"line": index, "character": 0}],
+        ),
+    )
+
+
+# ---------------------------------------------------------------- results
+
+
+def _same_file(location: Mapping[str, Any] | None, path: str) -> bool:
+    if not isinstance(location, Mapping) or not location.get("path"):
+        return False
+    return os.path.normcase(os.path.abspath(str(location["path"]))) == os.path.normcase(
+        os.path.abspath(path)
+    )
+
+
+def _line_range(lines: Sequence[str], line: int, encoding: str) -> types.Range:
+    """The code on 1-based `line`, without its indentation and trailing blanks."""
+    index = max(line - 1, 0)
+    text = lines[index] if index < len(lines) else ""
+    start = len(text) - len(text.lstrip())
+    end = len(text.rstrip())
+    if end <= start:
+        start = end = 0
+    return types.Range(
+        types.Position(index, convert.to_units(text, start, encoding)),
+        types.Position(index, convert.to_units(text, end, encoding)),
+    )
+
+
+def _location(
+    where: Mapping[str, Any], path: str, uri: str, lines: Sequence[str], encoding: str
+) -> types.Location | None:
+    line = where.get("line")
+    if not isinstance(line, int) or line < 1:
+        return None
+    if _same_file(where, path):
+        return types.Location(uri, _line_range(lines, line, encoding))
+    other = str(where.get("path") or "")
+    if not other or not os.path.isabs(other):
+        return None
+    # Another file: its line, whole (its text is not at hand here).
+    return types.Location(
+        Path(other).as_uri(), types.Range(types.Position(line - 1, 0), types.Position(line, 0))
+    )
+
+
+def _op_name(op: str) -> str:
+    for suffix in ("Backward0", "Backward1", "Backward"):
+        if op.endswith(suffix):
+            return op[: -len(suffix)]
+    return op
+
+
+def diagnostics(
+    result: Mapping[str, Any],
+    path: str,
+    uri: str,
+    lines: Sequence[str],
+    encoding: str,
+    target_line: int | None = None,
+) -> list[types.Diagnostic]:
+    """A failed verify as an Error at the mutating line (related: the line that saved the
+    tensor); nothing for any other status. A mutation in another file is reported at
+    `target_line` (the verified class or function) with the mutation as related information."""
+    if result.get("status") not in FAILED:
+        return []
+    mutation = result.get("mutation")
+    related: list[types.DiagnosticRelatedInformation] = []
+    if isinstance(mutation, Mapping) and _same_file(mutation, path):
+        where = _line_range(lines, int(mutation["line"]), encoding)
+    else:
+        where = _line_range(lines, target_line or 1, encoding)
+        elsewhere = (
+            _location(mutation, path, uri, lines, encoding)
+            if isinstance(mutation, Mapping)
+            else None
+        )
+        if elsewhere is not None:
+            related.append(types.DiagnosticRelatedInformation(elsewhere, "the in-place write"))
+    saved = result.get("saved_by")
+    if isinstance(saved, Mapping):
+        location = _location(saved, path, uri, lines, encoding)
+        if location is not None:
+            op = str(saved.get("op") or "an op")
+            related.append(
+                types.DiagnosticRelatedInformation(
+                    location, f"saved for backward here ({op}: {_op_name(op)} needs it)"
+                )
+            )
+    for extra in result.get("related") or []:
+        if isinstance(extra, Mapping):
+            location = _location(extra, path, uri, lines, encoding)
+            if location is not None:
+                related.append(
+                    types.DiagnosticRelatedInformation(location, str(extra.get("message") or ""))
+                )
+    return [
+        types.Diagnostic(
+            range=where,
+            message=runner.describe(result, path),
+            severity=types.DiagnosticSeverity.Error,
+            code=CODE,
+            source=SOURCE,
+            related_information=related or None,
+        )
+    ]
+
+
+def message(result: Mapping[str, Any], path: str | None) -> tuple[str, types.MessageType]:
+    """The one-line window/showMessage for a result, and its type. Timeouts and errors get
+    the last line of the user's output (the exception, usually)."""
+    status = result.get("status")
+    line = runner.describe(result, path)
+    if status == "ok":
+        return line, types.MessageType.Info
+    if status in FAILED:
+        return line, types.MessageType.Error
+    if result.get("cancelled"):
+        return str(result.get("message") or "verify was cancelled"), types.MessageType.Info
+    tail = [t.strip() for t in str(result.get("stderr_tail") or "").splitlines() if t.strip()]
+    if tail and tail[-1] not in line:
+        line = f"{line} ({tail[-1][:300]})"
+    kind = types.MessageType.Warning if status == "timeout" else types.MessageType.Error
+    return line, kind
+
+
+def not_run(text: str) -> dict[str, Any]:
+    """The result object of a verify that could not start (same keys as the runner's)."""
+    return {
+        "status": "error",
+        "target": "inplace-lsp",
+        "device": None,
+        "mutation": None,
+        "saved_by": None,
+        "related": [],
+        "message": text,
+        "exception": None,
+        "duration_s": 0.0,
+        "stderr_tail": "",
+    }

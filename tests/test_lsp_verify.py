@@ -1,0 +1,494 @@
+"""Verify through the language server, end to end, once per editor profile of test_lsp (VS Code:
+pulls diagnostics, refreshes code lenses; Neovim: diagnostics pushed, UTF-8 columns):
+
+* a "Verify forward/backward" code lens above each nn.Module subclass and each function that
+  calls backward(), and no user code run to find them;
+* the walkthrough: a broken module -> the `inplace-lsp.verify` command names the mutating and
+  the saving line (its result, a diagnostic from "inplace-lsp verify", a message) -> the quick
+  fix through code actions -> verify again says OK and the verify diagnostic is gone;
+* a module that hangs: a timeout under a small `verify.timeout_s`, the server lives on;
+* cancelling the progress ends the run at once; shutdown stops the warm worker.
+
+Each server keeps one warm verify worker (torch imported once); every run forks from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+import test_lsp as base
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import ClientServerConfig
+
+pytestmark = [pytest.mark.lsp, pytest.mark.torch]
+in_module_loop = pytest.mark.asyncio(loop_scope="module")  # the server lives as long as the module
+
+VERIFY = "inplace-lsp.verify"
+TITLE = "Verify forward/backward"
+RUN_TIMEOUT_S = 60.0  # the first run starts the warm worker (imports torch)
+
+BROKEN = """import torch
+import torch.nn as nn
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        h = torch.sigmoid(self.fc(x))
+        h += x
+        return h
+
+
+class Config:
+    depth = 2
+
+
+def train_step():
+    model = ResidualBlock()
+    model(torch.randn(4, 16)).sum().backward()
+
+
+def helper(x):
+    return x + 1
+"""
+CLASS_LINE = 4  # 0-based
+SAVING_LINE = 10
+MUTATION_LINE = 11
+TRAIN_LINE = 19
+
+HANGING = """import time
+
+import torch.nn as nn
+
+
+class Stuck(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        time.sleep(600)
+        return self.fc(x)
+"""
+
+
+def _make_client() -> base.Editor:
+    client = base.make_editor()
+    client.lens_refreshes = 0  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def _refresh(client: base.Editor, params: None) -> None:
+        client.lens_refreshes += 1  # type: ignore[attr-defined]
+
+    return client
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("verify-workspace")
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        [sys.executable, "-m", "inplace_lsp", "serve"],
+        client_factory=_make_client,
+        server_env=base.SERVER_ENV,
+    ),
+    scope="module",
+    params=sorted(base.PROFILES),
+)
+async def client(request: pytest.FixtureRequest, lsp_client: base.Editor, workspace: Path) -> Any:
+    profile = base.PROFILES[request.param]()
+    lsp_client.profile = profile
+    lsp_client.init_result = await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=profile.capabilities,
+            root_uri=workspace.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(workspace.as_uri(), "workspace")],
+        )
+    )
+    yield
+    if getattr(lsp_client, "shut_down", False):  # the last test did, to watch the worker go
+        lsp_client.exit(None)
+        if lsp_client._server is not None:
+            await asyncio.wait_for(lsp_client._server.wait(), base.TIMEOUT_S)
+    else:
+        await lsp_client.shutdown_session()
+
+
+# ---------------------------------------------------------------- helpers
+
+
+async def lenses(client: base.Editor, uri: str) -> list[types.CodeLens]:
+    found = await client.text_document_code_lens_async(
+        types.CodeLensParams(types.TextDocumentIdentifier(uri))
+    )
+    return list(found or [])
+
+
+async def verify(client: base.Editor, *arguments: Any) -> dict[str, Any]:
+    result = await asyncio.wait_for(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(VERIFY, list(arguments))),
+        RUN_TIMEOUT_S,
+    )
+    assert isinstance(result, dict)
+    return result
+
+
+def verify_diagnostics(found: list[types.Diagnostic]) -> list[types.Diagnostic]:
+    return [d for d in found if d.source == "inplace-lsp verify"]
+
+
+async def pushed_or_pulled(client: base.Editor, uri: str, version: int, after: int) -> list[Any]:
+    """The diagnostics after a verify: pulled, or the first push since the `after`-th."""
+    return await base.diagnostics(client, uri, version, after=after)
+
+
+def messages_since(client: base.Editor, count: int) -> list[types.ShowMessageParams]:
+    return list(client.messages[count:])
+
+
+def progress_runs(client: base.Editor) -> dict[str, list[Any]]:
+    """The verify progress bars seen so far: token -> begin, reports, end."""
+    return {
+        str(token): values
+        for token, values in client.progress_reports.items()
+        if str(token).startswith("inplace-lsp-verify-")
+    }
+
+
+# ---------------------------------------------------------------- tests
+
+
+@in_module_loop
+async def test_code_lenses_above_modules_and_training_functions(
+    client: base.Editor, workspace: Path
+) -> None:
+    assert client.init_result is not None
+    capabilities = client.init_result.capabilities
+    assert capabilities.code_lens_provider is not None
+    assert capabilities.execute_command_provider is not None
+    assert VERIFY in capabilities.execute_command_provider.commands
+    marker = workspace / f"ran_{client.profile.name}"
+    uri = base.new_uri(workspace, "lenses")
+    text = BROKEN + f"\nopen({str(marker)!r}, 'w').close()\n"  # top-level code: never run here
+    base.open_document(client, uri, text)
+    await base.diagnostics(client, uri, 1)
+    found = await lenses(client, uri)
+    assert [lens.range.start.line for lens in found] == [CLASS_LINE, TRAIN_LINE]
+    for lens in found:
+        assert lens.command is not None
+        assert lens.command.title == TITLE
+        assert lens.command.command == VERIFY
+        position = {"line": lens.range.start.line, "character": 0}
+        assert list(lens.command.arguments or []) == [uri, position]
+    refreshes = client.lens_refreshes  # type: ignore[attr-defined]
+    base.replace_text(client, uri, 2, "# a new first line\n" + text)
+    await base.diagnostics(client, uri, 2)
+    if client.profile.name == "vscode":  # refreshSupport: VS Code yes, Neovim no
+        await base.wait_until(lambda: client.lens_refreshes > refreshes)  # type: ignore[attr-defined]
+    else:
+        assert client.lens_refreshes == 0  # type: ignore[attr-defined]
+    moved = await lenses(client, uri)
+    assert [lens.range.start.line for lens in moved] == [CLASS_LINE + 1, TRAIN_LINE + 1]
+    assert not marker.exists(), "opening, analysing or listing lenses ran the user's code"
+
+
+@in_module_loop
+async def test_verify_names_the_lines_then_the_fix_verifies(
+    client: base.Editor, workspace: Path
+) -> None:
+    uri = base.new_uri(workspace, "residual")
+    path = uri.removeprefix("file://")
+    base.open_document(client, uri, BROKEN)
+    flagged = base.only(await base.diagnostics(client, uri, 1), "IPL001")
+    (lens, _) = await lenses(client, uri)
+    assert lens.command is not None and lens.command.arguments is not None
+    messages, published = len(client.messages), len(client.published)
+    runs = set(progress_runs(client))
+
+    # 1. Verify the broken module: the mutating line and the saving line, three ways.
+    result = await verify(client, *lens.command.arguments)
+    assert result["status"] == "inplace-error"
+    assert result["target"] == "ResidualBlock"
+    assert result["mutation"] == {"path": path, "line": MUTATION_LINE + 1}
+    assert result["saved_by"]["line"] == SAVING_LINE + 1
+    assert result["saved_by"]["op"] == "SigmoidBackward0"
+    summary = (
+        f"ResidualBlock fails: line {MUTATION_LINE + 1} overwrites the output of "
+        f"torch.sigmoid saved at line {SAVING_LINE + 1}"
+    )
+    await base.wait_until(lambda: any(m.message == summary for m in client.messages[messages:]))
+    shown = next(m for m in client.messages[messages:] if m.message == summary)
+    assert shown.type == types.MessageType.Error
+    found = await pushed_or_pulled(client, uri, 1, published)
+    (checked,) = verify_diagnostics(found)
+    assert base.only(found, "IPL001") == flagged  # merged with the analysis's diagnostics
+    assert checked.code == "verify"
+    assert checked.severity == types.DiagnosticSeverity.Error
+    assert checked.message == summary
+    assert checked.range == types.Range(
+        types.Position(MUTATION_LINE, 8), types.Position(MUTATION_LINE, len("        h += x"))
+    )
+    assert checked.related_information is not None
+    (saved,) = checked.related_information
+    assert saved.location.uri == uri
+    assert saved.location.range.start == types.Position(SAVING_LINE, 8)
+    assert "SigmoidBackward0" in saved.message
+
+    # Progress: created by the server, begun (cancellable), reported, ended with the summary.
+    new_runs = {t: v for t, v in progress_runs(client).items() if t not in runs}
+    (values,) = new_runs.values()
+    begin, *_, end = values
+    assert isinstance(begin, types.WorkDoneProgressBegin)
+    assert begin.title == TITLE and begin.cancellable is True
+    assert isinstance(end, types.WorkDoneProgressEnd) and end.message == summary
+
+    # 2. The quick fix of the analysis's diagnostic, applied as the editor would.
+    offered = await base.actions_at(client, uri, flagged.range, [flagged, checked])
+    fix = next(a for a in offered if a.is_preferred)
+    fixed, found = await base.run_action(client, uri, BROKEN, fix, 2)
+    assert "h = h + x" in fixed
+    assert verify_diagnostics(found) == []  # a verify result never outlives its text
+
+    # 3. Verify again, this time the file's main target (no position): OK, nothing flagged.
+    messages, published = len(client.messages), len(client.published)
+    result = await verify(client, uri)
+    assert result["status"] == "ok", result
+    assert result["target"] == "train_step"  # an entry-point name wins
+    assert result["device"] == "cpu"
+    assert result["mutation"] is None
+    await base.wait_until(
+        lambda: any(
+            m.message.startswith("train_step: ran OK on cpu in ")
+            for m in client.messages[messages:]
+        )
+    )
+    assert verify_diagnostics(await base.diagnostics(client, uri, 2)) == []
+    assert base.codes(await base.diagnostics(client, uri, 2)) == []
+
+
+@in_module_loop
+async def test_verify_diagnostic_needs_no_reverify_to_go(
+    client: base.Editor, workspace: Path
+) -> None:
+    """Verify at version 1 flags a line; an edit that does not fix it still removes the
+    verify diagnostic (it described the old text), keeping the analysis's."""
+    uri = base.new_uri(workspace, "stale")
+    base.open_document(client, uri, BROKEN)
+    await base.diagnostics(client, uri, 1)
+    published = len(client.published)
+    result = await verify(client, uri, {"line": MUTATION_LINE, "character": 4})
+    assert result["status"] == "inplace-error"
+    assert len(verify_diagnostics(await pushed_or_pulled(client, uri, 1, published))) == 1
+    base.replace_text(client, uri, 2, BROKEN + "\n# edited\n")
+    found = await base.diagnostics(client, uri, 2)
+    assert verify_diagnostics(found) == []
+    assert "IPL001" in base.codes(found)
+
+
+@in_module_loop
+async def test_a_hanging_module_times_out_and_the_server_lives(
+    client: base.Editor, workspace: Path
+) -> None:
+    project = workspace / f"slow_{client.profile.name}"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        "[tool.inplace-lsp.verify]\ntimeout_s = 2\n", encoding="utf-8"
+    )
+    uri = base.new_uri(project, "stuck")
+    base.open_document(client, uri, HANGING)
+    await base.diagnostics(client, uri, 1)
+    messages, published = len(client.messages), len(client.published)
+    started = time.monotonic()
+    result = await verify(client, uri, {"line": 5, "character": 0})
+    assert result["status"] == "timeout", result
+    assert time.monotonic() - started < 20
+    assert "did not finish within 2 s" in result["message"]
+    await base.wait_until(
+        lambda: any("did not finish within 2 s" in m.message for m in client.messages[messages:])
+    )
+    shown = next(m for m in client.messages[messages:] if "did not finish" in m.message)
+    assert shown.type == types.MessageType.Warning
+    assert verify_diagnostics(await base.diagnostics(client, uri, 1)) == []
+    if not client.profile.pull:
+        assert not any(p.uri == uri for p in client.published[published:])
+    # Alive: it analyses, and verifies again.
+    other = base.new_uri(workspace, "after_timeout")
+    base.open_document(client, other, base.DOC)
+    assert base.codes(await base.diagnostics(client, other, 1)) == ["IPL001", "IPL003"]
+    fine = BROKEN.replace("h += x", "h = h + x")
+    base.replace_text(client, other, 2, fine)
+    await base.diagnostics(client, other, 2)
+    assert (await verify(client, other, {"line": CLASS_LINE, "character": 0}))["status"] == "ok"
+
+
+@in_module_loop
+async def test_cancelling_the_progress_kills_the_run(client: base.Editor, workspace: Path) -> None:
+    uri = base.new_uri(workspace, "cancelled")
+    base.open_document(client, uri, HANGING)
+    await base.diagnostics(client, uri, 1)
+    runs = set(progress_runs(client))
+    task = asyncio.ensure_future(verify(client, uri, {"line": 5, "character": 0}))
+
+    def running() -> str | None:
+        for token, values in progress_runs(client).items():
+            if token not in runs and any(
+                isinstance(v, types.WorkDoneProgressReport)
+                and (v.message or "").startswith("running")
+                for v in values
+            ):
+                return token
+        return None
+
+    await base.wait_until(lambda: running() is not None)
+    token = running()
+    assert token is not None
+    await asyncio.sleep(0.5)  # the job is in user code (time.sleep) by now
+    started = time.monotonic()
+    client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token))
+    result = await asyncio.wait_for(task, 15)
+    assert time.monotonic() - started < 5
+    assert result["status"] == "error" and result.get("cancelled") is True
+    assert "cancelled" in result["message"]
+    await base.wait_until(
+        lambda: isinstance(client.progress_reports[token][-1], types.WorkDoneProgressEnd)
+    )
+
+
+@in_module_loop
+async def test_bad_arguments_are_invalid_params(client: base.Editor, workspace: Path) -> None:
+    for arguments in ([], [5], ["file:///x.py", {"line": "a"}], ["file:///x.py", None, 3]):
+        with pytest.raises(JsonRpcException) as raised:
+            await verify(client, *arguments)
+        assert raised.value.code == -32602
+
+
+@in_module_loop
+async def test_shutdown_stops_the_warm_worker(client: base.Editor, workspace: Path) -> None:
+    """Last in the module: shuts the server down (the fixture then only says exit)."""
+
+    uri = base.new_uri(workspace, "last")
+    base.open_document(client, uri, BROKEN.replace("h += x", "h = h + x"))
+    await base.diagnostics(client, uri, 1)
+    result = await verify(client, uri)
+    assert result["status"] == "ok"
+    pid = result.get("worker_pid")
+    assert isinstance(pid, int)
+    os.kill(pid, 0)  # alive
+    await client.shutdown_async(None)
+    client.shut_down = True  # type: ignore[attr-defined]
+
+    def gone() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    await base.wait_until(gone)
+    with pytest.raises(JsonRpcException) as raised:  # answered, not dropped
+        await asyncio.wait_for(client.shutdown_async(None), base.TIMEOUT_S)
+    assert raised.value.code == -32600  # InvalidRequest
+
+
+# ---------------------------------------------------------------- the pure parts, no server
+
+
+def test_lens_targets_follow_the_analysis_model() -> None:
+    from inplace_lsp.lsp.verification import LensTarget, lens_targets
+
+    text = """from torch import nn as tnn
+from lightning import LightningModule
+import torch
+
+
+class Base(tnn.Module):
+    pass
+
+
+class Derived(Base):
+    pass
+
+
+class Lit(LightningModule):
+    pass
+
+
+class Plain:
+    def backward(self):
+        pass
+
+
+def loss_step():
+    torch.autograd.grad(torch.ones(1, requires_grad=True).sum(), [])
+
+
+async def not_run():
+    pass
+"""
+    assert lens_targets(text, None) == (
+        LensTarget("Base", "module", 6),
+        LensTarget("Derived", "module", 10),
+        LensTarget("Lit", "module", 14),
+        LensTarget("loss_step", "function", 23),
+    )
+    assert lens_targets(text + "\ndef broken(:\n", None) is None  # the caller keeps its lenses
+
+
+def test_arguments() -> None:
+    from inplace_lsp.lsp.verification import parse_arguments
+
+    assert parse_arguments(["file:///a.py"]) == ("file:///a.py", None)
+    assert parse_arguments(["file:///a.py", None]) == ("file:///a.py", None)
+    assert parse_arguments(["file:///a.py", {"line": 3, "character": 2}]) == (
+        "file:///a.py",
+        types.Position(3, 2),
+    )
+    for bad in ([], [None], ["u", {"line": -1, "character": 0}], ["u", {"line": True}], ["u", 3]):
+        with pytest.raises(ValueError):
+            parse_arguments(bad)
+
+
+def test_a_mutation_in_another_file_is_shown_at_the_target() -> None:
+    from inplace_lsp.lsp.verification import diagnostics, message
+
+    lines = ["import torch", "", "class M(nn.Module):", "    pass"]
+    result = {
+        "status": "inplace-error",
+        "target": "M",
+        "mutation": {"path": "/lib/helpers.py", "line": 7},
+        "saved_by": {"path": "/work/m.py", "line": 1, "op": "ExpBackward0"},
+    }
+    (found,) = diagnostics(result, "/work/m.py", "file:///work/m.py", lines, "utf-16", 3)
+    assert found.range.start == types.Position(2, 0)
+    assert found.message == (
+        "M fails: /lib/helpers.py:7 overwrites the output of torch.exp saved at line 1"
+    )
+    assert found.related_information is not None
+    elsewhere, saved = found.related_information
+    assert elsewhere.location.uri == "file:///lib/helpers.py"
+    assert elsewhere.location.range.start.line == 6
+    assert saved.location.uri == "file:///work/m.py"
+    assert diagnostics({**result, "status": "ok"}, "/work/m.py", "u", lines, "utf-16") == []
+    error = {
+        "status": "error",
+        "target": "M",
+        "message": "boom",
+        "stderr_tail": "a\nValueError: x\n",
+    }
+    assert message(error, "/work/m.py") == (
+        "M: error: boom (ValueError: x)",
+        types.MessageType.Error,
+    )
