@@ -13,9 +13,11 @@ import re
 _AUGMENTED = ("+=", "-=", "*=", "/=", "@=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 _AUGMENTED_RE = re.compile(r"[-+*/@%&|^]=|<<=|>>=")
 _WORDS = (".step(", "anomaly", "detach", "backward")
-# `x[...] = v` at the start of a statement (a line, or after `;` / `if c:`).
+# `x[...] = v` at the start of a statement: a line, after `;`, or after the colon of a
+# one-line `if c: x[i] = v` (not an annotation: `x: Dict[str, int] = {}`).
 _SUBSCRIPT_STORE = re.compile(
-    r"(?m)(?:^|[;:])[ \t]*([^\W\d][\w.]*)[ \t]*(?:\[[^\]\n]*\][ \t]*)+=[^=]"
+    r"(?m)(?:^|;|^[ \t]*(?:if|elif|else|for|while|with|try)\b[^\n]*:)"
+    r"[ \t]*([^\W\d][\w.]*)[ \t]*(?:\[[^\]\n]*\][ \t]*)+=[^=]"
 )
 # Names that say "a dict of settings", not "a tensor": `kwargs["act"] = ...`.
 _CONTAINER_NAMES = (
