@@ -44,6 +44,9 @@ class DocumentResult:
     findings: list[Finding]
     syntax_errors: list[SyntaxProblem]
     blocks_analysed: int  # how many blocks were interpreted (not served from the cache)
+    # What `verify` can run: ("module" | "function", name, 1-based line of class / def), for
+    # nn.Module subclasses and top-level functions that call backward().
+    targets: tuple[tuple[str, str, int], ...] = ()
 
 
 class DocumentAnalysis:
@@ -130,7 +133,7 @@ class DocumentAnalysis:
             for block in blocks
             if block.tree is None
         ]
-        return DocumentResult(_dedupe(findings), errors, analysed)
+        return DocumentResult(_dedupe(findings), errors, analysed, _verify_targets(parsed, model))
 
     def _analyse_script(
         self,
@@ -398,6 +401,29 @@ def _drop_intended_accumulations(facts: Facts, fn: ast.FunctionDef | ast.AsyncFu
 
 def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def _verify_targets(
+    blocks: list[Block], model: model_mod.ModuleModel
+) -> tuple[tuple[str, str, int], ...]:
+    targets: list[tuple[str, str, int]] = []
+    for block in blocks:
+        assert block.tree is not None
+        for stmt in block.tree.body:
+            line = block.start - 1 + stmt.lineno
+            if isinstance(stmt, ast.ClassDef):
+                info = model.classes.get(stmt.name)
+                if info is not None and (
+                    info.is_module
+                    # a base the model cannot resolve (LightningModule, an unread import)
+                    or any(base.rsplit(".", 1)[-1].endswith("Module") for base in info.bases)
+                ):
+                    targets.append(("module", stmt.name, line))
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                ".backward(" in block.text or "autograd.grad(" in block.text
+            ):
+                targets.append(("function", stmt.name, line))
+    return tuple(targets)
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

@@ -43,6 +43,7 @@ class Snapshot:
     syntax_errors: tuple[SyntaxProblem, ...] = ()
     duration_s: float = 0.0
     attachment: object = None  # what the submitter passed along (e.g. a notebook's layout)
+    targets: tuple[tuple[str, str, int], ...] | None = None  # verify targets (None: not parsed)
 
 
 @dataclass
@@ -255,12 +256,13 @@ class Scheduler:
         try:
             result = analysis.update(job.text)
             findings, errors = tuple(result.findings), tuple(result.syntax_errors)
+            targets = None if errors else result.targets
         except Exception:
             # A bug in one rule must not end the server or leave stale results published.
             logger.exception("analysis of %s (version %s) failed", slot.key, job.version)
             with self._lock:
                 self._live.pop(slot.key, None)  # its caches may be inconsistent now
-            findings, errors = (), ()
+            findings, errors, targets = (), (), None
         self.analyses += 1
         return Snapshot(
             slot.key,
@@ -271,6 +273,7 @@ class Scheduler:
             errors,
             time.perf_counter() - start,
             job.attachment,
+            targets,
         )
 
     def _analysis(self, slot: _Slot) -> Analysis:

@@ -585,7 +585,9 @@ def _lens_targets(snapshot: Snapshot) -> tuple[LensTarget, ...] | None:
     layout = snapshot.attachment
     if isinstance(layout, Layout) and layout.is_notebook:
         return ()
-    return verification.lens_targets(snapshot.text, uri_to_path(snapshot.key))
+    if snapshot.targets is None:
+        return None
+    return verification.from_result(snapshot.targets)
 
 
 def _run_verify(

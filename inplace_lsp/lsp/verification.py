@@ -7,7 +7,6 @@ Pure functions of texts and result objects (no pygls, no threads, no torch): the
 
 from __future__ import annotations
 
-import ast
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -17,7 +16,7 @@ from typing import Any, Literal, Protocol
 
 from lsprotocol import types
 
-from inplace_lsp.analysis import model as model_mod
+from inplace_lsp.analysis.engine import DocumentAnalysis
 from inplace_lsp.lsp import convert
 from inplace_lsp.verify import runner
 
@@ -84,40 +83,21 @@ class LensTarget:
     line: int  # 1-based: the `class` / `def` line
 
 
-def _calls_backward(fn: ast.AST) -> bool:
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr == "backward":
-                return True
-            if node.func.attr == "grad" and isinstance(node.func.value, (ast.Name, ast.Attribute)):
-                return True  # torch.autograd.grad(...)
-    return False
-
-
 def lens_targets(text: str, path: str | None) -> tuple[LensTarget, ...] | None:
     """The verify targets of a file, in order; None when it does not parse (the caller keeps
-    the lenses it had, so they do not flicker while the user types)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
+    the lenses it had, so they do not flicker while the user types). The server takes them
+    from the analysis it already ran (`DocumentResult.targets`); this is the same, standalone."""
+    result = DocumentAnalysis(path=path).update(text)
+    if result.syntax_errors:
         return None
-    try:
-        model = model_mod.build([(tree, 1, True)], path=path, lines=convert.split_lines(text))
-    except RecursionError:
-        return None
-    found: list[LensTarget] = []
-    for stmt in tree.body:
-        if isinstance(stmt, ast.ClassDef):
-            info = model.classes.get(stmt.name)
-            if info is not None and (
-                info.is_module
-                # a base the model cannot resolve (LightningModule, an unread import)
-                or any(base.rsplit(".", 1)[-1].endswith("Module") for base in info.bases)
-            ):
-                found.append(LensTarget(stmt.name, "module", stmt.lineno))
-        elif isinstance(stmt, ast.FunctionDef) and _calls_backward(stmt):
-            found.append(LensTarget(stmt.name, "function", stmt.lineno))
-    return tuple(found)
+    return from_result(result.targets)
+
+
+def from_result(targets: tuple[tuple[str, str, int], ...]) -> tuple[LensTarget, ...]:
+    return tuple(
+        LensTarget(name, "module" if kind == "module" else "function", line)
+        for kind, name, line in targets
+    )
 
 
 def code_lens(uri: str, target: LensTarget, lines: Sequence[str], encoding: str) -> types.CodeLens:
