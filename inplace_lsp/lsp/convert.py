@@ -52,12 +52,16 @@ def split_lines(text: str) -> list[str]:
     return _LINE_BREAK.split(text)
 
 
+# What str.splitlines breaks at besides \n and \r.
+_OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 def lines_with_ends(text: str) -> tuple[str, ...]:
     """The lines of `text` with their line breaks, broken only where LSP breaks lines (`\n`,
     `\r\n`, `\r`): str.splitlines also breaks at \f, \v, \x85, \u2028 and others."""
+    if _OTHER_BREAKS.search(text) is None:
+        return tuple(text.splitlines(True))  # the common case, in C
     return tuple(_LINE_WITH_END.findall(text))
 
 
