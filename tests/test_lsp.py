@@ -119,6 +119,10 @@ def _register_capability(client: Editor, params: types.RegistrationParams) -> No
     client.registrations += params.registrations
 
 
+def _code_lens_refresh(client: Editor, params: None) -> None:
+    """VS Code re-requests the lenses; these tests list them themselves."""
+
+
 def make_editor() -> Editor:
     client = Editor(converter_factory=default_converter)
     register_lsp_features(
@@ -127,6 +131,7 @@ def make_editor() -> Editor:
             **DEFAULT_CLIENT_FEATURES,
             types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: _record_publish,
             types.CLIENT_REGISTER_CAPABILITY: _register_capability,
+            types.WORKSPACE_CODE_LENS_REFRESH: _code_lens_refresh,
         },
     )
     return client
