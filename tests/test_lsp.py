@@ -108,6 +108,7 @@ class Editor(LanguageClient):
         self.registrations: list[types.Registration] = []
         self.profile: Profile = vscode()
         self.init_result: types.InitializeResult | None = None
+        self.lens_refreshes = 0
 
 
 def _record_publish(client: Editor, params: types.PublishDiagnosticsParams) -> None:
@@ -120,7 +121,8 @@ def _register_capability(client: Editor, params: types.RegistrationParams) -> No
 
 
 def _code_lens_refresh(client: Editor, params: None) -> None:
-    """VS Code re-requests the lenses; these tests list them themselves."""
+    """VS Code would re-request the lenses; the tests count the requests."""
+    client.lens_refreshes += 1
 
 
 def make_editor() -> Editor:
