@@ -10,6 +10,7 @@ instead; where a caller relies on the write, there is no fix.
 from __future__ import annotations
 
 import ast
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -200,8 +201,34 @@ def method_out_of_place(source: Source, finding: Finding) -> list[Edit] | None:
         return _out_argument(source, finding, found, out)
     if not call.func.attr.endswith("_") or call.func.attr in NOT_REWRITTEN:
         return None
-    target = call.func.value
-    plan = plan_write(source, found, target, finding, rebind=True)
+    site = _rebind_site(source, finding, found, call.func.value)
+    if not isinstance(site, _Site):
+        return site
+    innermost = find_expression(site.region, finding.span, cst.Call)
+    if site.statement is None or not isinstance(innermost, cst.Call):
+        return None
+    chain = _chain(list(site.region.positions()), innermost)
+    rewritten: cst.BaseExpression | None = None
+    for link in chain:
+        rewritten = _rewrite_chain(link, rewritten)
+    assert rewritten is not None
+    return _rebind(source, found, site.region, site.statement, chain[-1], rewritten, site.name)
+
+
+class _Site(NamedTuple):
+    """Where a write is rewritten to rebind `name`: the parsed region and its statement."""
+
+    name: str
+    region: Region
+    statement: cst.CSTNode | None
+
+
+def _rebind_site(
+    source: Source, finding: Finding, found: Located, written: ast.expr
+) -> list[Edit] | _Site | None:
+    """The clone edits when the plan is to clone first; else where to rebind; None when the
+    write cannot be fixed."""
+    plan = plan_write(source, found, written, finding, rebind=True)
     if plan is None:
         return None
     if plan.kind == "clone":
@@ -209,16 +236,7 @@ def method_out_of_place(source: Source, finding: Finding) -> list[Edit] | None:
     region = region_for(source, found)
     if region is None:
         return None
-    statement = find_statement(region, stmt_span(source, found))
-    innermost = find_expression(region, finding.span, cst.Call)
-    if statement is None or not isinstance(innermost, cst.Call):
-        return None
-    chain = _chain(list(region.positions()), innermost)
-    rewritten: cst.BaseExpression | None = None
-    for link in chain:
-        rewritten = _rewrite_chain(link, rewritten)
-    assert rewritten is not None
-    return _rebind(source, found, region, statement, chain[-1], rewritten, plan.name)
+    return _Site(plan.name, region, find_statement(region, stmt_span(source, found)))
 
 
 def _rebind(
@@ -323,26 +341,21 @@ def _out_argument(
     """`torch.sub(x, m, out=x)` -> `x = torch.sub(x, m)` (an expression statement only)."""
     if not isinstance(found.stmt, ast.Expr) or not isinstance(found.stmt.value, ast.Call):
         return None
-    plan = plan_write(source, found, out, finding, rebind=True)
-    if plan is None:
-        return None
-    if plan.kind == "clone":
-        return _clone_edits(source, plan)
-    region = region_for(source, found)
-    if region is None:
-        return None
-    statement = find_statement(region, stmt_span(source, found))
+    site = _rebind_site(source, finding, found, out)
+    if not isinstance(site, _Site):
+        return site
+    statement = site.statement
     if not isinstance(statement, cst.Expr) or not isinstance(statement.value, cst.Call):
         return None
     call = statement.value
     args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == "out")]
     if args:
         args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    target = cst.parse_expression(plan.name)
+    target = cst.parse_expression(site.name)
     assert isinstance(target, (cst.Name, cst.Attribute))
     assign = cst.Assign(
         targets=[cst.AssignTarget(target=target)],
         value=call.with_changes(args=args),
         semicolon=statement.semicolon,
     )
-    return region.replace(statement, assign)
+    return site.region.replace(statement, assign)
