@@ -1,0 +1,111 @@
+/** Settings resolution without VS Code: defaults, invalid values, variables, restart triggers. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+    DEFAULTS,
+    needsRestart,
+    resolveSettings,
+    serverSettings,
+    substituteVariables,
+    type ConfigurationLike,
+} from '../src/common/settings';
+
+function config(values: Record<string, unknown>): ConfigurationLike {
+    return { get: <T>(key: string) => values[key] as T | undefined };
+}
+
+const context = { workspaceFolder: '/ws', userHome: '/home/me', env: { VENV: '/venvs/torch' } };
+
+describe('substituteVariables', () => {
+    it('replaces workspaceFolder, userHome and env variables', () => {
+        assert.equal(substituteVariables('${workspaceFolder}/.venv/bin/python', context), '/ws/.venv/bin/python');
+        assert.equal(substituteVariables('${userHome}/py', context), '/home/me/py');
+        assert.equal(substituteVariables('${env:VENV}/bin/python', context), '/venvs/torch/bin/python');
+    });
+
+    it('empties unset env variables and keeps unknown variables', () => {
+        assert.equal(substituteVariables('${env:NOPE}x', context), 'x');
+        assert.equal(substituteVariables('${config:foo}', context), '${config:foo}');
+        assert.equal(substituteVariables('${workspaceFolder}', {}), '${workspaceFolder}');
+    });
+});
+
+describe('resolveSettings', () => {
+    it('gives the defaults for an empty configuration', () => {
+        assert.deepEqual(resolveSettings(config({}), context), DEFAULTS);
+    });
+
+    it('reads every key and substitutes variables in paths only', () => {
+        const settings = resolveSettings(
+            config({
+                interpreter: ['${workspaceFolder}/.venv/bin/python', '-X', 'utf8'],
+                select: ['IPL00'],
+                ignore: ['IPL003'],
+                severity: { IPL001: 'error' },
+                strict: true,
+                run: 'onSave',
+                debounceMs: 250,
+                'verify.device': 'cpu',
+                'verify.timeoutS': 30,
+                'verify.python': '${env:VENV}/bin/python',
+                'verify.launcher': ['srun', '--chdir=${workspaceFolder}'],
+            }),
+            context,
+        );
+        assert.deepEqual(settings, {
+            interpreter: ['/ws/.venv/bin/python', '-X', 'utf8'],
+            select: ['IPL00'],
+            ignore: ['IPL003'],
+            severity: { IPL001: 'error' },
+            strict: true,
+            run: 'onSave',
+            debounceMs: 250,
+            verify: { device: 'cpu', timeoutS: 30, python: '/venvs/torch/bin/python', launcher: ['srun', '--chdir=/ws'] },
+        });
+    });
+
+    it('replaces invalid values by the defaults', () => {
+        const settings = resolveSettings(
+            config({
+                interpreter: 'python3',
+                select: [1, 2],
+                severity: ['error'],
+                strict: 'yes',
+                run: 'always',
+                debounceMs: Number.NaN,
+                'verify.device': 'tpu',
+                'verify.timeoutS': '10',
+                'verify.python': '   ',
+                'verify.launcher': 'srun',
+            }),
+            context,
+        );
+        assert.deepEqual(settings, DEFAULTS);
+    });
+
+    it('keeps verify.python null (the server then picks the workspace venv)', () => {
+        assert.equal(resolveSettings(config({ 'verify.python': null }), context).verify.python, null);
+    });
+});
+
+describe('serverSettings', () => {
+    it('leaves out interpreter, which the server would report as unknown', () => {
+        const sent = serverSettings({ ...DEFAULTS, interpreter: ['/usr/bin/python3'] });
+        assert.equal('interpreter' in sent, false);
+        assert.deepEqual(Object.keys(sent).sort(), ['debounceMs', 'ignore', 'run', 'select', 'severity', 'strict', 'verify']);
+    });
+});
+
+describe('needsRestart', () => {
+    const changed = (...sections: string[]) => ({
+        affectsConfiguration: (section: string) =>
+            sections.some((s) => s === section || s.startsWith(`${section}.`)),
+    });
+
+    it('restarts for the interpreter only', () => {
+        assert.equal(needsRestart(changed('inplaceLsp.interpreter')), true);
+        assert.equal(needsRestart(changed('inplaceLsp.select')), false);
+        assert.equal(needsRestart(changed('inplaceLsp.verify.python')), false);
+        assert.equal(needsRestart(changed('editor.fontSize')), false);
+    });
+});
