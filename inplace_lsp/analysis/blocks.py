@@ -269,8 +269,3 @@ def _candidate_ranges(lines: list[str], start: int, end: int) -> list[tuple[int,
     if not starts or starts[0] != start:
         starts.insert(0, start)
     return list(zip(starts, [*starts[1:], end], strict=True))
-
-
-def split(text: str, cache: ParseCache | None = None) -> list[Block]:
-    """The blocks of a text, with no earlier version to reuse."""
-    return Splitter(cache).split(text)

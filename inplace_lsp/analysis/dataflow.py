@@ -215,7 +215,6 @@ class Mutation:
     target: str | None  # the name written to
     stmt_loc: Loc  # the enclosing statement, which a fix rewrites
     fix: str | None  # recipe kind
-    fix_params: tuple[tuple[str, str], ...] = ()
     call_site: Loc | None = None  # inplace modules: where the module was called
     activation: bool = False
     path: str | None = None  # file of loc (None: the document analysed)
@@ -366,7 +365,6 @@ class Interpreter:
         self.heap = Heap()
         self.escaped: set[int] = set()
         self.call_stack: list[ast.AST] = []
-        self.backward_count = 0
         self.group_names: dict[int, set[str]] = {}
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
         self.work = 0
@@ -1943,7 +1941,6 @@ class Interpreter:
         return mutation
 
     def backward(self, value: Value, node: ast.AST, frame: Frame, retain: bool) -> None:
-        self.backward_count += 1
         value.grad = True  # backward() on it: it requires grad
         loc = self.loc(node, frame)
         for sid in self._graph_of(value):
