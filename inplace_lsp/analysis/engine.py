@@ -72,7 +72,6 @@ class DocumentAnalysis:
         self._candidates: frozenset[str] = frozenset()
         self._candidate_functions: frozenset[str] = frozenset()
         self._texts: dict[str, _TextFacts] = {}
-        self._model_classes: dict[str, ClassInfo] = {}
 
     def update(self, text: str) -> DocumentResult:
         """Analyse a new version of the document's text."""
@@ -203,7 +202,6 @@ class DocumentAnalysis:
         if self.workspace is not None and self.path is not None:
             # Local classes may derive from, or build, classes of other files.
             model.resolver = self.workspace.resolver_for(self.path)
-        self._model_classes = model.classes
         for block in blocks:
             if "import" in block.text:
                 aliases = self._imports.get(block.key)
@@ -233,6 +231,7 @@ class DocumentAnalysis:
             tuple[ast.FunctionDef | ast.AsyncFunctionDef, ClassInfo | None, list[ast.stmt]]
         ],
         segments: dict[int, str],
+        model: model_mod.ModuleModel,
     ) -> set[int]:
         """The functions worth interpreting: those whose own text can write in place, and those
         that call them (a method of the class, a submodule attribute whose class or
@@ -248,7 +247,7 @@ class DocumentAnalysis:
             if owner is not None:
                 by_class.setdefault(owner.name, {})[fn.name] = id(fn)
         for class_name, methods in by_class.items():
-            info = self._model_classes.get(class_name)
+            info = model.classes.get(class_name)
             if info is None:
                 continue
             hot = {attr for attr, sub in info.submodules.items() if self._writes_in_place(sub)}
@@ -308,7 +307,7 @@ class DocumentAnalysis:
             )
             for fn, _, _ in entries
         }
-        wanted = self._wanted_entries(entries, segments)
+        wanted = self._wanted_entries(entries, segments, model)
         for fn, owner, _ in entries:
             if id(fn) not in wanted:
                 continue
