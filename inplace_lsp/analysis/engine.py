@@ -412,14 +412,12 @@ def _verify_targets(
             line = block.start - 1 + stmt.lineno
             if isinstance(stmt, ast.ClassDef):
                 info = model.classes.get(stmt.name)
-                if info is not None and (
-                    info.is_module
-                    # a base the model cannot resolve (LightningModule, an unread import)
-                    or any(base.rsplit(".", 1)[-1].endswith("Module") for base in info.bases)
-                ):
+                if info is not None and model_mod.looks_like_module(info):
                     targets.append(("module", stmt.name, line))
-            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
-                ".backward(" in block.text or "autograd.grad(" in block.text
+            elif (
+                isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and ("backward(" in block.text or "grad(" in block.text)  # cheap test first
+                and model_mod.calls_backward(stmt)
             ):
                 targets.append(("function", stmt.name, line))
     return tuple(targets)

@@ -384,6 +384,21 @@ def build(
     return model
 
 
+def looks_like_module(info: ClassInfo) -> bool:
+    """An nn.Module subclass, or a class whose base the model cannot read but is named like
+    one (LightningModule, an unresolved import)."""
+    return info.is_module or any(base.rsplit(".", 1)[-1].endswith("Module") for base in info.bases)
+
+
+def calls_backward(fn: ast.AST) -> bool:
+    """Whether code calls `.backward()` or `torch.autograd.grad(...)` (a training function)."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("backward", "grad"):
+                return True
+    return False
+
+
 class Undecidable(Exception):
     """A guard whose value is not known from constants."""
 

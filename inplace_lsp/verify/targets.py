@@ -28,7 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inplace_lsp.analysis import model as model_mod
-from inplace_lsp.analysis.model import ClassInfo, ModuleModel
+from inplace_lsp.analysis.model import (
+    ClassInfo,
+    ModuleModel,
+    calls_backward,
+    looks_like_module,
+)
 
 __all__ = ["VerifyError", "find_target", "SPEC_VERSION"]
 
@@ -1005,7 +1010,7 @@ class _Finder:
         if kind == "Sequential":
             return self.sequential_need(ref, rank)
         local = self.ctx.model.lookup_class(ref.qual or "") if ref.qual else None
-        if local is not None and (local.is_module or _looks_like_module(local)):
+        if local is not None and looks_like_module(local):
             return self.local_need(ref, local, index, keyword)
         if kind.startswith("Lazy"):
             shapes: dict[str, list[int]] = {
@@ -1141,10 +1146,6 @@ class _Finder:
                 return ranked or found.candidates
             return found.candidates
         return None
-
-
-def _looks_like_module(info: ClassInfo) -> bool:
-    return any(base.rsplit(".", 1)[-1].endswith("Module") for base in info.bases)
 
 
 def _rank_hint(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> int | None:
@@ -1573,23 +1574,6 @@ def _enclosing(tree: ast.Module, line: int) -> _Enclosing | None:
     return None
 
 
-def _calls_backward(fn: ast.AST) -> bool:
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr == "backward":
-                return True
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name == "grad" and isinstance(func, ast.Attribute):
-                return True
-    return False
-
-
-def _is_module_class(model: ModuleModel, info: ClassInfo) -> bool:
-    return info.is_module or _looks_like_module(info)
-
-
 def _module_function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
@@ -1883,7 +1867,7 @@ def _function_spec(tree: ast.Module, fn: ast.FunctionDef) -> Spec:
         "line": _span(fn)[0],
         "construct": construct,
         "inputs": None,
-        "calls_backward": _calls_backward(fn),
+        "calls_backward": calls_backward(fn),
     }
 
 
@@ -1895,14 +1879,14 @@ def _default_target(tree: ast.Module, model: ModuleModel) -> ast.FunctionDef | C
     }
     for name in ENTRY_NAMES:
         fn = functions.get(name)
-        if fn is not None and not _required(fn, False) and _calls_backward(fn):
+        if fn is not None and not _required(fn, False) and calls_backward(fn):
             return fn
     modules = [
         model.classes[s.name]
         for s in tree.body
         if isinstance(s, ast.ClassDef)
         and s.name in model.classes
-        and _is_module_class(model, model.classes[s.name])
+        and looks_like_module(model.classes[s.name])
     ]
     used: set[str] = set()
     for info in modules:
@@ -1915,7 +1899,7 @@ def _default_target(tree: ast.Module, model: ModuleModel) -> ast.FunctionDef | C
     if roots:
         return roots[-1]
     for fn in functions.values():
-        if not _required(fn, False) and _calls_backward(fn):
+        if not _required(fn, False) and calls_backward(fn):
             return fn
     return None
 
@@ -1958,7 +1942,7 @@ def find_target(
     elif enclosing.kind == "class":
         assert isinstance(enclosing.node, ast.ClassDef)
         info = model.classes.get(enclosing.node.name)
-        if info is None or not _is_module_class(model, info):
+        if info is None or not looks_like_module(info):
             raise VerifyError(
                 f"line {line} is in class {enclosing.node.name}, which is not an nn.Module "
                 "subclass; point verify at a module class or at a top-level function that "
