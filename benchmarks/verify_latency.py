@@ -2,6 +2,7 @@
 interpreter that imported torch once), and what pinpointing costs inside the run.
 
     python benchmarks/verify_latency.py [--runs N] [--python PATH] [--shape NAME ...]
+                                        [--device cpu|cuda]
 
 1. Same module, same spec, run N times through ``runner.run_spec``: cold (``warm=False``) and
    warm (the worker is started before timing); median wall time as the runner sees it.
@@ -32,13 +33,13 @@ TRACE_TARGET = 1.5
 DEFAULT_SHAPES = ("mlp", "resnet_block", "transformer_block", "gpt_tiny", "unet_tiny")
 
 
-def spec_for(name: str) -> dict[str, Any]:
+def spec_for(name: str, device: str = "cpu") -> dict[str, Any]:
     path = SHAPES / f"{name}.py"
     text = path.read_text(encoding="utf-8")
     line = next(i + 1 for i, t in enumerate(text.splitlines()) if "# verify-target" in t)
     spec = find_target(text, line, path=str(path))
     spec["path"] = str(path)
-    spec["device"] = "cpu"
+    spec["device"] = device
     return spec
 
 
@@ -47,8 +48,8 @@ def median_of(runs: int, fn: Callable[[], float]) -> tuple[float, list[float]]:
     return statistics.median(samples), samples
 
 
-def cold_vs_warm(name: str, runs: int, python: str) -> tuple[float, float, float]:
-    spec = spec_for(name)
+def cold_vs_warm(name: str, runs: int, python: str, device: str) -> tuple[float, float, float]:
+    spec = spec_for(name, device)
     cold = runner.RunOptions(python=python, warm=False)
     warm = runner.RunOptions(python=python, warm=True)
 
@@ -72,13 +73,13 @@ def cold_vs_warm(name: str, runs: int, python: str) -> tuple[float, float, float
     return cold_median, warm_median, startup
 
 
-def trace_cost(name: str, runs: int) -> tuple[float, float]:
+def trace_cost(name: str, runs: int, device: str) -> tuple[float, float]:
     """(plain anomaly-mode seconds, traced seconds), medians, for one forward/backward."""
     import torch
 
     from inplace_lsp.verify import harness
 
-    spec = spec_for(name)
+    spec = spec_for(name, device)
     module = harness._load_user_module(spec["path"], None)
     cls = getattr(module, spec["name"])
     construct = spec["construct"]
@@ -87,22 +88,24 @@ def trace_cost(name: str, runs: int) -> tuple[float, float]:
             harness._call_hook(construct["hook"], cls, module, None)
         )
     else:
-        args = tuple(harness._materialize(v, "cpu") for v in construct["args"])
-        kwargs = {k: harness._materialize(v, "cpu") for k, v in construct["kwargs"].items()}
+        args = tuple(harness._materialize(v, device) for v in construct["args"])
+        kwargs = {k: harness._materialize(v, device) for k, v in construct["kwargs"].items()}
     torch.manual_seed(0)
-    model = cls(*args, **kwargs)
+    model = cls(*args, **kwargs).to(device)
     if spec["inputs"]["hook"]:
         value = harness._call_hook(spec["inputs"]["hook"], cls, module, model)
         call_args, call_kwargs = harness._split_call_args(value)
     else:
         candidate = spec["inputs"]["candidates"][0]
-        call_args = tuple(harness._materialize(v, "cpu") for v in candidate["args"])
-        call_kwargs = {k: harness._materialize(v, "cpu") for k, v in candidate["kwargs"].items()}
+        call_args = tuple(harness._materialize(v, device) for v in candidate["args"])
+        call_kwargs = {k: harness._materialize(v, device) for k, v in candidate["kwargs"].items()}
 
     def step() -> None:
         model.zero_grad(set_to_none=True)
         loss = harness._reduce(model(*call_args, **call_kwargs))
         loss.backward()
+        if device != "cpu":
+            torch.cuda.synchronize()
 
     def plain() -> float:
         started = time.perf_counter()
@@ -135,12 +138,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--shape", action="append", dest="shapes", metavar="NAME")
     parser.add_argument("--latency-shape", default="transformer_block", metavar="NAME")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (timed with a synchronize)")
     args = parser.parse_args(argv)
     shapes = tuple(args.shapes or DEFAULT_SHAPES)
 
-    cold, warm, startup = cold_vs_warm(args.latency_shape, args.runs, args.python)
+    cold, warm, startup = cold_vs_warm(args.latency_shape, args.runs, args.python, args.device)
     speedup = cold / warm
-    print(f"verify latency, {args.latency_shape}, median of {args.runs} (python {args.python})")
+    print(
+        f"verify latency, {args.latency_shape} on {args.device}, median of {args.runs} "
+        f"(python {args.python})"
+    )
     print(f"  {'mode':<32} {'median':>10}")
     print(f"  {'cold (new interpreter)':<32} {cold * 1000:>8.0f} ms")
     print(f"  {'warm (forked from the worker)':<32} {warm * 1000:>8.0f} ms")
@@ -151,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'shape':<20} {'plain':>10} {'traced':>10} {'ratio':>7}")
     ratios: list[float] = []
     for name in shapes:
-        plain, traced = trace_cost(name, args.runs)
+        plain, traced = trace_cost(name, args.runs, args.device)
         ratio = traced / plain
         ratios.append(ratio)
         print(f"  {name:<20} {plain * 1000:>8.1f}ms {traced * 1000:>8.1f}ms {ratio:>6.2f}x")

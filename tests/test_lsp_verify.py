@@ -27,6 +27,7 @@ import test_lsp as base
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig
+from test_verify import AUTO_DEVICE
 
 pytestmark = [pytest.mark.lsp, pytest.mark.torch]
 in_module_loop = pytest.mark.asyncio(loop_scope="module")  # the server lives as long as the module
@@ -260,11 +261,11 @@ async def test_verify_names_the_lines_then_the_fix_verifies(
     result = await verify(client, uri)
     assert result["status"] == "ok", result
     assert result["target"] == "train_step"  # an entry-point name wins
-    assert result["device"] == "cpu"
+    assert result["device"] == AUTO_DEVICE
     assert result["mutation"] is None
     await base.wait_until(
         lambda: any(
-            m.message.startswith("train_step: ran OK on cpu in ")
+            m.message.startswith(f"train_step: ran OK on {AUTO_DEVICE} in ")
             for m in client.messages[messages:]
         )
     )

@@ -501,6 +501,23 @@ class _Tracer:
         self.live = still
 
 
+@functools.cache
+def _torch_keeps_backward_suffix() -> bool:
+    """Whether this torch names the producer "SigmoidBackward0" (2.11) or "Sigmoid" (2.13) in
+    its version-check message: asked once, by making torch raise it."""
+    import torch
+
+    with torch.enable_grad():
+        leaf = torch.ones(1, device="cpu", requires_grad=True)
+        out = leaf.sigmoid()
+        out.add_(1)
+        try:
+            out.sum().backward()
+        except RuntimeError as exc:
+            return "SigmoidBackward" in str(exc)
+    return False
+
+
 def _version_error(record: _Saved, current: int) -> str:
     """The message torch's own ``SavedVariable::unpack`` check would raise."""
     import torch
@@ -517,7 +534,8 @@ def _version_error(record: _Saved, current: int) -> str:
     if original is not None and original.grad_fn is not None:
         producer = original.grad_fn.name()
     if not record.is_leaf and producer is not None:
-        producer = _BACKWARD_SUFFIX.sub("", producer)
+        if not _torch_keeps_backward_suffix():
+            producer = _BACKWARD_SUFFIX.sub("", producer)
         text += f", which is output {record.output_nr} of {producer},"
     text += f" is at version {current}; expected version {record.version} instead."
     if torch.is_anomaly_enabled():
@@ -672,6 +690,7 @@ def trace_call(
 
     frames = _UserFrames(user_files)
     tracer = _Tracer(frames)
+    _torch_keeps_backward_suffix()  # before the hooks, which turn torch's own check off
     error: BaseException | None = None
     start = time.perf_counter()
     with contextlib.ExitStack() as stack:
@@ -1216,7 +1235,8 @@ def run_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     ``device`` ("cpu", "cuda:0" or None when it never got that far), ``mutation``,
     ``saved_by``, ``related``, ``message``, ``exception``, ``duration_s``, and for runs that
     started: ``inputs`` (what forward got) and ``construct`` (where constructor arguments
-    came from).
+    came from). ``fallback`` (``device``, ``exception``): "auto" picked CUDA, the run failed
+    there without an in-place error, and the result is that of a second run on the CPU.
     """
     result = _base_result(spec)
     start = time.perf_counter()
@@ -1244,8 +1264,43 @@ def run_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     if spec.get("cwd"):
         with contextlib.suppress(OSError):
             os.chdir(str(spec["cwd"]))
-    _forget_user_modules([os.path.dirname(path), str(spec.get("cwd") or "")])
     sys.argv = [path]  # as if the user ran the file (argparse at import time sees no flags)
+    try:
+        report = _load_and_run(path, spec, device)
+        if (
+            device != "cpu"
+            and str(spec.get("device") or "auto") == "auto"
+            and report.get("status") == "error"
+            and not report.get("import_failed")
+        ):
+            # "auto" picked CUDA and the code failed there without an in-place error: code that
+            # builds its own tensors often mixes devices (module-level constants, CPU
+            # generators). Run it again on the CPU, which is what the code was written for, and
+            # say what happened on the GPU.
+            first = report
+            device = result["device"] = "cpu"
+            report = _load_and_run(path, spec, device)
+            report["fallback"] = {"device": first["device"], "exception": first.get("exception")}
+    except _SpecError as exc:
+        return failed(str(exc))
+    if report.pop("import_failed", False):
+        if report.get("related"):
+            result["related"] = report["related"]
+        result["message"] = report["message"]
+        result["exception"] = report["exception"]
+        result["duration_s"] = round(time.perf_counter() - start, 6)
+        return result
+    if report.get("status") == "error" and report.get("exception"):
+        print(f"inplace-lsp verify: {report['exception']}", file=sys.stderr)
+    return {**result, **report, "target": result["target"], "device": device}
+
+
+def _load_and_run(path: str, spec: Mapping[str, Any], device: str) -> dict[str, Any]:
+    """Import the user's file afresh and run its target on ``device``: the target's report, or
+    ``{"import_failed": True, "message", "exception", "related"}``."""
+    import torch
+
+    _forget_user_modules([os.path.dirname(path), str(spec.get("cwd") or "")])
     user_files = spec.get("user_files")
     frames = _UserFrames(user_files)
     try:
@@ -1255,24 +1310,26 @@ def run_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         import traceback
 
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+        failure: dict[str, Any] = {
+            "import_failed": True,
+            "status": "error",
+            "message": f"cannot import {path}: {type(exc).__name__}: {exc}",
+            "exception": f"{type(exc).__name__}: {exc}",
+        }
         raised = _site_of(_traceback_frames(exc.__traceback__), frames)
         if raised is not None:
-            result["related"] = [{**raised.as_json(), "message": "raised here"}]
-        return failed(f"cannot import {path}: {type(exc).__name__}: {exc}", exc)
-    try:
-        target = _resolve(module, str(spec.get("name")))
-        with contextlib.ExitStack() as stack:
-            if device != "cpu":
-                stack.enter_context(torch.device(device))
-            if spec.get("kind") == "function":
-                report = _run_function_target(target, module, spec, user_files)
-            else:
-                report = _run_module_target(target, module, spec, device, user_files)
-    except _SpecError as exc:
-        return failed(str(exc))
-    if report.get("status") == "error" and report.get("exception"):
-        print(f"inplace-lsp verify: {report['exception']}", file=sys.stderr)
-    return {**result, **report, "target": result["target"], "device": device}
+            failure["related"] = [{**raised.as_json(), "message": "raised here"}]
+        return failure
+    target = _resolve(module, str(spec.get("name")))
+    with contextlib.ExitStack() as stack:
+        if device != "cpu":
+            stack.enter_context(torch.device(device))
+        if spec.get("kind") == "function":
+            report = _run_function_target(target, module, spec, user_files)
+        else:
+            report = _run_module_target(target, module, spec, device, user_files)
+    report["device"] = device
+    return report
 
 
 # --------------------------------------------------------------------------- script

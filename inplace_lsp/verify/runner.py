@@ -843,6 +843,17 @@ def _where(location: Mapping[str, Any] | None, path: str | None) -> str:
 def describe(result: Mapping[str, Any], path: str | None = None) -> str:
     """One line for the editor's message / the CLI (``path``: the verified file, so its
     lines are named by number only)."""
+    line = _describe_outcome(result, path)
+    fallback = result.get("fallback")
+    if isinstance(fallback, Mapping):
+        raised = str(fallback.get("exception") or "an error").splitlines()[0]
+        if len(raised) > 160:
+            raised = raised[:157] + "..."
+        line += f" [on {fallback.get('device')} it raised {raised}; ran again on cpu]"
+    return line
+
+
+def _describe_outcome(result: Mapping[str, Any], path: str | None) -> str:
     target = result.get("target") or "target"
     status = result.get("status")
     device = result.get("device") or "?"
