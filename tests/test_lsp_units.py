@@ -430,6 +430,7 @@ def test_eager_code_actions_carry_their_edits(tmp_path: Path, stub_fixes: None) 
         "Rewrite out of place (IPL001)",
         "Suppress with `# noqa: IPL001`",
         "Fix all safe in-place problems (inplace-lsp)",
+        "Verify Gate: forward/backward under autograd (inplace-lsp)",
     ]
     fix = offered[0]
     assert fix.is_preferred and fix.edit is not None and fix.edit.changes is not None
@@ -467,7 +468,8 @@ def test_no_fixes_no_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     uri = (tmp_path / "m.py").as_uri()
     session.open_document(uri, 1, DOC)
     flagged = next(d for d in client.published[-1][2] if d.code == "IPL001")
-    assert session.code_actions(uri, flagged.range, None) == []
+    offered = session.code_actions(uri, flagged.range, None)
+    assert [a.kind for a in offered] == ["source.verify.inplace-lsp"]  # runs no fixer
 
 
 def test_hover_plain_text(tmp_path: Path) -> None:

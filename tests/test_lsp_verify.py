@@ -15,9 +15,12 @@ Each server keeps one warm verify worker (torch imported once); every run forks 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ import test_lsp as base
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig
+from test_lsp_units import _receive
 from test_verify import AUTO_DEVICE
 
 pytestmark = [pytest.mark.lsp, pytest.mark.torch]
@@ -197,6 +201,72 @@ async def test_code_lenses_above_modules_and_training_functions(
     moved = await lenses(client, uri)
     assert [lens.range.start.line for lens in moved] == [CLASS_LINE + 1, TRAIN_LINE + 1]
     assert not marker.exists(), "opening, analysing or listing lenses ran the user's code"
+
+
+def test_verify_code_action_for_clients_without_lenses(tmp_path: Path) -> None:
+    """Helix and eglot show no code lenses: the same command comes as a source code action.
+    Checked on the wire: lsprotocol's client side reads any action with a `command` key as a
+    plain Command, which is what pytest-lsp would show."""
+    uri = (tmp_path / "action.py").as_uri()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "inplace_lsp", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    pipe, replies = server.stdin, server.stdout
+
+    def send(message: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        pipe.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        pipe.flush()
+
+    def until(wanted: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        while not wanted(message := _receive(replies)):
+            pass
+        return message
+
+    def actions(line: int, only: list[str] | None, request: int) -> list[dict[str, Any]]:
+        where = {"start": {"line": line, "character": 9}, "end": {"line": line, "character": 9}}
+        context: dict[str, Any] = {"diagnostics": [], **({"only": only} if only else {})}
+        params = {"textDocument": {"uri": uri}, "range": where, "context": context}
+        send({"id": request, "method": "textDocument/codeAction", "params": params})
+        result: list[dict[str, Any]] = until(lambda m: m.get("id") == request)["result"]
+        return result
+
+    try:
+        send({"id": 1, "method": "initialize", "params": {"processId": None, "capabilities": {}}})
+        capabilities = until(lambda m: m.get("id") == 1)["result"]["capabilities"]
+        assert "source.verify.inplace-lsp" in capabilities["codeActionProvider"]["codeActionKinds"]
+        send({"method": "initialized", "params": {}})
+        document = {"uri": uri, "languageId": "python", "version": 1, "text": BROKEN}
+        send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
+        until(lambda m: m.get("method") == "textDocument/publishDiagnostics")
+
+        (verify,) = [a for a in actions(MUTATION_LINE, None, 2) if "command" in a]
+        assert verify == {
+            "title": "Verify ResidualBlock: forward/backward under autograd (inplace-lsp)",
+            "kind": "source.verify.inplace-lsp",
+            "command": {
+                "title": TITLE,
+                "command": VERIFY,
+                "arguments": [uri, {"line": CLASS_LINE, "character": 0}],
+            },
+        }
+        assert [a["kind"] for a in actions(MUTATION_LINE, ["source"], 3) if "command" in a] == [
+            "source.verify.inplace-lsp"
+        ]
+        assert all(a["kind"] == "quickfix" for a in actions(MUTATION_LINE, ["quickfix"], 4))
+        assert not [a for a in actions(0, None, 5) if "command" in a]  # outside any target
+        send({"id": 6, "method": "shutdown"})
+        until(lambda m: m.get("id") == 6)
+        send({"method": "exit"})
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
 
 
 @in_module_loop
@@ -433,10 +503,10 @@ async def not_run():
     pass
 """
     assert lens_targets(text, None) == (
-        LensTarget("Base", "module", 6),
-        LensTarget("Derived", "module", 10),
-        LensTarget("Lit", "module", 14),
-        LensTarget("loss_step", "function", 23),
+        LensTarget("Base", "module", 6, 7),
+        LensTarget("Derived", "module", 10, 11),
+        LensTarget("Lit", "module", 14, 15),
+        LensTarget("loss_step", "function", 23, 24),
     )
     assert lens_targets(text + "\ndef broken(:\n", None) is None  # the caller keeps its lenses
 

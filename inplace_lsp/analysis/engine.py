@@ -46,7 +46,7 @@ class DocumentResult:
     blocks_analysed: int  # how many blocks were interpreted (not served from the cache)
     # What `verify` can run: ("module" | "function", name, 1-based line of class / def), for
     # nn.Module subclasses and top-level functions that call backward().
-    targets: tuple[tuple[str, str, int], ...] = ()
+    targets: tuple[tuple[str, str, int, int], ...] = ()
 
 
 class DocumentAnalysis:
@@ -404,22 +404,24 @@ def _digest(text: str) -> str:
 
 def _verify_targets(
     blocks: list[Block], model: model_mod.ModuleModel
-) -> tuple[tuple[str, str, int], ...]:
-    targets: list[tuple[str, str, int]] = []
+) -> tuple[tuple[str, str, int, int], ...]:
+    """(kind, name, first line, last line) of each verify target, lines 1-based."""
+    targets: list[tuple[str, str, int, int]] = []
     for block in blocks:
         assert block.tree is not None
         for stmt in block.tree.body:
             line = block.start - 1 + stmt.lineno
+            end = block.start - 1 + (stmt.end_lineno or stmt.lineno)
             if isinstance(stmt, ast.ClassDef):
                 info = model.classes.get(stmt.name)
                 if info is not None and model_mod.looks_like_module(info):
-                    targets.append(("module", stmt.name, line))
+                    targets.append(("module", stmt.name, line, end))
             elif (
                 isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
                 and ("backward(" in block.text or "grad(" in block.text)  # cheap test first
                 and model_mod.calls_backward(stmt)
             ):
-                targets.append(("function", stmt.name, line))
+                targets.append(("function", stmt.name, line, end))
     return tuple(targets)
 
 

@@ -43,7 +43,9 @@ class Snapshot:
     syntax_errors: tuple[SyntaxProblem, ...] = ()
     duration_s: float = 0.0
     attachment: object = None  # what the submitter passed along (e.g. a notebook's layout)
-    targets: tuple[tuple[str, str, int], ...] | None = None  # verify targets (None: not parsed)
+    targets: tuple[tuple[str, str, int, int], ...] | None = (
+        None  # verify targets (None: not parsed)
+    )
 
 
 @dataclass

@@ -384,7 +384,9 @@ def build_server() -> InplaceLanguageServer:
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=list(actions.KINDS), resolve_provider=True),
+        types.CodeActionOptions(
+            code_action_kinds=[*actions.KINDS, verification.ACTION_KIND], resolve_provider=True
+        ),
     )
     def code_action(
         ls: InplaceLanguageServer, params: types.CodeActionParams

@@ -364,10 +364,17 @@ class Session:
     ) -> list[types.CodeAction]:
         key = self.key_of(uri)
         view = self.view(key) if key is not None else None
-        if view is None:
+        if key is None or view is None:
             return []
         span = convert.to_span(self._lines(view, uri), where, self.features.encoding)
-        return actions.code_actions(view, uri, span, only, self._client_edits())
+        found = actions.code_actions(view, uri, span, only, self._client_edits())
+        snapshot = self.scheduler.snapshot(key)
+        if snapshot is not None and actions.wanted(verification.ACTION_KIND, only):
+            targets = _lens_targets(snapshot) or ()  # as analysed: no parse here
+            verify = verification.code_action(uri, targets, where.start.line)
+            if verify is not None:
+                found.append(verify)
+        return found
 
     def resolve_code_action(self, action: types.CodeAction) -> types.CodeAction:
         data = action.data if isinstance(action.data, dict) else {}

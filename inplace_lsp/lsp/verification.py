@@ -22,6 +22,9 @@ from inplace_lsp.verify import runner
 
 COMMAND = "inplace-lsp.verify"
 TITLE = "Verify forward/backward"
+# The same command as a code action, for clients without code lenses (Helix, Emacs eglot): a
+# source action, so it is not offered in VS Code's light bulb next to the quick fixes.
+ACTION_KIND = "source.verify.inplace-lsp"
 SOURCE = "inplace-lsp verify"
 CODE = "verify"
 FAILED = ("inplace-error", "leaf-error")  # the statuses that name a line of the user's code
@@ -81,6 +84,7 @@ class LensTarget:
     name: str
     kind: Literal["module", "function"]
     line: int  # 1-based: the `class` / `def` line
+    end_line: int  # 1-based: its last line
 
 
 def lens_targets(text: str, path: str | None) -> tuple[LensTarget, ...] | None:
@@ -93,10 +97,10 @@ def lens_targets(text: str, path: str | None) -> tuple[LensTarget, ...] | None:
     return from_result(result.targets)
 
 
-def from_result(targets: tuple[tuple[str, str, int], ...]) -> tuple[LensTarget, ...]:
+def from_result(targets: tuple[tuple[str, str, int, int], ...]) -> tuple[LensTarget, ...]:
     return tuple(
-        LensTarget(name, "module" if kind == "module" else "function", line)
-        for kind, name, line in targets
+        LensTarget(name, "module" if kind == "module" else "function", line, end)
+        for kind, name, line, end in targets
     )
 
 
@@ -112,6 +116,24 @@ def code_lens(uri: str, target: LensTarget, lines: Sequence[str], encoding: str)
             title=TITLE,
             command=COMMAND,
             arguments=[uri, {"line": index, "character": 0}],
+        ),
+    )
+
+
+def code_action(uri: str, targets: Sequence[LensTarget], line: int) -> types.CodeAction | None:
+    """ "Verify NAME" for the innermost target around 0-based `line`, or None."""
+    around = [t for t in targets if t.line - 1 <= line <= t.end_line - 1]
+    if not around:
+        return None
+    target = max(around, key=lambda t: t.line)
+    what = "forward/backward" if target.kind == "module" else "run"
+    return types.CodeAction(
+        title=f"Verify {target.name}: {what} under autograd (inplace-lsp)",
+        kind=ACTION_KIND,
+        command=types.Command(
+            title=TITLE,
+            command=COMMAND,
+            arguments=[uri, {"line": target.line - 1, "character": 0}],
         ),
     )
 
