@@ -55,16 +55,19 @@ def test_hooks_through_pre_commit(tmp_path: Path) -> None:
     for args in (["init", "-q"], ["add", "."]):
         subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
 
-    check = _run([*pre_commit, "try-repo", str(REPO), "inplace-lsp", "--all-files"], project, home)
+    def hook(name: str) -> subprocess.CompletedProcess[str]:
+        return _run([*pre_commit, "try-repo", str(REPO), name, "--all-files"], project, home)
+
+    check = hook("inplace-lsp")
     assert check.returncode == 1, check.stdout + check.stderr
     assert "model.py:22:9: IPL001 [error]" in check.stdout, check.stdout
     assert "safe.py" not in check.stdout.split("Found ")[0]
 
-    fix = _run([*pre_commit, "try-repo", str(REPO), "inplace-lsp-fix", "--all-files"], project, home)
+    fix = hook("inplace-lsp-fix")
     assert fix.returncode == 1, fix.stdout + fix.stderr  # files were modified: the hook fails
     assert "files were modified by this hook" in fix.stdout
     assert "        gate = gate + x" in (project / "model.py").read_text(encoding="utf-8")
 
     subprocess.run(["git", "add", "."], cwd=project, check=True, capture_output=True)
-    again = _run([*pre_commit, "try-repo", str(REPO), "inplace-lsp", "--all-files"], project, home)
+    again = hook("inplace-lsp")
     assert again.returncode == 0, again.stdout + again.stderr
