@@ -599,6 +599,14 @@ async def test_notebook_cells_are_one_program(client: Editor, workspace: Path) -
     assert saved_by.location.range.start == types.Position(1, 4)
     assert backward.location.uri == uris[3]
     assert backward.location.range.start.line == 1
+    # Lines named in messages are the cells' own: the sigmoid is on line 2 of code cell 2.
+    assert "(line 2 of code cell 2)" in flagged.message, flagged.message
+    shown = await client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uris[3]), flagged.range.start)
+    )
+    assert shown is not None and isinstance(shown.contents, types.MarkupContent)
+    text = shown.contents.value
+    assert "(line 2 of code cell 2)" in text and "line 4" not in text
     for uri in uris[:3]:
         assert await diagnostics(client, uri) == []
     offered = await actions_at(client, uris[3], flagged.range, [flagged])

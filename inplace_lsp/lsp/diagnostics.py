@@ -125,7 +125,9 @@ def build_view(
             if info is not None
         ]
         index = len(items)
-        local = replace(finding, span=span) if layout.is_notebook else finding
+        local = finding
+        if layout.is_notebook:
+            local = replace(finding, span=span, message=layout.renumber(finding.message, cell))
         diagnostic = convert.diagnostic(
             local,
             layout.lines_of(cell, snapshot.lines),

@@ -54,7 +54,8 @@ def hover(view: View, uri: str, line: int, col: int, markdown: bool) -> types.Ho
     if item is None:
         return None
     kind = types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText
+    text = view.layout.renumber(hover_text(item, markdown), item.cell)  # notebook: cell lines
     return types.Hover(
-        contents=types.MarkupContent(kind=kind, value=hover_text(item, markdown)),
+        contents=types.MarkupContent(kind=kind, value=text),
         range=item.diagnostic.range,
     )

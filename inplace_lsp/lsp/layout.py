@@ -17,6 +17,7 @@ from inplace_lsp.lsp.convert import split_lines
 # `%%time` and friends run their cell's Python; any other cell magic (%%bash, %%html) does not.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 _LINE_MAGIC = re.compile(r"^(\s*)[%!]")
+_LINE_REFERENCE = re.compile(r"\bline (\d+)\b(?! of )")  # "line 3 of layers.py": another file
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,24 @@ class Layout:
             return None
         shift = cell.first_line - 1
         return Span(span.line + shift, span.col, span.end_line + shift, span.end_col)
+
+    def renumber(self, text: str, cell: Cell) -> str:
+        """`text` (a message) with its "line N" program lines as the notebook user sees them:
+        "line M" in `cell`, "line M of code cell K" in another (K counts code cells from 1)."""
+        if not self.is_notebook or "line " not in text:
+            return text
+
+        def local(match: re.Match[str]) -> str:
+            line = int(match.group(1))
+            where = self.cell_at(line)
+            if where is None:
+                return match.group(0)
+            found = f"line {line - where.first_line + 1}"
+            if where is cell:
+                return found
+            return f"{found} of code cell {self.cells.index(where) + 1}"
+
+        return _LINE_REFERENCE.sub(local, text)
 
     def lines_of(self, cell: Cell, program_lines: Sequence[str]) -> Sequence[str]:
         if not self.is_notebook:
