@@ -25,7 +25,7 @@ from inplace_lsp.lsp import actions, convert, hover
 from inplace_lsp.lsp.diagnostics import build_view
 from inplace_lsp.lsp.layout import Layout, mask_magics, notebook_program
 from inplace_lsp.lsp.scheduler import Scheduler, Snapshot
-from inplace_lsp.lsp.session import Features, Session, uri_to_path
+from inplace_lsp.lsp.session import Features, Session, untitled_path, uri_to_path
 from inplace_lsp.lsp.settings import SettingsStore, unwrap
 
 # ---------------------------------------------------------------- convert
@@ -628,6 +628,13 @@ def test_rule_docs_cover_every_rule() -> None:
     docs = hover.rule_docs()
     assert sorted(docs) == [f"IPL00{i}" for i in range(1, 9)]
     assert all(summary for _, summary in docs.values())
+
+
+def test_untitled_path(tmp_path: Path) -> None:
+    assert untitled_path("untitled:Untitled-1", tmp_path) == str(
+        tmp_path / "_inplace_lsp_untitled_Untitled_1.py"
+    )
+    assert untitled_path("untitled:/a b/é.py", None).endswith("_inplace_lsp_untitled_a_b_é_py.py")
 
 
 def test_uri_to_path() -> None:

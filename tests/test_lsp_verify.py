@@ -344,6 +344,23 @@ async def test_verify_names_the_lines_then_the_fix_verifies(
 
 
 @in_module_loop
+async def test_verify_an_untitled_buffer(client: base.Editor, workspace: Path) -> None:
+    """A buffer never saved runs from its text, as if it lived in the workspace."""
+    uri = f"untitled:Untitled-{client.profile.name}"
+    base.open_document(client, uri, BROKEN)
+    flagged = base.only(await base.diagnostics(client, uri, 1), "IPL001")
+    published = len(client.published)
+    result = await verify(client, uri, {"line": MUTATION_LINE, "character": 8})
+    assert (result["status"], result["target"]) == ("inplace-error", "ResidualBlock"), result
+    assert result["mutation"]["line"] == MUTATION_LINE + 1
+    assert result["saved_by"]["line"] == SAVING_LINE + 1
+    (checked,) = verify_diagnostics(await pushed_or_pulled(client, uri, 1, published))
+    assert checked.range.start == types.Position(MUTATION_LINE, 8)
+    assert base.only(await base.diagnostics(client, uri, 1), "IPL001") == flagged
+    assert not list(workspace.glob("_inplace_lsp_untitled_*"))  # nothing written
+
+
+@in_module_loop
 async def test_verify_diagnostic_needs_no_reverify_to_go(
     client: base.Editor, workspace: Path
 ) -> None:

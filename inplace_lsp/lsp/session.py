@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -127,6 +129,13 @@ def uri_to_path(uri: str) -> str | None:
     if len(path) > 2 and path[0] == "/" and path[2] == ":":  # /C:/x on Windows
         path = path[1:]
     return path
+
+
+def untitled_path(uri: str, root: Path | None) -> str:
+    """Where an untitled buffer's code pretends to live when verify runs it (in the workspace,
+    so that its imports of workspace modules resolve); no file is written."""
+    name = re.sub(r"\W", "_", unquote(urlparse(uri).path or uri)).strip("_") or "buffer"
+    return str((root or Path(tempfile.gettempdir())) / f"_inplace_lsp_untitled_{name}.py")
 
 
 class Session:
@@ -429,8 +438,10 @@ class Session:
         in a worker thread. Shows the outcome in one line, publishes a failure as a
         diagnostic next to the analysis's, returns the result object."""
         path = uri_to_path(uri)
+        if path is None and urlparse(uri).scheme == "untitled" and uri not in self._cell_owner:
+            path = untitled_path(uri, self.workspace.root)  # never written: runs from the buffer
         if uri in self._cell_owner or path is None or path.endswith(".ipynb"):
-            result = verification.not_run("verify runs Python files saved on disk")
+            result = verification.not_run("verify runs Python files and untitled buffers")
             self.client.show(f"inplace-lsp: {result['message']}", types.MessageType.Warning)
             return result
         lines = convert.split_lines(text)
