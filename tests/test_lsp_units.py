@@ -4,6 +4,7 @@ code actions with and without lazy resolve, hover, settings and debug info."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -628,6 +629,40 @@ def test_rule_docs_cover_every_rule() -> None:
     docs = hover.rule_docs()
     assert sorted(docs) == [f"IPL00{i}" for i in range(1, 9)]
     assert all(summary for _, summary in docs.values())
+
+
+def test_verify_results_are_pushed_to_pull_clients_without_refresh(tmp_path: Path) -> None:
+    """Neovim 0.11 pulls diagnostics but has no workspace/diagnostic/refresh: verify results
+    go out as pushed diagnostics (kept apart from the pulled ones), and are pushed away."""
+    session, client = _session(tmp_path, pull=True, refresh=False)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, DOC)
+    pulled = asyncio.run(session.pull(uri, None))
+    assert isinstance(pulled, types.RelatedFullDocumentDiagnosticReport)
+    flagged = next(d for d in pulled.items if d.code == "IPL001")
+    line = flagged.range.start.line + 1
+    path = str(tmp_path / "m.py")
+    result = {
+        "status": "inplace-error",
+        "target": "Gate",
+        "mutation": {"path": path, "line": line},
+        "saved_by": {"path": path, "line": line - 1, "op": "SigmoidBackward0"},
+        "related": [],
+    }
+    lines = convert.split_lines(DOC)
+    session._verified_result(uri, 1, path, lines, line, result)
+    assert client.refreshes == 0
+    (published_uri, version, found) = client.published[-1]
+    assert (published_uri, version) == (uri, 1)
+    assert [(d.source, d.range.start.line) for d in found] == [("inplace-lsp verify", line - 1)]
+    again = asyncio.run(session.pull(uri, None))  # the pulled report has no copy of it
+    assert isinstance(again, types.RelatedFullDocumentDiagnosticReport)
+    assert all(d.source != "inplace-lsp verify" for d in again.items)
+    session.change_document(uri, 2, DOC + "\n", saved=False)
+    assert client.published[-1] == (uri, None, [])
+    session._verified_result(uri, 2, path, lines, line, result)
+    session.close_document(uri)
+    assert client.published[-1] == (uri, None, [])
 
 
 def test_untitled_path(tmp_path: Path) -> None:

@@ -82,6 +82,13 @@ class Features:
     code_lens: bool = False  # textDocument/codeLens
     code_lens_refresh: bool = False  # workspace/codeLens/refresh
 
+    @property
+    def verify_pushed(self) -> bool:
+        """Verify results go out as published diagnostics of their own: the client pulls but
+        cannot be told to pull again (Neovim 0.11), so a pulled result would only show after
+        the next edit, which drops it. Clients keep pushed and pulled diagnostics apart."""
+        return self.pull and not self.refresh
+
     @classmethod
     def of(cls, caps: types.ClientCapabilities, encoding: str) -> Features:
         resolvable = _get(caps, "text_document.code_action.resolve_support.properties") or []
@@ -204,6 +211,8 @@ class Session:
         self._lenses.pop(uri, None)
         if self._verified.pop(uri, None) is not None:
             self._verify_generation += 1
+            if self.features.verify_pushed:
+                self.client.publish(uri, None, [])
         if document is not None and not self.features.pull:
             for published in document.published:
                 self.client.publish(published, None, [])
@@ -343,7 +352,9 @@ class Session:
         if previous_result_id == result_id:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
         cell = view.layout.cell(uri)
-        verified = self._verify_diagnostics(uri, cell.version) if cell is not None else []
+        verified = []
+        if cell is not None and not self.features.verify_pushed:
+            verified = self._verify_diagnostics(uri, cell.version)
         return types.RelatedFullDocumentDiagnosticReport(
             items=view.diagnostics_for(uri) + verified, result_id=result_id
         )
@@ -500,9 +511,10 @@ class Session:
         else:
             del self._verified[uri]
         self._verify_generation += 1
-        if self.features.pull:
-            if self.features.refresh:
-                self.client.refresh_diagnostics()
+        if self.features.verify_pushed:
+            self.client.publish(uri, version, found)
+        elif self.features.pull:
+            self.client.refresh_diagnostics()
         elif self.scheduler.snapshot(uri) is not None:
             self._push(uri)
 
@@ -511,7 +523,9 @@ class Session:
         if self._verified.pop(uri, None) is None:
             return
         self._verify_generation += 1
-        if not self.features.pull and self.scheduler.snapshot(uri) is not None:
+        if self.features.verify_pushed:
+            self.client.publish(uri, None, [])
+        elif not self.features.pull and self.scheduler.snapshot(uri) is not None:
             self._push(uri)  # now, not after the analysis (which may wait for a save)
 
     def _verify_diagnostics(self, uri: str, version: int | None) -> list[types.Diagnostic]:

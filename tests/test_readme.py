@@ -1,0 +1,27 @@
+"""The README's set-up snippets are the shipped, tested files, character for character."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+FENCES = re.findall(r"^```(\w*)\n(.*?)^```", README, flags=re.M | re.S)
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in (REPO / "editors" / "neovim").glob("*.lua"))
+)
+def test_neovim_setups_in_the_readme_are_the_tested_files(name: str) -> None:
+    shipped = (REPO / "editors" / "neovim" / name).read_text(encoding="utf-8")
+    assert ("lua", shipped) in FENCES, f"README.md has no ```lua block equal to {name}"
+    assert f"(editors/neovim/{name})" in README or f'"editors/neovim/{name}"' in README
+
+
+def test_pre_commit_hook_ids_in_the_readme_exist() -> None:
+    hooks = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    mentioned = set(re.findall(r"- id: ([\w-]+)", README))
+    assert mentioned and all(f"- id: {hook}\n" in hooks for hook in mentioned)
