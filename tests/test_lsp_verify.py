@@ -360,6 +360,72 @@ async def test_verify_an_untitled_buffer(client: base.Editor, workspace: Path) -
     assert not list(workspace.glob("_inplace_lsp_untitled_*"))  # nothing written
 
 
+NOTEBOOK_CELLS = [
+    ("python", "import torch\nfrom torch import nn\n\nSCALE = torch.tensor([2.0]).view(1, 1)\n"),
+    ("markdown", "# A gate: é😀"),
+    (
+        "python",
+        "class Gate(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 4)\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        h = torch.sigmoid(self.fc(x)) * SCALE\n"
+        "        g = torch.sigmoid(h)\n"
+        "        g += x  # é😀\n"
+        "        return g\n",
+    ),
+    ("python", "%matplotlib inline\nmodel = Gate()\nopen(MARKER, 'w').close()\n"),
+]
+
+
+@in_module_loop
+async def test_verify_a_notebook_cell(client: base.Editor, workspace: Path) -> None:
+    """A cell's module runs with the notebook's imports, definitions and constants; other
+    top-level code (here: a line that writes a file) does not run; lines are the cell's."""
+    if client.profile.name != "vscode":
+        pytest.skip("notebook sync: VS Code only (Neovim has no notebooks)")
+    marker = workspace / "notebook_ran"
+    cells = [
+        (language, text.replace("MARKER", repr(str(marker)))) for language, text in NOTEBOOK_CELLS
+    ]
+    notebook = (workspace / "gate.ipynb").as_uri()
+    uris = [f"{notebook}#cell{i}" for i in range(len(cells))]
+    code, markup = types.NotebookCellKind.Code, types.NotebookCellKind.Markup
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=notebook,
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[
+                    types.NotebookCell(kind=markup if lang == "markdown" else code, document=uri)
+                    for uri, (lang, _) in zip(uris, cells, strict=True)
+                ],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(uri, lang, 1, text)
+                for uri, (lang, text) in zip(uris, cells, strict=True)
+            ],
+        )
+    )
+    await base.diagnostics(client, uris[2])
+    messages = len(client.messages)
+    result = await verify(client, uris[2], {"line": 8, "character": 8})
+    assert (result["status"], result["target"]) == ("inplace-error", "Gate"), result
+    summary = "Gate fails: line 9 overwrites the output of torch.sigmoid saved at line 8"
+    await base.wait_until(lambda: any(m.message == summary for m in client.messages[messages:]))
+    assert not marker.exists(), "verify ran the notebook's other top-level code"
+    assert not list(workspace.glob("_inplace_lsp_notebook_*"))  # nothing written
+    client.notebook_document_did_close(
+        types.DidCloseNotebookDocumentParams(
+            types.NotebookDocumentIdentifier(notebook),
+            [types.TextDocumentIdentifier(uri) for uri in uris],
+        )
+    )
+
+
 @in_module_loop
 async def test_verify_diagnostic_needs_no_reverify_to_go(
     client: base.Editor, workspace: Path
@@ -526,6 +592,41 @@ async def not_run():
         LensTarget("loss_step", "function", 23, 24),
     )
     assert lens_targets(text + "\ndef broken(:\n", None) is None  # the caller keeps its lenses
+
+
+def test_notebook_definitions_keep_line_numbers() -> None:
+    from inplace_lsp.lsp.verification import notebook_definitions
+
+    program = (
+        "import torch\n"
+        "MEAN = torch.tensor([0.5]).view(1, 1)\n"
+        "DEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "data = load_everything(\n"
+        "    'huge')\n"
+        "for step in range(10):\n"
+        "    train(step)\n"
+        "class M(torch.nn.Module):\n"
+        "    pass\n"
+        "model = M()\n"
+        "print(model)\r\n"
+        "LR: float = 1e-3\n"
+    )
+    kept = notebook_definitions(program)
+    assert kept.splitlines(keepends=True) == [
+        "import torch\n",
+        "MEAN = torch.tensor([0.5]).view(1, 1)\n",
+        "DEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'\n",
+        "\n",
+        "\n",
+        "\n",
+        "\n",
+        "class M(torch.nn.Module):\n",
+        "    pass\n",
+        "\n",
+        "\r\n",
+        "LR: float = 1e-3\n",
+    ]
+    assert notebook_definitions("def broken(:\n") == "def broken(:\n"  # run reports it
 
 
 def test_arguments() -> None:

@@ -27,7 +27,7 @@ from inplace_lsp.analysis.workspace import Workspace
 from inplace_lsp.config import Settings
 from inplace_lsp.lsp import actions, convert, hover, verification
 from inplace_lsp.lsp.diagnostics import View, build_view
-from inplace_lsp.lsp.layout import Layout, notebook_program
+from inplace_lsp.lsp.layout import Cell, Layout, notebook_program
 from inplace_lsp.lsp.scheduler import Scheduler, Snapshot
 from inplace_lsp.lsp.settings import Effective, SettingsStore, debug_info
 from inplace_lsp.lsp.verification import LensTarget
@@ -449,14 +449,20 @@ class Session:
         in a worker thread. Shows the outcome in one line, publishes a failure as a
         diagnostic next to the analysis's, returns the result object."""
         path = uri_to_path(uri)
-        if path is None and urlparse(uri).scheme == "untitled" and uri not in self._cell_owner:
-            path = untitled_path(uri, self.workspace.root)  # never written: runs from the buffer
-        if uri in self._cell_owner or path is None or path.endswith(".ipynb"):
-            result = verification.not_run("verify runs Python files and untitled buffers")
-            self.client.show(f"inplace-lsp: {result['message']}", types.MessageType.Warning)
-            return result
-        lines = convert.split_lines(text)
-        line = convert.to_point(lines, where, self.features.encoding)[0] if where else None
+        cell: tuple[Layout, Cell] | None = None
+        owner = self._cell_owner.get(uri)
+        if owner is not None:  # a notebook cell: the notebook's definitions, as one program
+            prepared = await self._notebook_program(owner, uri, where)
+            if prepared is None:
+                return self._not_run("the notebook is not open")
+            path, text, line, cell = prepared
+        else:
+            if path is None and urlparse(uri).scheme == "untitled":
+                path = untitled_path(uri, self.workspace.root)  # not written: runs the buffer
+            if path is None or path.endswith(".ipynb"):
+                return self._not_run("verify runs Python files, notebooks and untitled buffers")
+            lines = convert.split_lines(text)
+            line = convert.to_point(lines, where, self.features.encoding)[0] if where else None
         settings = self.settings.for_path(path).settings
         root = str(self.workspace.root) if self.workspace.root is not None else None
         cancel = progress.cancel
@@ -473,10 +479,42 @@ class Session:
         finally:
             self._verify_runs.discard(cancel)
         summary, kind = verification.message(result, path)
+        if cell is not None:
+            layout, where_cell = cell
+            summary = layout.renumber(summary, where_cell)  # "line 3 of code cell 2"
+            if "NameError" in str(result.get("exception") or result.get("message") or ""):
+                summary += f" ({verification.NOTEBOOK_NOTE})"
         progress.end(summary)
         self.client.show(summary, kind)
-        self._verified_result(uri, version, path, lines, line, result)
+        if cell is None:
+            self._verified_result(uri, version, path, convert.split_lines(text), line, result)
         return result
+
+    def _not_run(self, why: str) -> dict[str, Any]:
+        result = verification.not_run(why)
+        self.client.show(f"inplace-lsp: {result['message']}", types.MessageType.Warning)
+        return result
+
+    async def _notebook_program(
+        self, notebook: str, uri: str, where: types.Position | None
+    ) -> tuple[str, str, int | None, tuple[Layout, Cell]] | None:
+        """(path, text, program line, (layout, cell)) to verify a notebook cell's target: the
+        program of the newest analysed version, reduced to its definitions, under a virtual
+        path beside the notebook (its imports of local modules resolve)."""
+        await asyncio.wrap_future(self.scheduler.latest(notebook))
+        snapshot = self.scheduler.snapshot(notebook)
+        layout = snapshot.attachment if snapshot is not None else None
+        cell = layout.cell(uri) if isinstance(layout, Layout) else None
+        if snapshot is None or not isinstance(layout, Layout) or cell is None:
+            return None
+        line = cell.first_line + where.line if where is not None else None
+        real = uri_to_path(notebook)
+        if real is None:
+            path = untitled_path(notebook, self.workspace.root)
+        else:
+            stem = re.sub(r"\W", "_", Path(real).stem)
+            path = str(Path(real).with_name(f"_inplace_lsp_notebook_{stem}.py"))
+        return path, verification.notebook_definitions(snapshot.text), line, (layout, cell)
 
     def _verified_result(
         self,

@@ -7,6 +7,7 @@ Pure functions of texts and result objects (no pygls, no threads, no torch): the
 
 from __future__ import annotations
 
+import ast
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -258,6 +259,51 @@ def message(result: Mapping[str, Any], path: str | None) -> tuple[str, types.Mes
         line = f"{line} ({tail[-1][:300]})"
     kind = types.MessageType.Warning if status == "timeout" else types.MessageType.Error
     return line, kind
+
+
+# Calls a notebook's constants may make at the top level (`MEAN = torch.tensor([...])`).
+_CONSTANT_CALL_ROOTS = frozenset({"torch", "math", "np", "numpy"})
+NOTEBOOK_NOTE = "verify runs a notebook's imports, definitions and constants, not its other code"
+
+
+def notebook_definitions(program: str) -> str:
+    """A notebook's cells (one program) with only what verify should run at import: imports,
+    classes, functions, and assignments of constants. Training loops, data loading and prints
+    in other cells are blanked line for line, so line numbers stay those of the program."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return program  # the run reports the syntax error at its line
+    lines = program.splitlines(keepends=True)
+    for stmt in tree.body:
+        if _runs_at_import(stmt):
+            continue
+        for index in range(stmt.lineno - 1, stmt.end_lineno or stmt.lineno):
+            if index < len(lines):
+                ending = lines[index][len(lines[index].rstrip("\r\n")) :]
+                lines[index] = ending or "\n"
+    return "".join(lines)
+
+
+def _runs_at_import(stmt: ast.stmt) -> bool:
+    if isinstance(
+        stmt, (ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    ):
+        return True
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+        return all(_constant_part(node) for node in ast.walk(stmt.value))
+    return False
+
+
+def _constant_part(node: ast.AST) -> bool:
+    if isinstance(node, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+        return False
+    if isinstance(node, ast.Call):
+        root: ast.expr = node.func
+        while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        return isinstance(root, ast.Name) and root.id in _CONSTANT_CALL_ROOTS
+    return True
 
 
 def not_run(text: str) -> dict[str, Any]:
