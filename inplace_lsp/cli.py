@@ -773,9 +773,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=_cmd_check, command_parser=check)
 
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")
-    serve.add_argument(
+    transport = serve.add_mutually_exclusive_group()
+    transport.add_argument(
         "--tcp", metavar="HOST:PORT", type=_tcp_address, help="listen on TCP instead of stdio"
     )
+    # vscode-languageclient and other clients append --stdio when told the transport is stdio.
+    transport.add_argument("--stdio", action="store_true", help="stdio (the default)")
     serve.set_defaults(handler=_cmd_serve, command_parser=serve)
 
     verify = commands.add_parser("verify", help="run a module under torch to prove a finding")

@@ -544,12 +544,13 @@ def test_serve_tcp_address_is_checked(tmp_path: Path, address: str) -> None:
     assert "expected HOST:PORT" in result.stderr
 
 
-def test_serve_stdio_ends_when_the_client_goes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flags", [[], ["--stdio"]], ids=["default", "--stdio"])
+def test_serve_stdio_ends_when_the_client_goes(tmp_path: Path, flags: list[str]) -> None:
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
     )
     result = subprocess.run(
-        [sys.executable, "-m", "inplace_lsp", "serve"],
+        [sys.executable, "-m", "inplace_lsp", "serve", *flags],
         cwd=tmp_path,
         env=env,
         input="",

@@ -27,7 +27,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         ...registerCommands(server, log),
         vscode.workspace.onDidChangeConfiguration((event) => {
             if (needsRestart(event)) {
-                restart('the interpreter setting changed');
+                restart('an inplaceLsp setting changed');
             }
         }),
         vscode.workspace.onDidGrantWorkspaceTrust(() => restart('the workspace is now trusted')),
@@ -36,11 +36,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const onEnvironment = python?.environments?.onDidChangeActiveEnvironmentPath;
     if (onEnvironment) {
         context.subscriptions.push(
-            onEnvironment(() => {
-                if (server?.interpreter?.source !== 'setting') {
-                    restart('the Python extension changed the interpreter');
-                }
-            }),
+            onEnvironment(() => restart('the Python extension changed the interpreter')),
         );
     }
     await server.restart();

@@ -1,4 +1,4 @@
-/** Interpreter selection without VS Code: setting, then the Python extension, then python3. */
+/** Interpreter selection without VS Code: the Python extension, then the setting, then python3. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
@@ -42,36 +42,44 @@ function pythonApi(executable: string | undefined): PythonExtensionApi {
 }
 
 describe('pickInterpreter', () => {
-    it('prefers the setting', () => {
+    it("prefers the Python extension's environment, even over the setting", () => {
         assert.deepEqual(pickInterpreter(['/opt/py/bin/python', '-X', 'utf8'], '/venv/bin/python'), {
+            command: ['/venv/bin/python'],
+            source: 'python extension',
+        });
+        assert.deepEqual(pickInterpreter([], '/venv/bin/python'), { command: ['/venv/bin/python'], source: 'python extension' });
+    });
+
+    it('then the setting, with its arguments, then python3', () => {
+        assert.deepEqual(pickInterpreter(['/opt/py/bin/python', '-X', 'utf8'], undefined), {
             command: ['/opt/py/bin/python', '-X', 'utf8'],
             source: 'setting',
         });
-    });
-
-    it('then the Python extension, then python3', () => {
-        assert.deepEqual(pickInterpreter([], '/venv/bin/python'), { command: ['/venv/bin/python'], source: 'python extension' });
+        assert.deepEqual(pickInterpreter(['/opt/py/bin/python', ''], ''), { command: ['/opt/py/bin/python'], source: 'setting' });
         assert.deepEqual(pickInterpreter([''], undefined), { command: ['python3'], source: 'default' });
+        assert.deepEqual(pickInterpreter([], undefined), { command: ['python3'], source: 'default' });
     });
 });
 
 describe('findInterpreter', () => {
-    it('does not wake the Python extension when the setting is given', async () => {
+    it('asks the Python extension for the active environment first, even with the setting', async () => {
         const { registry, calls } = extensions(pythonApi('/venv/bin/python'));
         const found = await findInterpreter(['/usr/bin/python3.12'], registry);
-        assert.deepEqual(found, { command: ['/usr/bin/python3.12'], source: 'setting' });
-        assert.deepEqual(calls.lookups, []);
-    });
-
-    it('asks the Python extension for the active environment', async () => {
-        const { registry, calls } = extensions(pythonApi('/venv/bin/python'));
-        const found = await findInterpreter([], registry);
         assert.deepEqual(found, { command: ['/venv/bin/python'], source: 'python extension' });
         assert.deepEqual(calls.lookups, [PYTHON_EXTENSION_ID]);
         assert.equal(calls.activate, 1);
     });
 
-    it('falls back to python3 without the Python extension, or when it fails', async () => {
+    it('takes the setting without the Python extension, or when it fails or has no environment', async () => {
+        const setting = ['/usr/bin/python3.12'];
+        const expected = { command: setting, source: 'setting' };
+        assert.deepEqual(await findInterpreter(setting, extensions(undefined).registry), expected);
+        assert.deepEqual(await findInterpreter(setting, extensions(pythonApi('/x'), { throws: true }).registry), expected);
+        assert.deepEqual(await findInterpreter(setting, extensions(pythonApi(undefined)).registry), expected);
+        assert.deepEqual(await findInterpreter(setting, extensions({}).registry), expected);
+    });
+
+    it('falls back to python3 without either', async () => {
         assert.equal((await findInterpreter([], extensions(undefined).registry)).source, 'default');
         assert.equal((await findInterpreter([], extensions(pythonApi('/x'), { throws: true }).registry)).source, 'default');
         assert.equal((await findInterpreter([], extensions(pythonApi(undefined)).registry)).source, 'default');

@@ -102,10 +102,11 @@ describe('needsRestart', () => {
             sections.some((s) => s === section || s.startsWith(`${section}.`)),
     });
 
-    it('restarts for the interpreter only', () => {
+    it('restarts for the interpreter and every server setting, not for others', () => {
         assert.equal(needsRestart(changed('inplaceLsp.interpreter')), true);
-        assert.equal(needsRestart(changed('inplaceLsp.select')), false);
-        assert.equal(needsRestart(changed('inplaceLsp.verify.python')), false);
+        assert.equal(needsRestart(changed('inplaceLsp.select')), true);
+        assert.equal(needsRestart(changed('inplaceLsp.verify.python')), true);
         assert.equal(needsRestart(changed('editor.fontSize')), false);
+        assert.equal(needsRestart(changed('python.defaultInterpreterPath')), false);
     });
 });

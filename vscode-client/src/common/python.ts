@@ -1,6 +1,6 @@
 /**
- * Which interpreter runs the server: the `inplaceLsp.interpreter` setting, else the Python
- * extension's active environment, else `python3`. The Python extension is reached through the
+ * Which interpreter runs the server: the Python extension's active environment, else the
+ * `inplaceLsp.interpreter` setting, else `python3`. The Python extension is reached through the
  * `extensions` object passed in, so this module runs (and tests) without VS Code.
  */
 
@@ -34,14 +34,14 @@ export interface Interpreter {
     source: InterpreterSource;
 }
 
-/** The choice itself: an explicit setting wins, then the Python extension, then python3. */
+/** The choice itself: the Python extension's environment, then the setting, then python3. */
 export function pickInterpreter(setting: readonly string[], fromPythonExtension: string | undefined): Interpreter {
+    if (fromPythonExtension) {
+        return { command: [fromPythonExtension], source: 'python extension' };
+    }
     const configured = setting.filter((part) => part.trim() !== '');
     if (configured.length > 0) {
         return { command: [...configured], source: 'setting' };
-    }
-    if (fromPythonExtension) {
-        return { command: [fromPythonExtension], source: 'python extension' };
     }
     return { command: [...FALLBACK_INTERPRETER], source: 'default' };
 }
@@ -85,9 +85,6 @@ export async function findInterpreter(
     extensions: ExtensionsLike,
     resource?: unknown,
 ): Promise<Interpreter> {
-    if (setting.some((part) => part.trim() !== '')) {
-        return pickInterpreter(setting, undefined); // don't wake the Python extension needlessly
-    }
     const api = await pythonExtensionApi(extensions);
     return pickInterpreter(setting, await pythonExtensionInterpreter(api, resource));
 }

@@ -9,7 +9,6 @@ import {
     type LanguageClientOptions,
     type ServerOptions,
     RevealOutputChannelOn,
-    TransportKind,
 } from 'vscode-languageclient/node';
 import { EXTENSION_NAME, ServerCommands } from './constants';
 import { findInterpreter, type Interpreter, serverCommand } from './python';
@@ -85,10 +84,11 @@ export class Server implements vscode.Disposable {
         const { command, args } = serverCommand(this.interpreter);
         this.log.info(`Starting server: ${[command, ...args].join(' ')} (interpreter from ${this.interpreter.source})`);
         const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
+        // stdio, but no `transport`: with TransportKind.stdio the client appends `--stdio` to
+        // the arguments, which `inplace_lsp serve` rejects.
         const serverOptions: ServerOptions = {
             command,
             args,
-            transport: TransportKind.stdio,
             options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
         };
         const clientOptions: LanguageClientOptions = {
@@ -99,6 +99,9 @@ export class Server implements vscode.Disposable {
             initializationOptions: serverSettings(settings),
             middleware: {
                 workspace: {
+                    // A change under our section restarts the server (extension.ts): the
+                    // notification would only reach the server being stopped, and fail there.
+                    didChangeConfiguration: () => Promise.resolve(),
                     // The server pulls the `inplaceLsp` section: answer with the resolved
                     // settings (variables substituted, `interpreter` left out).
                     configuration: async (params, token, next) => {

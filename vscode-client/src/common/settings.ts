@@ -1,7 +1,7 @@
 /**
  * Settings: the `inplaceLsp` section typed as ISettings, `${...}` variables substituted, the
- * part the language server reads (everything but `interpreter`), and which changes need a
- * restart. Pure functions over a configuration-like object so they test without VS Code.
+ * part the language server reads (everything but `interpreter`), and which changes restart
+ * it. Pure functions over a configuration-like object so they test without VS Code.
  */
 
 export const SECTION = 'inplaceLsp';
@@ -119,10 +119,12 @@ export interface ChangeLike {
     affectsConfiguration(section: string): boolean;
 }
 
-/** Settings read only when the server starts; the server follows the others itself. */
-export const RESTART_SETTINGS = [`${SECTION}.interpreter`] as const;
-
+/**
+ * A change to any of our settings restarts the server: `interpreter` is read only when it
+ * starts, and a fresh server keeps nothing (analyses, verify results, warm workers) from the
+ * old settings.
+ */
 export function needsRestart(event: ChangeLike): boolean {
-    return RESTART_SETTINGS.some((section) => event.affectsConfiguration(section));
+    return event.affectsConfiguration(SECTION);
 }
 

@@ -1,0 +1,443 @@
+// The extension in a real VS Code: code-server with the packaged .vsix installed, driven by
+// Playwright in headless Chromium. One workspace, one example file, steps that build on each
+// other: the IPL001 diagnostic shows (squiggle + Problems panel), its quick fix applies, the
+// "Verify forward/backward" code lens then reports OK; and a changed setting restarts the
+// server, which applies it.
+//
+// Run by tests/test_editor_vscode.py (scripts/ci_install_vscode_e2e.sh installs the tools), or:
+//   INPLACE_LSP_PYTHON=/path/to/venv/bin/python node --test --test-reporter=spec vscode.e2e.test.mjs
+//
+// Env:
+//   INPLACE_LSP_PYTHON  absolute path of a python with inplace-lsp and torch (required)
+//   CODE_SERVER         default: <repo>/.vscode-e2e/cs/node_modules/.bin/code-server
+//   INPLACE_LSP_VSIX    default: <repo>/vscode-client/inplace-lsp-<version>.vsix
+//   CHROMIUM            default: /usr/bin/chromium
+//   SHOT_DIR            screenshots; default: <repo>/test-artifacts/vscode
+//   KEEP_RUN=1          keep the run's folder (.vscode-e2e/runs/...) for a look afterwards
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const client = path.resolve(here, '..');
+const repo = path.resolve(client, '..');
+const version = JSON.parse(fs.readFileSync(path.join(client, 'package.json'), 'utf8')).version;
+const CODE_SERVER = process.env.CODE_SERVER || path.join(repo, '.vscode-e2e/cs/node_modules/.bin/code-server');
+const VSIX = path.resolve(process.env.INPLACE_LSP_VSIX || path.join(client, `inplace-lsp-${version}.vsix`));
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const SHOT_DIR = path.resolve(process.env.SHOT_DIR || path.join(repo, 'test-artifacts/vscode'));
+const PYTHON = process.env.INPLACE_LSP_PYTHON;
+
+const EXAMPLE = 'residual_after_sigmoid.py';
+const FLAGGED = '        gate += x  # in place on the sigmoid output: breaks backward';
+// Non-ASCII before the flagged code (é: 1 UTF-16 unit, 😀: 2): the diagnostic, the fix's edit
+// and the lens all travel in UTF-16 columns, so a server counting code points or bytes would
+// put the squiggle and the edit in the wrong place.
+const MARK = 'note = "é😀"; ';
+const MARKED = `        ${MARK}gate += x  # in place on the sigmoid output (é😀): breaks backward`;
+const FIXED = `        ${MARK}gate = gate + x  # in place on the sigmoid output (é😀): breaks backward`;
+const FIX_TITLE = 'Rewrite out of place (IPL001)';
+const LENS_TITLE = 'Verify forward/backward';
+const LENS_TARGET = 'class Encoder(nn.Module):';
+
+const t0 = Date.now();
+let lapAt = t0;
+function lap(message) {
+  const now = Date.now();
+  console.log(`[${((now - t0) / 1000).toFixed(1)}s +${((now - lapAt) / 1000).toFixed(1)}s] ${message}`);
+  lapAt = now;
+}
+
+let run, env, server, browser, page, port, logFile;
+let failed = false;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port: p } = s.address();
+      s.close(() => resolve(p));
+    });
+    s.on('error', reject);
+  });
+}
+
+async function waitHttp(url, ms) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (server.exitCode !== null) throw new Error(`code-server exited (${server.exitCode}); see ${logFile}`);
+    try {
+      const r = await fetch(url);
+      if (r.status < 500) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`code-server did not answer at ${url} within ${ms} ms; see ${logFile}`);
+}
+
+/** A folder for this run: under .vscode-e2e/runs, unless that path is too long for the unix
+ *  sockets code-server and Chromium create in TMPDIR (108 bytes with their long names). */
+function runFolder() {
+  const runs = path.join(repo, '.vscode-e2e', 'runs');
+  fs.mkdirSync(runs, { recursive: true });
+  const dir = fs.mkdtempSync(path.join(runs, 'r'));
+  if (path.join(dir, 't').length <= 50) return dir;
+  fs.rmSync(dir, { recursive: true, force: true });
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'ipl-e2e-'));
+}
+
+before(async () => {
+  try {
+    await setUp();
+  } catch (error) {
+    failed = true; // after() prints the logs
+    throw error;
+  }
+});
+
+async function setUp() {
+  assert.ok(PYTHON && path.isAbsolute(PYTHON), 'INPLACE_LSP_PYTHON must be the absolute path of a python with inplace-lsp and torch');
+  for (const [what, file] of [['code-server', CODE_SERVER], ['the .vsix', VSIX], ['chromium', CHROMIUM], ['python', PYTHON]]) {
+    assert.ok(fs.existsSync(file), `${what} not found: ${file} (run scripts/ci_install_vscode_e2e.sh)`);
+  }
+  run = runFolder();
+  const data = path.join(run, 'data');
+  const exts = path.join(run, 'exts');
+  const ws = path.join(run, 'ws');
+  const tmp = path.join(run, 't');
+  for (const d of [path.join(data, 'User'), exts, ws, tmp]) fs.mkdirSync(d, { recursive: true });
+  fs.mkdirSync(SHOT_DIR, { recursive: true });
+
+  const source = fs.readFileSync(path.join(repo, 'examples', EXAMPLE), 'utf8');
+  assert.ok(source.includes(`${FLAGGED}\n`), `examples/${EXAMPLE} no longer has the line: ${FLAGGED}`);
+  fs.writeFileSync(path.join(ws, EXAMPLE), source.replace(FLAGGED, MARKED));
+  fs.writeFileSync(settingsFile(), JSON.stringify(settings(), null, 2));
+
+  // Everything code-server and Chromium write (config.yaml, logs, ipc sockets, crash dirs)
+  // stays in the run's folder, not in $HOME or /tmp.
+  env = {
+    ...process.env,
+    XDG_CONFIG_HOME: path.join(run, 'xdg'),
+    XDG_DATA_HOME: path.join(run, 'xdg-data'),
+    XDG_RUNTIME_DIR: tmp,
+    TMPDIR: tmp,
+    PYTHONUNBUFFERED: '1',
+  };
+  const common = ['--config', path.join(run, 'config.yaml'), '--user-data-dir', data, '--extensions-dir', exts];
+  execFileSync(CODE_SERVER, [...common, '--install-extension', VSIX], { env, stdio: 'inherit' });
+  lap(`installed ${path.relative(repo, VSIX)}`);
+
+  port = await freePort();
+  logFile = path.join(run, 'code-server.log');
+  const out = fs.openSync(logFile, 'w');
+  server = spawn(CODE_SERVER, [...common,
+    '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`,
+    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust',
+    '--disable-getting-started-override', ws],
+  { env, stdio: ['ignore', out, out], detached: true }); // its own process group, killed whole in after()
+  await waitHttp(`http://127.0.0.1:${port}/healthz`, 60000);
+  lap(`code-server up on port ${port}`);
+
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    env,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  lap('chromium up');
+}
+
+// Killed from outside (the pytest wrapper's timeout, Ctrl+C): code-server runs in a process
+// group of its own, which would outlive us.
+for (const signal of ['SIGTERM', 'SIGINT']) {
+  process.once(signal, () => {
+    if (server && server.exitCode === null) {
+      try { process.kill(-server.pid, 'SIGKILL'); } catch { /* gone */ }
+    }
+    console.log(`# ${signal}: stopped`);
+    dumpLogs();
+    if (run) console.log(`# kept ${run}`);
+    process.exit(128 + os.constants.signals[signal]);
+  });
+}
+
+after(async () => {
+  if (failed) dumpLogs();
+  try {
+    if (browser) await browser.close();
+  } catch {
+    // already gone
+  }
+  if (server && server.exitCode === null) {
+    // The extension host and the language server outlive code-server: end the whole group.
+    try { process.kill(-server.pid, 'SIGTERM'); } catch { /* gone */ }
+    await new Promise((r) => setTimeout(r, 1000));
+    try { process.kill(-server.pid, 'SIGKILL'); } catch { /* gone */ }
+  }
+  if (!run) return;
+  if (process.env.KEEP_RUN || failed) console.log(`# kept ${run}`);
+  else fs.rmSync(run, { recursive: true, force: true });
+});
+
+function settingsFile() {
+  return path.join(run, 'data', 'User', 'settings.json');
+}
+
+/** The user settings of the run. */
+function settings() {
+  return {
+    // The extension host rebuilds PATH from a login shell: name the interpreter absolutely.
+    // (No Python extension in code-server here, so the setting is what the extension uses.)
+    'inplaceLsp.interpreter': [PYTHON],
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.enableExperiments': false,
+    'security.workspace.trust.enabled': false,
+    'telemetry.telemetryLevel': 'off',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'extensions.ignoreRecommendations': true,
+    'update.mode': 'none',
+    'window.restoreWindows': 'none',
+    'editor.codeLens': true,
+    'editor.minimap.enabled': false,
+    // Text typed into settings.json stays as typed.
+    'editor.autoClosingBrackets': 'never',
+    'editor.autoClosingQuotes': 'never',
+    'editor.autoIndent': 'none',
+    'editor.formatOnType': false,
+    // The workspace lies inside this repository: no "open the parent repository?" toast.
+    'git.enabled': false,
+    'git.openRepositoryInParentFolders': 'never',
+  };
+}
+
+async function shot(name) {
+  const file = path.join(SHOT_DIR, name);
+  await page.screenshot({ path: file });
+  return path.relative(repo, file);
+}
+
+/** Runs one step (skipped once one failed: they build on each other); on failure takes
+ *  fail-<step>.png and lets after() print the logs. */
+async function step(t, name, body) {
+  if (failed) {
+    t.skip('an earlier step failed');
+    return;
+  }
+  try {
+    await body();
+  } catch (error) {
+    failed = true;
+    if (page) console.log(`# screenshot ${await shot(`fail-${name}.png`).catch((e) => e.message)}`);
+    throw error;
+  }
+}
+
+function* walk(dir) {
+  if (!fs.existsSync(dir)) return;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) yield* walk(p);
+    else yield p;
+  }
+}
+
+function dumpLogs() {
+  if (!run) return;
+  const tail = (file, n) => fs.readFileSync(file, 'utf8').split('\n').slice(-n).join('\n');
+  if (logFile && fs.existsSync(logFile)) console.log(`# ---- ${logFile}\n${tail(logFile, 40)}`);
+  // The extension's output channel ("Inplace LSP": client log + server stderr) and the
+  // extension host's log live under the user-data-dir's logs folder.
+  for (const file of walk(path.join(run, 'data', 'logs'))) {
+    if (/Inplace LSP|inplace-lsp|remoteexthost|exthost\.log/i.test(file)) {
+      console.log(`# ---- ${file}\n${tail(file, 80)}`);
+    }
+  }
+}
+
+/** The text of the rendered line that contains `needle` (spaces normalised), or null. */
+function lineWith(needle) {
+  return page.evaluate((n) => {
+    for (const l of document.querySelectorAll('.monaco-editor .view-lines .view-line')) {
+      const text = l.textContent.replace(/\u00a0/g, ' ');
+      if (text.includes(n)) return text;
+    }
+    return null;
+  }, needle);
+}
+
+/** Waits until a rendered line reads exactly `expected`. */
+function waitForLine(expected) {
+  return page.waitForFunction((e) => {
+    for (const l of document.querySelectorAll('.monaco-editor .view-lines .view-line')) {
+      if (l.textContent.replace(/\u00a0/g, ' ') === e) return true;
+    }
+    return false;
+  }, expected, { timeout: 30000 });
+}
+
+/** Puts the cursor at 1-based `line`, `column` (UTF-16) of the active editor with Go to Line
+ *  (a mouse click could land anywhere once the editor scrolled), and waits until the editor
+ *  has the focus and the status bar shows the line. */
+async function goTo(line, column) {
+  await page.keyboard.press('Control+G');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 10000 });
+  await input.fill(`:${line}:${column}`);
+  await page.keyboard.press('Enter');
+  await input.waitFor({ state: 'hidden', timeout: 10000 });
+  await page.locator('.monaco-editor.focused').first().waitFor({ timeout: 10000 });
+  // (its Col counts characters as they look: 😀 is one there, two in UTF-16)
+  await page.locator('.statusbar-item', { hasText: `Ln ${line}, Col ` }).first().waitFor({ timeout: 10000 });
+}
+
+test('the IPL001 diagnostic shows: squiggle and Problems entry', async (t) => {
+  await step(t, 'diagnostic', async () => {
+    await page.goto(`http://127.0.0.1:${port}/`);
+    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: EXAMPLE });
+    await row.waitFor({ timeout: 90000 });
+    lap('workbench and explorer rendered');
+    await row.click();
+    await page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: 30000 });
+    lap(`${EXAMPLE} open`);
+
+    // The extension activates on the Python file, starts the server, which analyses it.
+    await page.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: 90000 });
+    lap('error squiggle rendered');
+
+    await page.keyboard.press('Control+Shift+M');
+    const marker = page.locator('.markers-panel .monaco-list-row', { hasText: 'IPL001' }).first();
+    await marker.waitFor({ timeout: 30000 });
+    const text = (await marker.innerText()).replace(/\s+/g, ' ');
+    lap(`Problems panel: ${text}`);
+    assert.match(text, /IPL001/);
+    assert.match(text, /inplace-lsp/);
+    assert.match(text, /gate = gate \+ x/);
+    // `gate` starts at UTF-16 column 22 (0-based): the panel shows it 1-based. Code points
+    // would give Col 22, UTF-8 bytes Col 26.
+    assert.match(text, /\[Ln 22, Col 23\]/);
+    lap(`screenshot ${await shot('diagnostic.png')}`);
+  });
+});
+
+test('the quick fix applies and the diagnostic clears', async (t) => {
+  await step(t, 'quickfix', async () => {
+    // Inside `gate` on the flagged line (UTF-16 column 25: after 8 spaces and the marker).
+    await goTo(22, 25);
+    await page.keyboard.press('Control+.');
+    const rows = page.locator('.action-widget .monaco-list-row');
+    await rows.filter({ hasText: FIX_TITLE }).first().waitFor({ timeout: 30000 });
+    const offered = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+    lap(`quick fixes offered: ${offered.join(' | ')}`);
+    // The preferred fix comes first and is focused; a mouse click would hit the pointer
+    // blocker overlay, Enter applies the focused entry.
+    const focused = (await page.locator('.action-widget .monaco-list-row.focused').first().innerText()).trim();
+    assert.match(focused, new RegExp(FIX_TITLE.replace(/[()]/g, '\\$&')));
+    await shot('quickfix-menu.png');
+    await page.keyboard.press('Enter');
+    await waitForLine(FIXED);
+    lap(`fix applied: ${(await lineWith('gate = gate + x'))?.trim()}`);
+    await page.locator('.monaco-editor .squiggly-error').first().waitFor({ state: 'detached', timeout: 30000 });
+    await page.locator('.markers-panel .monaco-list-row', { hasText: 'IPL001' }).first()
+      .waitFor({ state: 'detached', timeout: 30000 });
+    lap('squiggle and Problems entry gone');
+    assert.equal(await lineWith('gate += x'), null);
+  });
+});
+
+test('the Verify code lens runs the fixed code and reports OK', async (t) => {
+  await step(t, 'verify', async () => {
+    // Bring `class Encoder` into view; its lens sits in the view zone just above that line.
+    await goTo(26, 1);
+    const lenses = page.locator('.monaco-editor .codelens-decoration a', { hasText: LENS_TITLE });
+    await lenses.first().waitFor({ timeout: 60000 });
+    const index = await page.evaluate(({ title, target }) => {
+      const line = [...document.querySelectorAll('.monaco-editor .view-lines .view-line')]
+        .find((l) => l.textContent.replace(/\u00a0/g, ' ').startsWith(target));
+      if (!line) return -2;
+      const top = line.getBoundingClientRect().top;
+      const links = [...document.querySelectorAll('.monaco-editor .codelens-decoration a')]
+        .filter((a) => a.textContent.includes(title));
+      let best = -1;
+      let bestGap = Infinity;
+      links.forEach((a, i) => {
+        const gap = top - a.getBoundingClientRect().top;
+        if (gap > 0 && gap < bestGap) { best = i; bestGap = gap; }
+      });
+      return bestGap < 2 * line.getBoundingClientRect().height ? best : -1;
+    }, { title: LENS_TITLE, target: LENS_TARGET });
+    assert.ok(index >= 0, `no "${LENS_TITLE}" lens right above "${LENS_TARGET}" (${index})`);
+    lap(`lens "${LENS_TITLE}" above ${LENS_TARGET} found`);
+    await lenses.nth(index).click();
+    lap('lens clicked');
+
+    // The first verify starts a warm worker that imports torch: allow for a slow machine.
+    const status = page.locator('.statusbar-item', { hasText: 'inplace-lsp' }).first();
+    await page.locator('.statusbar-item', { hasText: 'inplace-lsp: verify ok' }).first()
+      .waitFor({ timeout: 120000 })
+      .catch(async (error) => {
+        const now = await status.innerText().catch(() => '(no status item)');
+        throw new Error(`status bar did not say "verify ok" (it says: ${now}): ${error.message}`);
+      });
+    lap(`status bar: ${(await status.innerText()).trim()}`);
+    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Encoder' })
+      .filter({ hasText: /forward and backward OK/ }).first();
+    await toast.waitFor({ timeout: 30000 });
+    lap(`notification: ${(await toast.innerText()).replace(/\s+/g, ' ').trim()}`);
+    assert.equal(await page.locator('.monaco-editor .squiggly-error').count(), 0);
+    lap(`screenshot ${await shot('verify.png')}`);
+  });
+});
+
+test('a changed setting restarts the server, which applies it', async (t) => {
+  await step(t, 'restart', async () => {
+    await goTo(22, 25);
+    await page.keyboard.press('Control+Z');
+    await waitForLine(MARKED);
+    await page.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: 30000 });
+    lap('fix undone: the error squiggle is back');
+
+    // As a user would: the user settings.json in the editor, edited and saved.
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: 10000 });
+    await input.fill('>Preferences: Open User Settings (JSON)');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Open User Settings (JSON)' }).first()
+      .waitFor({ timeout: 10000 });
+    await page.keyboard.press('Enter');
+    await page.locator('.tabs-container .tab.active', { hasText: 'settings.json' }).waitFor({ timeout: 30000 });
+    await page.locator('.monaco-editor.focused').first().waitFor({ timeout: 10000 });
+    const changed = { ...settings(), 'inplaceLsp.severity': { IPL001: 'warning' } };
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Delete');
+    await page.keyboard.insertText(JSON.stringify(changed, null, 2));
+    await page.keyboard.press('Control+S');
+    const end = Date.now() + 10000;
+    for (let saved = ''; saved !== JSON.stringify(changed, null, 2);) {
+      assert.ok(Date.now() < end, `settings.json not saved as typed within 10 s:\n${saved}`);
+      await new Promise((r) => setTimeout(r, 100));
+      saved = fs.readFileSync(settingsFile(), 'utf8');
+    }
+    lap('"inplaceLsp.severity": {"IPL001": "warning"} saved in the user settings.json');
+
+    // A restart shows in the status item: back to idle, the last verify result gone (a
+    // setting the server merely followed would leave it).
+    await page.locator('.statusbar-item', { hasText: /^\W*inplace-lsp$/ }).first().waitFor({ timeout: 60000 });
+    lap('status item back to idle: the server restarted');
+    await page.locator('.tabs-container .tab', { hasText: EXAMPLE }).click();
+    await page.locator('.monaco-editor .squiggly-warning').first().waitFor({ timeout: 60000 });
+    await page.locator('.monaco-editor .squiggly-error').first().waitFor({ state: 'detached', timeout: 30000 });
+    lap('IPL001 is now a warning squiggle, from the new server');
+  });
+});
