@@ -12,7 +12,7 @@ from torch import nn
 
 
 class GatedResidualBlock(nn.Module):
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int = 32) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(dim)
         self.gate_proj = nn.Linear(dim, dim)

