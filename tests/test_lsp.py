@@ -224,6 +224,30 @@ def open_document(client: Editor, uri: str, text: str, version: int = 1) -> None
     )
 
 
+def open_notebook(client: Editor, notebook: str, cells: Sequence[tuple[str, str]]) -> list[str]:
+    """Opens a notebook of (language, text) cells, "markdown" ones as markup; the cell URIs."""
+    uris = [f"{notebook}#cell{i}" for i in range(len(cells))]
+    code, markup = types.NotebookCellKind.Code, types.NotebookCellKind.Markup
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=notebook,
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[
+                    types.NotebookCell(kind=markup if lang == "markdown" else code, document=uri)
+                    for uri, (lang, _) in zip(uris, cells, strict=True)
+                ],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(uri, lang, 1, text)
+                for uri, (lang, text) in zip(uris, cells, strict=True)
+            ],
+        )
+    )
+    return uris
+
+
 def replace_text(client: Editor, uri: str, version: int, text: str) -> None:
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
@@ -564,29 +588,7 @@ async def test_notebook_cells_are_one_program(client: Editor, workspace: Path) -
         ("markdown", "# Notes: é😀"),
         ("python", "note = 'é😀'; y += 1\ny.sum().backward()\n"),
     ]
-    uris = [f"{notebook}#cell{i}" for i in range(len(cells))]
-    client.notebook_document_did_open(
-        types.DidOpenNotebookDocumentParams(
-            notebook_document=types.NotebookDocument(
-                uri=notebook,
-                notebook_type="jupyter-notebook",
-                version=1,
-                cells=[
-                    types.NotebookCell(
-                        kind=types.NotebookCellKind.Markup
-                        if language == "markdown"
-                        else types.NotebookCellKind.Code,
-                        document=uri,
-                    )
-                    for uri, (language, _) in zip(uris, cells, strict=True)
-                ],
-            ),
-            cell_text_documents=[
-                types.TextDocumentItem(uri, language, 1, text)
-                for uri, (language, text) in zip(uris, cells, strict=True)
-            ],
-        )
-    )
+    uris = open_notebook(client, notebook, cells)
     # The write in the last cell conflicts with the save in the second: one program.
     flagged = only(await diagnostics(client, uris[3]), "IPL001")
     start = units("note = 'é😀'; ", client.profile.encoding)

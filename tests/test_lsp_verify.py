@@ -391,25 +391,7 @@ async def test_verify_a_notebook_cell(client: base.Editor, workspace: Path) -> N
         (language, text.replace("MARKER", repr(str(marker)))) for language, text in NOTEBOOK_CELLS
     ]
     notebook = (workspace / "gate.ipynb").as_uri()
-    uris = [f"{notebook}#cell{i}" for i in range(len(cells))]
-    code, markup = types.NotebookCellKind.Code, types.NotebookCellKind.Markup
-    client.notebook_document_did_open(
-        types.DidOpenNotebookDocumentParams(
-            notebook_document=types.NotebookDocument(
-                uri=notebook,
-                notebook_type="jupyter-notebook",
-                version=1,
-                cells=[
-                    types.NotebookCell(kind=markup if lang == "markdown" else code, document=uri)
-                    for uri, (lang, _) in zip(uris, cells, strict=True)
-                ],
-            ),
-            cell_text_documents=[
-                types.TextDocumentItem(uri, lang, 1, text)
-                for uri, (lang, text) in zip(uris, cells, strict=True)
-            ],
-        )
-    )
+    uris = base.open_notebook(client, notebook, cells)
     await base.diagnostics(client, uris[2])
     messages = len(client.messages)
     result = await verify(client, uris[2], {"line": 8, "character": 8})
