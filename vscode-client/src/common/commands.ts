@@ -42,10 +42,8 @@ export function registerCommands(server: Server, log: vscode.LogOutputChannel): 
         vscode.commands.registerCommand(Commands.verifyAtCursor, () =>
             reporting('Verify', log, async () => {
                 requireServer(server);
+                // Files, unsaved buffers and notebook cells: the server runs the buffer's text.
                 const editor = pythonEditor();
-                if (editor.document.isUntitled) {
-                    throw new Error('verify runs files saved on disk: save the file first');
-                }
                 const { line, character } = editor.selection.active;
                 // Through VS Code's command so the status bar middleware sees it.
                 await vscode.commands.executeCommand(ServerCommands.verify, editor.document.uri.toString(), {
