@@ -11,12 +11,11 @@ from __future__ import annotations
 import re
 
 _AUGMENTED = ("+=", "-=", "*=", "/=", "@=", "%=", "&=", "|=", "^=", "<<=", ">>=")
-_AUGMENTED_RE = re.compile(r"[-+*/@%&|^]=|<<=|>>=")
 _WORDS = (".step(", "anomaly", "detach", "backward")
-# `x[...] = v` at the start of a statement: a line, after `;`, or after the colon of a
-# one-line `if c: x[i] = v` (not an annotation: `x: Dict[str, int] = {}`).
+# `x[...] = v` at the start of a statement (matched at a line's start or after a `;`), or
+# after the colon of a one-line `if c: x[i] = v` (not an annotation: `x: Dict[str, int] = {}`).
 _SUBSCRIPT_STORE = re.compile(
-    r"(?m)(?:^|;|^[ \t]*(?:if|elif|else|for|while|with|try)\b[^\n]*:)"
+    r"(?:[ \t]*(?:if|elif|else|for|while|with|try)\b[^\n]*:)?"
     r"[ \t]*([^\W\d][\w.]*)[ \t]*(?:\[[^\]\n]*\][ \t]*)+=[^=]"
 )
 # Names that say "a dict of settings", not "a tensor": `kwargs["act"] = ...`.
@@ -26,6 +25,7 @@ _CONTAINER_NAMES = (
 )  # fmt: skip
 _CONTAINER_STARTS = ("{", "[", "dict(", "OrderedDict(", "defaultdict(", "list(", "collections.")
 _COPY_CALL = re.compile(r"\w+\.copy\(\)")
+_BRACKET_ASSIGN = re.compile(r"\][ \t]*=[^=]")  # what every subscript store has: a quick test
 
 
 def _occurrences(text: str, needle: str) -> list[int]:
@@ -90,7 +90,21 @@ def _subscript_store(text: str) -> bool:
     """`x[...] = v` into something not built as a dict or list here."""
     if "]" not in text:
         return False
-    stores = {m.group(1) for m in _SUBSCRIPT_STORE.finditer(text)}
+    # Only the lines that hold `] =` are matched (an unanchored pattern tried at every
+    # character of the text costs more than the whole rest of the text tests).
+    stores: set[str] = set()
+    line_ends: set[int] = set()
+    for hit in _BRACKET_ASSIGN.finditer(text):
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.start())
+        end = len(text) if end == -1 else end + 1
+        if end in line_ends:
+            continue
+        line_ends.add(end)
+        for part in text[start:end].split(";"):
+            found = _SUBSCRIPT_STORE.match(part)
+            if found is not None:
+                stores.add(found.group(1))
     return any(
         name.startswith("self.")
         or not (name.lower().endswith(_CONTAINER_NAMES) or _built_as_container(text, name))
@@ -123,7 +137,7 @@ def is_candidate(text: str, *, in_init: bool = False) -> bool:
         return _inplace_call(text, True) or _self_augmented(text) or _subscript_store(text)
     return (
         "inplace" in text
-        or _AUGMENTED_RE.search(text) is not None
+        or any(op in text for op in _AUGMENTED)  # str.find scans: faster than one regex
         or _inplace_call(text, False)
         or _out_argument(text)
         or _subscript_store(text)

@@ -72,6 +72,7 @@ class DocumentAnalysis:
         self._candidates: frozenset[str] = frozenset()
         self._candidate_functions: frozenset[str] = frozenset()
         self._texts: dict[str, _TextFacts] = {}
+        self._edges: dict[tuple[str, frozenset[str]], frozenset[str]] = {}
 
     def update(self, text: str) -> DocumentResult:
         """Analyse a new version of the document's text."""
@@ -91,9 +92,7 @@ class DocumentAnalysis:
         parsed = [b for b in blocks if b.tree is not None]
         model = self._model(parsed)
         model.mentions_training = "backward" in text or ".step(" in text
-        ctx = DocContext(
-            text.splitlines(), model, self.workspace.files() if self.workspace else None
-        )
+        ctx = DocContext(text, model, self.workspace.files() if self.workspace else None)
         texts = {b.key: self._text_facts(b) for b in parsed}
         defs: dict[str, Block] = {}
         for block in parsed:
@@ -107,7 +106,7 @@ class DocumentAnalysis:
         )
         findings: list[Finding] = []
         analysed = 0
-        dependencies = _Dependencies(defs, texts)
+        dependencies = _Dependencies(defs, texts, self._edges)
         for block in parsed:
             facts = texts[block.key]
             if not (facts.candidate or not self._candidates.isdisjoint(facts.names)):
@@ -337,9 +336,24 @@ class _Dependencies:
     model whose class is defined elsewhere): what a block's findings depend on besides its own
     text. Computed once per update and per set of names."""
 
-    def __init__(self, defs: dict[str, Block], texts: dict[str, _TextFacts]) -> None:
+    def __init__(
+        self,
+        defs: dict[str, Block],
+        texts: dict[str, _TextFacts],
+        edges_cache: dict[tuple[str, frozenset[str]], frozenset[str]],
+    ) -> None:
+        """`edges_cache`: a block's edges, kept between updates by (block, defined names)."""
         self.defs = defs
-        self.edges = {name: texts[block.key].names & defs.keys() for name, block in defs.items()}
+        defined = frozenset(defs)
+        self.edges: dict[str, frozenset[str]] = {}
+        for name, block in defs.items():
+            key = (block.key, defined)
+            found = edges_cache.get(key)
+            if found is None:
+                found = edges_cache[key] = texts[block.key].names & defined
+                if len(edges_cache) > 8192:
+                    edges_cache.pop(next(iter(edges_cache)))
+            self.edges[name] = found
         self._digests: dict[tuple[frozenset[str], int], str] = {}
 
     def digest(self, names: frozenset[str], own: Block | None) -> str:
@@ -354,10 +368,13 @@ class _Dependencies:
                 if name not in seen:
                     seen.add(name)
                     todo.extend(self.edges[name] - seen)
-            deps = sorted(
-                (self.defs[n].key, self.defs[n].start_line) for n in seen if self.defs[n] is not own
+            blocks = self.defs
+            deps = frozenset(
+                (blocks[n].key, blocks[n].start_line) for n in seen if blocks[n] is not own
             )
-            found = self._digests[key] = _digest(repr(deps))
+            # An in-process cache key: Python's hash of the set is enough (and far cheaper than
+            # a digest of its sorted text); the caches never outlive the process.
+            found = self._digests[key] = format(hash(deps) & 0xFFFFFFFFFFFFFFFF, "x")
         return found
 
 

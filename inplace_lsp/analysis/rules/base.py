@@ -35,13 +35,21 @@ class DocContext:
 
     def __init__(
         self,
-        lines: list[str],
+        lines: list[str] | str,
         model: ModuleModel,
         other_files: dict[str, list[str]] | None = None,
     ) -> None:
-        self.lines = lines
+        # A text is split on first use: most updates produce no finding and never need it.
+        self._text = lines if isinstance(lines, str) else None
+        self._lines = None if isinstance(lines, str) else lines
         self.model = model
         self.other_files = other_files if other_files is not None else {}
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = (self._text or "").splitlines()
+        return self._lines
 
     def _col(self, line: int, byte_col: int, path: str | None = None) -> int:
         lines = self.lines if path is None else self.other_files.get(path, [])
