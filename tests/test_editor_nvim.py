@@ -9,7 +9,8 @@ tests/editor_nvim/driver.lua walks what a user does:
   that saved the tensor; where the client takes pushed diagnostics (0.7), the server's
   "inplace-lsp verify" diagnostic is on the writing line too;
 * the preferred quick fix (edit filled in by codeAction/resolve) is applied in the client's
-  encoding, written, and the diagnostics clear; :InplaceVerify then says ok;
+  encoding, written, and the diagnostics clear; :InplaceVerify then says ok, and so does the
+  "Verify NAME" code action's command (what Helix and eglot users run);
 * fix-all on save (vim.g.inplace_lsp_fix_on_save) fixes a second file's two lines on :write.
 
 Neovim binaries: $NVIM_BINS (os.pathsep-separated), else every `nvim` on PATH, plus the
@@ -336,6 +337,10 @@ def _check_verify(run: Run) -> None:
     assert (verified["lnum"], verified["severity"]) == (FLAGGED_LINE, 1), run.context()
     fixed = report["verify_fixed"]
     assert fixed["message"].startswith(f"inplace-lsp verify: ok ({TARGET})"), run.context()
+    assert report["verify_action"] == {
+        "title": f"Verify {TARGET}: forward/backward under autograd (inplace-lsp)",
+        "status": "ok",
+    }, run.context()
 
 
 @pytest.mark.parametrize(("nvim", "setup"), _runs())
