@@ -298,13 +298,16 @@ class Heap:
     def join(self, other: Heap) -> None:
         for group, saves in other.live.items():
             mine = self.live.get(group, ())
+            if saves is mine:  # both copied from the heap before the branch: unchanged
+                continue
             self.live[group] = mine + tuple(s for s in saves if s not in mine)
         for sid, mutation in other.stale.items():
             self.stale.setdefault(sid, mutation)
         self.freed &= other.freed
         for group, pend in other.pending_alias.items():
             mine_p = self.pending_alias.setdefault(group, [])
-            mine_p.extend(p for p in pend if p not in mine_p)
+            if pend != mine_p:
+                mine_p.extend(p for p in pend if p not in mine_p)
 
 
 @dataclass
@@ -616,6 +619,9 @@ class Interpreter:
         base_env, base_heap, base_ctx = frame.env, self.heap, frame.ctx
         results: list[tuple[dict[str, Value], Heap]] = []
         for body in bodies:
+            if not body:  # `if` without `else`: that path changes nothing, and is only read
+                results.append((base_env, base_heap))
+                continue
             frame.env = dict(base_env)
             self.heap = base_heap.copy()
             frame.ctx = Ctx(base_ctx)
