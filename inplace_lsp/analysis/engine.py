@@ -111,7 +111,7 @@ class DocumentAnalysis:
             facts = texts[block.key]
             if not (facts.candidate or not self._candidates.isdisjoint(facts.names)):
                 continue
-            deps = dependencies.digest(facts.names, block)
+            deps = dependencies.digest(block)
             cache_key = (block.key, block.start_line, imports_key + deps)
             cached = self._results.get(cache_key)
             if cached is None:
@@ -151,7 +151,7 @@ class DocumentAnalysis:
         ):
             return []
         names = frozenset().union(*(texts[b.key].names for b in loose))
-        deps = dependencies.digest(names, None)
+        deps = dependencies.digest(names)
         key = _digest(imports_key + repr([(b.key, b.start_line) for b in loose]) + deps)
         cache_key = ("<script>", 0, key)
         cached = self._results.get(cache_key)
@@ -344,37 +344,46 @@ class _Dependencies:
     ) -> None:
         """`edges_cache`: a block's edges, kept between updates by (block, defined names)."""
         self.defs = defs
-        defined = frozenset(defs)
-        self.edges: dict[str, frozenset[str]] = {}
-        for name, block in defs.items():
-            key = (block.key, defined)
-            found = edges_cache.get(key)
-            if found is None:
-                found = edges_cache[key] = texts[block.key].names & defined
-                if len(edges_cache) > 8192:
-                    edges_cache.pop(next(iter(edges_cache)))
-            self.edges[name] = found
-        self._digests: dict[tuple[frozenset[str], int], str] = {}
+        self._defined = frozenset(defs)
+        self._texts = texts
+        self._edges_cache = edges_cache
+        self.edges = {name: self.mentioned(block) for name, block in defs.items()}
+        self._closures: dict[str, int] = {}
 
-    def digest(self, names: frozenset[str], own: Block | None) -> str:
-        roots = frozenset(names & self.defs.keys())
-        key = (roots, id(own))
-        found = self._digests.get(key)
+    def mentioned(self, block: Block) -> frozenset[str]:
+        """The definitions a block's text names (kept between updates)."""
+        key = (block.key, self._defined)
+        found = self._edges_cache.get(key)
+        if found is None:
+            found = self._edges_cache[key] = self._texts[block.key].names & self._defined
+            if len(self._edges_cache) > 8192:
+                self._edges_cache.pop(next(iter(self._edges_cache)))
+        return found
+
+    def digest(self, names: frozenset[str] | Block) -> str:
+        """A key for the definitions that a block (or code naming `names`) may run; the
+        block's own key may be among them (it is in the cache key anyway)."""
+        roots = self.mentioned(names) if isinstance(names, Block) else names & self._defined
+        # An in-process cache key: Python's hash is enough (and far cheaper than a digest of
+        # sorted text); the caches never outlive the process.
+        combined = hash(frozenset(self._closure(name) for name in roots))
+        return format(combined & 0xFFFFFFFFFFFFFFFF, "x")
+
+    def _closure(self, name: str) -> int:
+        """Hash of the (block, line) of every definition reachable from `name`."""
+        found = self._closures.get(name)
         if found is None:
             seen: set[str] = set()
-            todo = list(roots)
+            todo = [name]
             while todo:
-                name = todo.pop()
-                if name not in seen:
-                    seen.add(name)
-                    todo.extend(self.edges[name] - seen)
+                current = todo.pop()
+                if current not in seen:
+                    seen.add(current)
+                    todo.extend(self.edges[current] - seen)
             blocks = self.defs
-            deps = frozenset(
-                (blocks[n].key, blocks[n].start_line) for n in seen if blocks[n] is not own
+            found = self._closures[name] = hash(
+                frozenset((blocks[n].key, blocks[n].start_line) for n in seen)
             )
-            # An in-process cache key: Python's hash of the set is enough (and far cheaper than
-            # a digest of its sorted text); the caches never outlive the process.
-            found = self._digests[key] = format(hash(deps) & 0xFFFFFFFFFFFFFFFF, "x")
         return found
 
 
