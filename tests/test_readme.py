@@ -21,6 +21,13 @@ def test_neovim_setups_in_the_readme_are_the_tested_files(name: str) -> None:
     assert f"(editors/neovim/{name})" in README or f'"editors/neovim/{name}"' in README
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "editors" / "emacs").glob("*.el")))
+def test_emacs_setups_in_the_readme_are_the_tested_files(name: str) -> None:
+    shipped = (REPO / "editors" / "emacs" / name).read_text(encoding="utf-8")
+    assert ("elisp", shipped) in FENCES, f"README.md has no ```elisp block equal to {name}"
+    assert f"(editors/emacs/{name})" in README
+
+
 def test_pre_commit_hook_ids_in_the_readme_exist() -> None:
     hooks = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     mentioned = set(re.findall(r"- id: ([\w-]+)", README))
