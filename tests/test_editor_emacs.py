@@ -19,65 +19,42 @@ or no eglot: skipped, unless INPLACE_LSP_REQUIRE_EDITORS=1 (CI: scripts/ci_insta
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
+from editor_support import (
+    FLAGGED,
+    FLAGGED_LINE,
+    HAS_TORCH,
+    QUICK,
+    QUICK_FIXED,
+    REPO,
+    SAVED_LINE,
+    TARGET,
+    columns,
+    editor_environment,
+    skip_or_fail,
+    timings,
+)
 
 pytestmark = [pytest.mark.editor]
 
-REPO = Path(__file__).resolve().parents[1]
 SETUP = REPO / "editors" / "emacs" / "inplace-lsp.el"
 DRIVER = Path(__file__).resolve().parent / "editor_emacs" / "driver.el"
-REQUIRE = os.environ.get("INPLACE_LSP_REQUIRE_EDITORS") == "1"
-HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 TIMEOUT_S = 20
 VERIFY_TIMEOUT_S = 120  # the first verify starts a worker that imports torch
 WATCHDOG_S = 6 * TIMEOUT_S + 2 * VERIFY_TIMEOUT_S
 
-# The shipped example, with non-ASCII text before the flagged op on its line.
-EXAMPLE = (REPO / "examples" / "residual_after_sigmoid.py").read_text(encoding="utf-8")
-PREFIX = '        note = "é😀"; '
-FLAGGED = "gate += x"
-QUICK = EXAMPLE.replace(f"        {FLAGGED}", f"{PREFIX}{FLAGGED}", 1)
-QUICK_FIXED = QUICK.replace(f"{PREFIX}{FLAGGED}", f"{PREFIX}gate = gate + x")
-assert QUICK != EXAMPLE and QUICK_FIXED != QUICK
-TARGET = "GatedResidualBlock"
 QUICK_FIX = "Rewrite out of place (IPL001)"
-
-
-def _line_of(text: str, needle: str) -> int:
-    """0-based line of the first line holding `needle`."""
-    return next(i for i, line in enumerate(text.splitlines()) if needle in line)
-
-
-FLAGGED_LINE = _line_of(QUICK, PREFIX + FLAGGED)  # the docstring mentions it too
-SAVED_LINE = _line_of(QUICK, "        gate = torch.sigmoid")
-
-
-def _units(text: str, encoding: str) -> int:
-    """Length of `text` in an LSP position encoding's code units (Emacs: characters)."""
-    if encoding == "utf-8":
-        return len(text.encode("utf-8"))
-    if encoding == "utf-16":
-        return len(text.encode("utf-16-le")) // 2
-    return len(text)
-
-
-def _columns(text: str, line: int, needle: str, encoding: str) -> tuple[int, int]:
-    source = text.splitlines()[line]
-    start = source.index(needle)
-    return _units(source[:start], encoding), _units(source[: start + len(needle)], encoding)
 
 
 # ---------------------------------------------------------------- finding Emacs and eglot
@@ -145,42 +122,18 @@ def emacs() -> Emacs | str:
 
 
 def _skip_or_fail(reason: str) -> NoReturn:
-    if REQUIRE:
-        pytest.fail(f"{reason} (INPLACE_LSP_REQUIRE_EDITORS=1; scripts/ci_install_emacs.sh)")
-    pytest.skip(reason)
+    skip_or_fail(reason, "scripts/ci_install_emacs.sh")
 
 
 # ---------------------------------------------------------------- one run
 
 
-def _server_bin(tmp_path: Path) -> Path:
-    """A directory whose `inplace-lsp` runs this interpreter: the venv's own console script
-    (as a user installs it), else a shim."""
-    python = Path(sys.executable).absolute()  # not resolved: a venv's python is a symlink
-    if (python.parent / "inplace-lsp").is_file():
-        return python.parent
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    script = shim / "inplace-lsp"
-    script.write_text(f'#!/bin/sh\nexec "{python}" -m inplace_lsp "$@"\n')
-    script.chmod(0o755)
-    return shim
-
-
 def _environment(tmp_path: Path, found: Emacs) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        # Verify runs the server's interpreter (it has torch), not an activated venv's;
-        # nothing of the user's Emacs leaks in.
-        if key not in ("VIRTUAL_ENV", "CONDA_PREFIX", "EMACSLOADPATH", "EMACSNATIVELOADPATH")
-    }
+    env = editor_environment(tmp_path, ("EMACSLOADPATH", "EMACSNATIVELOADPATH"))
     home = tmp_path / "home"
     home.mkdir()
     env.update(
         HOME=str(home),
-        PATH=os.pathsep.join([str(_server_bin(tmp_path)), env.get("PATH", "")]),
-        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
         E2E_SETUP=str(SETUP),
         E2E_ELPA_DIRS=found.elpa_dirs,
         E2E_TIMEOUT_S=str(TIMEOUT_S),
@@ -189,14 +142,6 @@ def _environment(tmp_path: Path, found: Emacs) -> dict[str, str]:
         E2E_VERIFY="1" if HAS_TORCH else "0",
     )
     return env
-
-
-def _timings(report: dict[str, Any]) -> str:
-    previous, parts = 0, []
-    for step in report.get("steps", []):
-        parts.append(f"{step['name']} {(step['ms'] - previous) / 1000:.2f}s")
-        previous = step["ms"]
-    return ", ".join(parts)
 
 
 @dataclass
@@ -211,7 +156,7 @@ class Run:
         logs = self.logs.read_text(errors="replace")[-6000:] if self.logs.is_file() else ""
         shown = {k: v for k, v in self.report.items() if k != "steps"}
         return (
-            f"\nemacs rc={self.proc.returncode}, steps: {_timings(self.report)}\n"
+            f"\nemacs rc={self.proc.returncode}, steps: {timings(self.report)}\n"
             f"report: {json.dumps(shown, ensure_ascii=False, indent=1)[:8000]}\n"
             f"emacs stderr:\n{self.proc.stderr[-3000:]}\n"
             f"*EGLOT events* / server stderr tail:\n{logs or '(none)'}"
@@ -236,7 +181,7 @@ def _run(found: Emacs, quick: Path, tmp_path: Path) -> Run:
     report = json.loads(result.read_text(encoding="utf-8")) if result.exists() else {}
     print(
         f"\nEmacs {report.get('emacs_version')}, eglot {report.get('eglot_version')} "
-        f"({report.get('position_encoding')}, {found.path}): {elapsed:.2f}s; {_timings(report)}"
+        f"({report.get('position_encoding')}, {found.path}): {elapsed:.2f}s; {timings(report)}"
     )
     return Run(report, proc, logs)
 
@@ -246,7 +191,7 @@ def _check_diagnostics(run: Run) -> None:
     negotiated encoding in the LSP diagnostic behind it."""
     report = run.report
     [got] = [d for d in report["diagnostics"] if d["code"] == "IPL001"]
-    start, end = _columns(QUICK, FLAGGED_LINE, FLAGGED, "utf-32")  # characters
+    start, end = columns(QUICK, FLAGGED_LINE, FLAGGED, "utf-32")  # characters
     assert (got["line"], got["col"], got["end_line"], got["end_col"]) == (
         FLAGGED_LINE + 1,  # Emacs counts lines from 1
         start,
@@ -261,7 +206,7 @@ def _check_diagnostics(run: Run) -> None:
     encoding = report["position_encoding"]
     if report["eglot_version"] == "1.9":
         assert encoding == "utf-16", run.context()  # 1.9 offers no positionEncodings
-    start, end = _columns(QUICK, FLAGGED_LINE, FLAGGED, encoding)
+    start, end = columns(QUICK, FLAGGED_LINE, FLAGGED, encoding)
     assert got["range"] == {
         "start": {"line": FLAGGED_LINE, "character": start},
         "end": {"line": FLAGGED_LINE, "character": end},

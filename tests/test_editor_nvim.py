@@ -29,34 +29,35 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
+from editor_support import (
+    FLAGGED,
+    FLAGGED_LINE,
+    HAS_TORCH,
+    QUICK,
+    QUICK_FIXED,
+    REPO,
+    SAVED_LINE,
+    TARGET,
+    columns,
+    editor_environment,
+    skip_or_fail,
+    timings,
+)
 
 pytestmark = [pytest.mark.editor]
 
-REPO = Path(__file__).resolve().parents[1]
 SETUPS = REPO / "editors" / "neovim"
 DRIVER = Path(__file__).resolve().parent / "editor_nvim" / "driver.lua"
-REQUIRE = os.environ.get("INPLACE_LSP_REQUIRE_EDITORS") == "1"
-HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 TIMEOUT_MS = 20_000
 VERIFY_TIMEOUT_MS = 120_000  # the first verify starts a worker that imports torch
 WATCHDOG_MS = 6 * TIMEOUT_MS + 2 * VERIFY_TIMEOUT_MS
-
-# The shipped example, with non-ASCII text before the flagged op on its line.
-EXAMPLE = (REPO / "examples" / "residual_after_sigmoid.py").read_text(encoding="utf-8")
-PREFIX = '        note = "é😀"; '
-FLAGGED = "gate += x"
-QUICK = EXAMPLE.replace(f"        {FLAGGED}", f"{PREFIX}{FLAGGED}", 1)
-QUICK_FIXED = QUICK.replace(f"{PREFIX}{FLAGGED}", f"{PREFIX}gate = gate + x")
-assert QUICK != EXAMPLE and QUICK_FIXED != QUICK
-TARGET = "GatedResidualBlock"
 
 FIXALL = """import torch
 from torch import nn
@@ -75,30 +76,6 @@ class Two(nn.Module):
         return a + b
 """
 FIXALL_FIXED = FIXALL.replace("a += 1", "a = a + 1").replace("b *= 2", "b = b * 2")
-
-
-def _line_of(text: str, needle: str) -> int:
-    """0-based line of the first line holding `needle`."""
-    return next(i for i, line in enumerate(text.splitlines()) if needle in line)
-
-
-FLAGGED_LINE = _line_of(QUICK, PREFIX + FLAGGED)  # the docstring mentions it too
-SAVED_LINE = _line_of(QUICK, "        gate = torch.sigmoid")
-
-
-def _units(text: str, encoding: str) -> int:
-    """Length of `text` in an LSP position encoding's code units."""
-    if encoding == "utf-8":
-        return len(text.encode("utf-8"))
-    if encoding == "utf-16":
-        return len(text.encode("utf-16-le")) // 2
-    return len(text)
-
-
-def _columns(text: str, line: int, needle: str, encoding: str) -> tuple[int, int]:
-    source = text.splitlines()[line]
-    start = source.index(needle)
-    return _units(source[:start], encoding), _units(source[: start + len(needle)], encoding)
 
 
 # ---------------------------------------------------------------- finding Neovim
@@ -180,9 +157,7 @@ def _runs() -> list[Any]:
 
 
 def _skip_or_fail(reason: str) -> NoReturn:
-    if REQUIRE:
-        pytest.fail(f"{reason} (INPLACE_LSP_REQUIRE_EDITORS=1; scripts/ci_install_nvim.sh)")
-    pytest.skip(reason)
+    skip_or_fail(reason, "scripts/ci_install_nvim.sh")
 
 
 def test_expected_neovims_found() -> None:
@@ -197,46 +172,16 @@ def test_expected_neovims_found() -> None:
 # ---------------------------------------------------------------- one run
 
 
-def _server_bin(tmp_path: Path) -> Path:
-    """A directory whose `inplace-lsp` runs this interpreter: the venv's own console script
-    (as a user installs it), else a shim."""
-    python = Path(sys.executable).absolute()  # not resolved: a venv's python is a symlink
-    if (python.parent / "inplace-lsp").is_file():
-        return python.parent
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    script = shim / "inplace-lsp"
-    script.write_text(f'#!/bin/sh\nexec "{python}" -m inplace_lsp "$@"\n')
-    script.chmod(0o755)
-    return shim
-
-
 def _environment(tmp_path: Path) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        # Verify runs the server's interpreter (it has torch), not an activated venv's;
-        # nothing of a surrounding Neovim or user config leaks in.
-        if key not in ("VIRTUAL_ENV", "CONDA_PREFIX", "NVIM", "NVIM_LISTEN_ADDRESS", "VIMINIT")
-    }
+    env = editor_environment(tmp_path, ("NVIM", "NVIM_LISTEN_ADDRESS", "VIMINIT"))
     xdg = tmp_path / "xdg"
     env.update(
-        PATH=os.pathsep.join([str(_server_bin(tmp_path)), env.get("PATH", "")]),
-        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
         XDG_CONFIG_HOME=str(xdg / "config"),
         XDG_DATA_HOME=str(xdg / "data"),
         XDG_STATE_HOME=str(xdg / "state"),  # lsp.log on >= 0.8
         XDG_CACHE_HOME=str(xdg / "cache"),  # lsp.log on 0.7
     )
     return env
-
-
-def _timings(report: dict[str, Any]) -> str:
-    previous, parts = 0.0, []
-    for step in report.get("steps", []):
-        parts.append(f"{step['name']} {(step['ms'] - previous) / 1000:.2f}s")
-        previous = step["ms"]
-    return ", ".join(parts)
 
 
 @dataclass
@@ -252,7 +197,7 @@ class Run:
         tail = log.read_text(errors="replace")[-4000:] if log.is_file() else "(no lsp.log)"
         shown = {k: v for k, v in self.report.items() if k != "steps"}
         return (
-            f"\nnvim rc={self.proc.returncode}, steps: {_timings(self.report)}\n"
+            f"\nnvim rc={self.proc.returncode}, steps: {timings(self.report)}\n"
             f"report: {json.dumps(shown, ensure_ascii=False, indent=1)[:6000]}\n"
             f"stderr:\n{self.proc.stderr[-3000:]}\nlsp.log tail:\n{tail}"
         )
@@ -273,7 +218,7 @@ def _run(nvim: Neovim, setup: str, quick: Path, fixall: Path, tmp_path: Path) ->
     if HAS_TORCH:  # the cursor on the flagged op, after the non-ASCII text
         env.update(
             E2E_VERIFY_LINE=str(FLAGGED_LINE + 1),
-            E2E_VERIFY_COL=str(_columns(QUICK, FLAGGED_LINE, FLAGGED, "utf-8")[0]),
+            E2E_VERIFY_COL=str(columns(QUICK, FLAGGED_LINE, FLAGGED, "utf-8")[0]),
         )
     started = time.monotonic()
     proc = subprocess.run(
@@ -289,7 +234,7 @@ def _run(nvim: Neovim, setup: str, quick: Path, fixall: Path, tmp_path: Path) ->
     report = json.loads(result.read_text(encoding="utf-8")) if result.exists() else {}
     print(
         f"\n{nvim.label} {setup} ({report.get('offset_encoding')}, {nvim.path}): "
-        f"{elapsed:.2f}s; {_timings(report)}"
+        f"{elapsed:.2f}s; {timings(report)}"
     )
     return Run(nvim, report, proc)
 
@@ -304,7 +249,7 @@ def _check_diagnostics(run: Run) -> None:
     elif version >= (0, 11, 0):
         assert encoding == "utf-8", run.context()  # 0.11 offers utf-8 first
     [got] = [d for d in report["diagnostics"] if d["code"] == "IPL001"]
-    start, end = _columns(QUICK, FLAGGED_LINE, FLAGGED, "utf-8")
+    start, end = columns(QUICK, FLAGGED_LINE, FLAGGED, "utf-8")
     assert (got["lnum"], got["col"], got["end_lnum"], got["end_col"]) == (
         FLAGGED_LINE,
         start,
@@ -313,7 +258,7 @@ def _check_diagnostics(run: Run) -> None:
     ), run.context()
     assert (got["severity"], got["source"]) == (1, "inplace-lsp"), run.context()  # 1: ERROR
     [raw] = [d for d in report["raw_diagnostics"] if d.get("code") == "IPL001"]
-    start, end = _columns(QUICK, FLAGGED_LINE, FLAGGED, encoding)
+    start, end = columns(QUICK, FLAGGED_LINE, FLAGGED, encoding)
     assert raw["range"] == {
         "start": {"line": FLAGGED_LINE, "character": start},
         "end": {"line": FLAGGED_LINE, "character": end},
