@@ -393,8 +393,13 @@ async def test_verify_a_notebook_cell(client: base.Editor, workspace: Path) -> N
     notebook = (workspace / "gate.ipynb").as_uri()
     uris = base.open_notebook(client, notebook, cells)
     await base.diagnostics(client, uris[2])
+    # The lens sits above the class in its own cell, with the cell's line numbers.
+    (lens,) = await lenses(client, uris[2])
+    assert lens.range.start == types.Position(0, 0) and lens.command is not None
+    assert list(lens.command.arguments or []) == [uris[2], {"line": 0, "character": 0}]
+    assert await lenses(client, uris[0]) == [] and await lenses(client, uris[3]) == []
     messages = len(client.messages)
-    result = await verify(client, uris[2], {"line": 8, "character": 8})
+    result = await verify(client, *lens.command.arguments)
     assert (result["status"], result["target"]) == ("inplace-error", "Gate"), result
     summary = "Gate fails: line 9 overwrites the output of torch.sigmoid saved at line 8"
     await base.wait_until(lambda: any(m.message == summary for m in client.messages[messages:]))

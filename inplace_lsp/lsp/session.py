@@ -16,7 +16,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
@@ -390,7 +390,7 @@ class Session:
         found = actions.code_actions(view, uri, span, only, self._client_edits())
         snapshot = self.scheduler.snapshot(key)
         if snapshot is not None and actions.wanted(verification.ACTION_KIND, only):
-            targets = _lens_targets(snapshot) or ()  # as analysed: no parse here
+            targets, _ = _in_document(snapshot, uri, _lens_targets(snapshot) or ())
             verify = verification.code_action(uri, targets, where.start.line)
             if verify is not None:
                 found.append(verify)
@@ -422,19 +422,20 @@ class Session:
     async def code_lenses(self, uri: str) -> list[types.CodeLens]:
         """A "Verify forward/backward" lens above each nn.Module subclass and each top-level
         function that calls backward(), in the newest analysed version of a file."""
-        document = self._documents.get(uri)
-        if document is None or document.layout.is_notebook:
+        key = self.key_of(uri)
+        if key is None:
             return []
-        await asyncio.wrap_future(self.scheduler.latest(uri))
-        snapshot = self.scheduler.snapshot(uri)
+        await asyncio.wrap_future(self.scheduler.latest(key))
+        snapshot = self.scheduler.snapshot(key)
         if snapshot is None:
             return []
-        cached = self._lenses.get(uri)
+        cached = self._lenses.get(key)
         if cached is None or cached[0] is not snapshot:  # its callback has not run yet
             self._store_lenses(snapshot, await asyncio.to_thread(_lens_targets, snapshot))
-            cached = self._lenses[uri]
+            cached = self._lenses[key]
+        targets, lines = _in_document(snapshot, uri, cached[1])
         encoding = self.features.encoding
-        return [verification.code_lens(uri, t, snapshot.lines, encoding) for t in cached[1]]
+        return [verification.code_lens(uri, t, lines, encoding) for t in targets]
 
     async def verify(
         self,
@@ -651,13 +652,31 @@ class Session:
 
 
 def _lens_targets(snapshot: Snapshot) -> tuple[LensTarget, ...] | None:
-    """The verify targets of an analysed file (none in a notebook); None if it does not parse."""
-    layout = snapshot.attachment
-    if isinstance(layout, Layout) and layout.is_notebook:
-        return ()
+    """The verify targets of an analysed file or notebook (lines of the program: the joined
+    cells); None if it does not parse."""
     if snapshot.targets is None:
         return None
     return verification.from_result(snapshot.targets)
+
+
+def _in_document(
+    snapshot: Snapshot, uri: str, targets: Sequence[LensTarget]
+) -> tuple[list[LensTarget], Sequence[str]]:
+    """The targets that start in the document `uri` (a file, or one cell of a notebook), in
+    its own lines, and those lines."""
+    layout = snapshot.attachment
+    if not isinstance(layout, Layout) or not layout.is_notebook:
+        return list(targets), snapshot.lines
+    cell = layout.cell(uri)
+    if cell is None:
+        return [], []
+    shift = cell.first_line - 1
+    inside = [
+        replace(t, line=t.line - shift, end_line=min(t.end_line, shift + cell.line_count) - shift)
+        for t in targets
+        if cell.holds(t.line)
+    ]
+    return inside, layout.lines_of(cell, snapshot.lines)
 
 
 def _run_verify(
