@@ -504,6 +504,37 @@ def test_notebook_push_per_cell_and_deleted_cells_cleared(tmp_path: Path) -> Non
     assert client.last("c0") == (None, []) and session.key_of("c0") is None
 
 
+def test_notebook_verify_diagnostics_land_in_cells_and_go_on_edit(tmp_path: Path) -> None:
+    session, client = _session(tmp_path)
+    notebook = (tmp_path / "n.ipynb").as_uri()
+    cells = [
+        ("c0", 1, "import torch\nx = torch.ones(2, requires_grad=True)\n"),
+        ("c1", 1, "y = torch.sigmoid(x)\n"),
+        ("c2", 1, "y += 1\ny.sum().backward()\n"),
+    ]
+    session.open_notebook(notebook, 1, cells)
+    document = session._documents[notebook]
+    program = "".join(text for _, _, text in cells)
+    path = str(tmp_path / "_inplace_lsp_notebook_n.py")
+    result = {
+        "status": "inplace-error",
+        "target": "run",
+        "mutation": {"path": path, "line": 4},
+        "saved_by": {"path": path, "line": 3, "op": "SigmoidBackward0"},
+        "related": [],
+    }
+    session._verified_notebook(notebook, document.layout, path, program, 4, result)
+    version, found = client.published[-1][1], client.published[-1][2]
+    assert client.published[-1][0] == "c2" and version == 1
+    (checked,) = [d for d in found if d.source == "inplace-lsp verify"]
+    assert checked.range.start.line == 0  # line 4 of the program: the first of c2
+    assert "line 1 overwrites" in checked.message and "line 1 of code cell 2" in checked.message
+    (saved,) = checked.related_information or []
+    assert (saved.location.uri, saved.location.range.start.line) == ("c1", 0)
+    session.change_notebook(notebook, 2, [cells[0], cells[1], ("c2", 2, "y = y + 1\n")])
+    assert all(d.source != "inplace-lsp verify" for d in client.published[-1][2])
+
+
 def test_related_location_in_another_file(tmp_path: Path) -> None:
     other = tmp_path / "layers.py"
     other.write_text("é😀 = 1\nself.act = nn.ReLU(inplace=True)\n", encoding="utf-8")

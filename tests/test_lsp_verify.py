@@ -398,11 +398,17 @@ async def test_verify_a_notebook_cell(client: base.Editor, workspace: Path) -> N
     assert lens.range.start == types.Position(0, 0) and lens.command is not None
     assert list(lens.command.arguments or []) == [uris[2], {"line": 0, "character": 0}]
     assert await lenses(client, uris[0]) == [] and await lenses(client, uris[3]) == []
-    messages = len(client.messages)
+    messages, published = len(client.messages), len(client.published)
     result = await verify(client, *lens.command.arguments)
     assert (result["status"], result["target"]) == ("inplace-error", "Gate"), result
     summary = "Gate fails: line 9 overwrites the output of torch.sigmoid saved at line 8"
     await base.wait_until(lambda: any(m.message == summary for m in client.messages[messages:]))
+    # The failure is a diagnostic of the cell, at the cell's line; related: the saving line.
+    (checked,) = verify_diagnostics(await pushed_or_pulled(client, uris[2], 1, published))
+    assert checked.range.start.line == 8 and checked.message == summary
+    (saved,) = checked.related_information or []
+    assert (saved.location.uri, saved.location.range.start.line) == (uris[2], 7)
+    assert verify_diagnostics(await base.diagnostics(client, uris[0])) == []
     assert not marker.exists(), "verify ran the notebook's other top-level code"
     assert not list(workspace.glob("_inplace_lsp_notebook_*"))  # nothing written
     client.notebook_document_did_close(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
+import attrs
 from lsprotocol import types
 
 from inplace_lsp.analysis.workspace import Workspace
@@ -244,6 +245,9 @@ class Session:
                 self._cell_owner.pop(cell.uri, None)
         self._cell_owner.update((cell.uri, uri) for cell in layout.cells)
         self._submit(document, version, text, layout, saved=saved)
+        if not saved:
+            for cell in document.layout.cells:
+                self._forget_verify(cell.uri)
 
     def close_notebook(self, uri: str) -> None:
         document = self._documents.get(uri)
@@ -489,7 +493,70 @@ class Session:
         self.client.show(summary, kind)
         if cell is None:
             self._verified_result(uri, version, path, convert.split_lines(text), line, result)
+        elif owner is not None:
+            self._verified_notebook(owner, cell[0], path, text, line, result)
         return result
+
+    def _verified_notebook(
+        self,
+        notebook: str,
+        layout: Layout,
+        path: str,
+        program: str,
+        line: int | None,
+        result: dict[str, Any],
+    ) -> None:
+        """_verified_result for a notebook: the diagnostics land in the cells they point into,
+        while the notebook is still as verified."""
+        if result.get("status") not in ("ok", *verification.FAILED):
+            return
+        document = self._documents.get(notebook)
+        if document is None or document.layout != layout:
+            return  # a cell changed while it ran: the result is stale
+        here = "inplace-lsp-notebook:program"
+        found = verification.diagnostics(
+            result, path, here, convert.split_lines(program), self.features.encoding, line
+        )
+        placed: dict[str, list[types.Diagnostic]] = {}
+        for diagnostic in found:
+            moved = _to_cell(layout, here, diagnostic.range)
+            if moved is None:
+                continue
+            related = []
+            for info in diagnostic.related_information or []:
+                where = _to_cell(layout, here, info.location.range)
+                if info.location.uri != here:
+                    related.append(info)
+                elif where is not None:
+                    location = types.Location(where[0].uri, where[1])
+                    message = layout.renumber(info.message, where[0])
+                    related.append(types.DiagnosticRelatedInformation(location, message))
+            cell, where_range = moved
+            placed.setdefault(cell.uri, []).append(
+                attrs.evolve(
+                    diagnostic,
+                    range=where_range,
+                    message=layout.renumber(diagnostic.message, cell),
+                    related_information=related or None,
+                )
+            )
+        cells = {cell.uri: cell for cell in layout.cells}
+        touched = [u for u in cells if u in self._verified or u in placed]
+        if not touched:
+            return
+        for uri in touched:
+            if uri in placed:
+                self._verified[uri] = _Verified(cells[uri].version, placed[uri])
+            else:
+                del self._verified[uri]
+        self._verify_generation += 1
+        if self.features.verify_pushed:
+            for uri in touched:
+                self.client.publish(uri, cells[uri].version, placed.get(uri, []))
+        elif self.features.pull:
+            self.client.refresh_diagnostics()
+        elif self.scheduler.snapshot(notebook) is not None:
+            self._push(notebook)
 
     def _not_run(self, why: str) -> dict[str, Any]:
         result = verification.not_run(why)
@@ -657,6 +724,18 @@ def _lens_targets(snapshot: Snapshot) -> tuple[LensTarget, ...] | None:
     if snapshot.targets is None:
         return None
     return verification.from_result(snapshot.targets)
+
+
+def _to_cell(layout: Layout, uri: str, where: types.Range) -> tuple[Cell, types.Range] | None:
+    """A range of the notebook's program (its joined cells) in the cell that holds it."""
+    cell = layout.cell_at(where.start.line + 1)
+    if cell is None or not cell.holds(where.end.line + 1):
+        return None
+    shift = cell.first_line - 1
+    return cell, types.Range(
+        types.Position(where.start.line - shift, where.start.character),
+        types.Position(where.end.line - shift, where.end.character),
+    )
 
 
 def _in_document(
