@@ -1,8 +1,9 @@
 // The extension in a real VS Code: code-server with the packaged .vsix installed, driven by
 // Playwright in headless Chromium. One workspace, one example file, steps that build on each
-// other: the IPL001 diagnostic shows (squiggle + Problems panel), its quick fix applies, the
-// "Verify forward/backward" code lens then reports OK; and a changed setting restarts the
-// server, which applies it.
+// other: the IPL001 diagnostic shows (squiggle + Problems panel); the "Verify forward/backward"
+// code lens on the broken block names the writing and the saving line (notification, status
+// item, Problems entry); the quick fix applies; the lens then reports OK; and a changed setting
+// restarts the server, which applies it.
 //
 // Run by tests/test_editor_vscode.py (scripts/ci_install_vscode_e2e.sh installs the tools), or:
 //   INPLACE_LSP_PYTHON=/path/to/venv/bin/python node --test --test-reporter=spec vscode.e2e.test.mjs
@@ -45,6 +46,7 @@ const FIXED = `        ${MARK}gate = gate + x  # in place on the sigmoid output 
 const FIX_TITLE = 'Rewrite out of place (IPL001)';
 const LENS_TITLE = 'Verify forward/backward';
 const LENS_TARGET = 'class Encoder(nn.Module):';
+const BROKEN_TARGET = 'class GatedResidualBlock(nn.Module):';
 
 const t0 = Date.now();
 let lapAt = t0;
@@ -331,6 +333,25 @@ test('the IPL001 diagnostic shows: squiggle and Problems entry', async (t) => {
   });
 });
 
+test('the Verify code lens on the broken block names the write and the saving line', async (t) => {
+  await step(t, 'verify-broken', async () => {
+    await clickLensAbove(14, BROKEN_TARGET);
+    await statusSays('verify inplace-error');
+    const summary = 'GatedResidualBlock fails: line 22 overwrites the output of torch.sigmoid saved at line 21';
+    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: summary }).first();
+    await toast.waitFor({ timeout: 30000 });
+    lap(`notification: ${(await toast.innerText()).replace(/\s+/g, ' ').trim()}`);
+    // The server publishes the failure next to the analysis's diagnostic, on the writing line.
+    const entry = page.locator('.markers-panel .monaco-list-row', { hasText: summary }).first();
+    await entry.waitFor({ timeout: 30000 });
+    const text = (await entry.innerText()).replace(/\s+/g, ' ');
+    lap(`Problems panel: ${text}`);
+    assert.match(text, /inplace-lsp verify/);
+    assert.match(text, /\[Ln 22, Col 9\]/);
+    lap(`screenshot ${await shot('verify-failed.png')}`);
+  });
+});
+
 test('the quick fix applies and the diagnostic clears', async (t) => {
   await step(t, 'quickfix', async () => {
     // Inside `gate` on the flagged line (UTF-16 column 25: after 8 spaces and the marker).
@@ -356,41 +377,47 @@ test('the quick fix applies and the diagnostic clears', async (t) => {
   });
 });
 
+/** Clicks the code lens right above the line that starts with `target` (scrolled into view). */
+async function clickLensAbove(line, target) {
+  await goTo(line, 1);
+  const lenses = page.locator('.monaco-editor .codelens-decoration a', { hasText: LENS_TITLE });
+  await lenses.first().waitFor({ timeout: 60000 });
+  const index = await page.evaluate(({ title, target }) => {
+    const row = [...document.querySelectorAll('.monaco-editor .view-lines .view-line')]
+      .find((l) => l.textContent.replace(/\u00a0/g, ' ').startsWith(target));
+    if (!row) return -2;
+    const top = row.getBoundingClientRect().top;
+    const links = [...document.querySelectorAll('.monaco-editor .codelens-decoration a')]
+      .filter((a) => a.textContent.includes(title));
+    let best = -1;
+    let bestGap = Infinity;
+    links.forEach((a, i) => {
+      const gap = top - a.getBoundingClientRect().top;
+      if (gap > 0 && gap < bestGap) { best = i; bestGap = gap; }
+    });
+    return bestGap < 2 * row.getBoundingClientRect().height ? best : -1;
+  }, { title: LENS_TITLE, target });
+  assert.ok(index >= 0, `no "${LENS_TITLE}" lens right above "${target}" (${index})`);
+  await lenses.nth(index).click();
+  lap(`lens "${LENS_TITLE}" above ${target} clicked`);
+}
+
+/** Waits for the status item to show `text` after a verify (the first one starts a worker). */
+async function statusSays(text) {
+  const status = page.locator('.statusbar-item', { hasText: 'inplace-lsp' }).first();
+  await page.locator('.statusbar-item', { hasText: `inplace-lsp: ${text}` }).first()
+    .waitFor({ timeout: 120000 })
+    .catch(async (error) => {
+      const now = await status.innerText().catch(() => '(no status item)');
+      throw new Error(`status bar did not say "${text}" (it says: ${now}): ${error.message}`);
+    });
+  lap(`status bar: ${(await status.innerText()).trim()}`);
+}
+
 test('the Verify code lens runs the fixed code and reports OK', async (t) => {
   await step(t, 'verify', async () => {
-    // Bring `class Encoder` into view; its lens sits in the view zone just above that line.
-    await goTo(26, 1);
-    const lenses = page.locator('.monaco-editor .codelens-decoration a', { hasText: LENS_TITLE });
-    await lenses.first().waitFor({ timeout: 60000 });
-    const index = await page.evaluate(({ title, target }) => {
-      const line = [...document.querySelectorAll('.monaco-editor .view-lines .view-line')]
-        .find((l) => l.textContent.replace(/\u00a0/g, ' ').startsWith(target));
-      if (!line) return -2;
-      const top = line.getBoundingClientRect().top;
-      const links = [...document.querySelectorAll('.monaco-editor .codelens-decoration a')]
-        .filter((a) => a.textContent.includes(title));
-      let best = -1;
-      let bestGap = Infinity;
-      links.forEach((a, i) => {
-        const gap = top - a.getBoundingClientRect().top;
-        if (gap > 0 && gap < bestGap) { best = i; bestGap = gap; }
-      });
-      return bestGap < 2 * line.getBoundingClientRect().height ? best : -1;
-    }, { title: LENS_TITLE, target: LENS_TARGET });
-    assert.ok(index >= 0, `no "${LENS_TITLE}" lens right above "${LENS_TARGET}" (${index})`);
-    lap(`lens "${LENS_TITLE}" above ${LENS_TARGET} found`);
-    await lenses.nth(index).click();
-    lap('lens clicked');
-
-    // The first verify starts a warm worker that imports torch: allow for a slow machine.
-    const status = page.locator('.statusbar-item', { hasText: 'inplace-lsp' }).first();
-    await page.locator('.statusbar-item', { hasText: 'inplace-lsp: verify ok' }).first()
-      .waitFor({ timeout: 120000 })
-      .catch(async (error) => {
-        const now = await status.innerText().catch(() => '(no status item)');
-        throw new Error(`status bar did not say "verify ok" (it says: ${now}): ${error.message}`);
-      });
-    lap(`status bar: ${(await status.innerText()).trim()}`);
+    await clickLensAbove(26, LENS_TARGET);
+    await statusSays('verify ok');
     const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'Encoder' })
       .filter({ hasText: /forward and backward OK/ }).first();
     await toast.waitFor({ timeout: 30000 });
