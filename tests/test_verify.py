@@ -309,6 +309,38 @@ def test_constructor_arguments_from_a_literal_call_or_a_hook() -> None:
     assert supplied["inputs"]["candidates"][0]["args"][0]["shape"] == [2, 9]
 
 
+def test_constructor_arguments_from_a_parent_modules_defaults() -> None:
+    """`Block(dim)` inside `Parent.__init__(self, dim=24, heads=2 * 2)`: dim is 24 there; a
+    call naming a parameter without a default does not count."""
+    text = HEADER + textwrap.dedent(
+        """
+        class Block(nn.Module):
+            def __init__(self, dim, heads):
+                super().__init__()
+                self.fc = nn.Linear(dim, dim * heads)
+
+            def forward(self, x):
+                return self.fc(x)
+
+
+        def build(width):
+            return Block(width, 1)
+
+
+        class Parent(nn.Module):
+            def __init__(self, dim=24, heads=2 * 2, depth=2):
+                super().__init__()
+                self.blocks = nn.ModuleList([Block(dim, heads=heads) for _ in range(depth)])
+        """
+    )
+    spec = find_target(text, line_of(text, "return self.fc"))
+    assert spec["name"] == "Block"
+    assert spec["construct"]["args"] == [{"value": 24}]
+    assert spec["construct"]["kwargs"] == {"heads": {"value": 4}}
+    assert spec["construct"]["source"] == f"the call at line {line_of(text, 'Block(dim')}"
+    assert spec["inputs"]["candidates"][0]["args"][0]["shape"] == [2, 24]
+
+
 def test_message_when_the_input_cannot_be_inferred() -> None:
     text = HEADER + textwrap.dedent(
         """

@@ -1624,19 +1624,27 @@ def _split_args(value: Any) -> tuple[list[Any], dict[str, Any]]:
 def _literal_call_args(
     tree: ast.Module, model: ModuleModel, name: str, consts: dict[str, Any]
 ) -> tuple[list[Any], dict[str, Any], int] | None:
-    """Arguments of the first call ``Name(...)`` in the file whose arguments are all literals."""
-    scope = _Scope(model, {}, None, consts)
-    calls = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and (
-            (isinstance(node.func, ast.Name) and node.func.id == name)
-            or (model.qualify(node.func) == name)
-        )
-    ]
-    calls.sort(key=lambda node: (node.lineno, node.col_offset))
-    for call in calls:
+    """Arguments of the first call ``Name(...)`` in the file whose arguments are all literals,
+    or names of the enclosing function's parameters that have literal defaults (a parent
+    module's ``def __init__(self, dim=32): self.block = Block(dim)``)."""
+    found: list[tuple[int, int, ast.Call, dict[str, Any]]] = []
+
+    def visit(node: ast.AST, defaults: dict[str, Any]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                visit(child, _literal_defaults(child, model, consts))
+                continue
+            if isinstance(child, ast.Call) and (
+                (isinstance(child.func, ast.Name) and child.func.id == name)
+                or model.qualify(child.func) == name
+            ):
+                found.append((child.lineno, child.col_offset, child, defaults))
+            visit(child, defaults)
+
+    visit(tree, {})
+    found.sort(key=lambda item: (item[0], item[1]))
+    for _, _, call, defaults in found:
+        scope = _Scope(model, dict(defaults), None, consts)
         try:
             args = [_evaluate(a, scope) for a in call.args if not isinstance(a, ast.Starred)]
             if any(isinstance(a, ast.Starred) for a in call.args):
@@ -1650,6 +1658,28 @@ def _literal_call_args(
             continue
         return args, {str(k): v for k, v in kwargs.items()}, call.lineno
     return None
+
+
+def _literal_defaults(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+    model: ModuleModel,
+    consts: dict[str, Any],
+) -> dict[str, Any]:
+    """A function's parameters whose defaults evaluate to literals."""
+    scope = _Scope(model, {}, None, consts)
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    values: dict[str, Any] = {}
+    for arg, default in pairs:
+        try:
+            value = _evaluate(default, scope)
+            literal_spec(value)
+        except (_Unknown, TypeError, ValueError, ArithmeticError):
+            continue
+        values[arg.arg] = value
+    return values
 
 
 def _guess_value(name: str) -> str:
