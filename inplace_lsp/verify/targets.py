@@ -1669,8 +1669,11 @@ def _literal_defaults(
     scope = _Scope(model, {}, None, consts)
     args = fn.args
     positional = [*args.posonlyargs, *args.args]
-    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
-    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    pairs = list(
+        zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+    )
+    kw_pairs = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    pairs += [(a, d) for a, d in kw_pairs if d is not None]
     values: dict[str, Any] = {}
     for arg, default in pairs:
         try:
