@@ -51,6 +51,8 @@ SCALAR_METHODS = frozenset(
     "data_ptr is_floating_point __len__ get_device".split()
 )
 ALIAS_METHODS = frozenset("to cuda cpu float double half bfloat16 type type_as contiguous".split())
+# `x.new_empty(shape)`: a fresh tensor with x's dtype and device, outside x's graph.
+NEW_TENSOR_METHODS = frozenset("new_empty new_zeros new_ones new_full new_tensor".split())
 TENSOR_ATTR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 SCALAR_ATTRS = frozenset(
     "shape dtype device ndim is_cuda is_leaf requires_grad names layout itemsize nbytes".split()
@@ -1258,6 +1260,18 @@ class Interpreter:
             return receiver
         if name in ALIAS_METHODS:
             return replace(receiver, leaf=False)
+        if name in NEW_TENSOR_METHODS:
+            grad = _requires_grad_kw(node)
+            origin = f"Tensor.{name}"
+            return Value(
+                "tensor",
+                frozenset({new_id()}),
+                True,
+                grad,
+                leaf=grad,
+                origin=origin,
+                producer=origin,
+            )
         op = self.kb.op(f"Tensor.{name}")
         return self.apply_op(op, name, [receiver, *args], node, frame, kwargs=kwargs, method=True)
 
