@@ -18,16 +18,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from editor_support import REPO, skip_or_fail
 
 pytestmark = [pytest.mark.editor]
 
-REPO = Path(__file__).resolve().parents[1]
 CLIENT = REPO / "vscode-client"
 E2E = CLIENT / "e2e"
 TEST_FILE = E2E / "vscode.e2e.test.mjs"
 CODE_SERVER = REPO / ".vscode-e2e" / "cs" / "node_modules" / ".bin" / "code-server"
 SHOT_DIR = REPO / "test-artifacts" / "vscode"
-REQUIRE_ENV = "INPLACE_LSP_REQUIRE_EDITORS"
 TIMEOUT_S = 300
 
 
@@ -80,13 +79,8 @@ def _stop(process: subprocess.Popen[str]) -> None:
 def test_extension_in_code_server() -> None:
     missing = _missing()
     if missing:
-        reason = (
-            f"VS Code e2e tooling missing: {', '.join(missing)} "
-            f"(run scripts/ci_install_vscode_e2e.sh; {REQUIRE_ENV}=1 makes this a failure)"
-        )
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        reason = f"VS Code e2e tooling missing: {', '.join(missing)}"
+        skip_or_fail(reason, "scripts/ci_install_vscode_e2e.sh")
     SHOT_DIR.mkdir(parents=True, exist_ok=True)
     for old in SHOT_DIR.glob("*.png"):
         old.unlink()  # only this run's screenshots, so a missing one is noticed
