@@ -749,7 +749,7 @@ class Interpreter:
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value, frame)
             self.eval(target.slice, frame)
-            if base.tensorish and base.kind == "tensor":
+            if base.tensorish and base.kind == "tensor" and not _string_key(target.slice):
                 self.mutate(
                     base,
                     kind="setitem",
@@ -992,6 +992,9 @@ class Interpreter:
                 return unknown()
         if base.module is not None:
             return _element_module(base.module)
+        if base.tensorish and base.kind == "tensor" and _string_key(node.slice):
+            # `outputs["pair"]`: a mapping taken for a tensor; its items are not views of it.
+            return Value("unknown", frozenset({new_id()}), None, base.grad, graph=base.graph)
         if base.tensorish and base.kind == "tensor":
             advanced = (
                 index.tensorish and index.kind == "tensor" or isinstance(node.slice, ast.List)
@@ -2137,6 +2140,13 @@ def _choose(options: list[Submodule], consts: dict[str, object]) -> tuple[Submod
         except Undecidable:
             return option, True
     return options[0], True
+
+
+def _string_key(node: ast.expr) -> bool:
+    """`d["key"]` / `d[f"layer{i}"]`: a tensor is never indexed by a string."""
+    return isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
 
 
 def _requires_grad_kw(node: ast.Call) -> bool:
