@@ -20,6 +20,7 @@ from lsprotocol import types
 from inplace_lsp.analysis.engine import DocumentAnalysis
 from inplace_lsp.lsp import convert
 from inplace_lsp.verify import runner
+from inplace_lsp.verify.harness import error_result
 
 COMMAND = "inplace-lsp.verify"
 TITLE = "Verify forward/backward"
@@ -308,15 +309,4 @@ def _constant_part(node: ast.AST) -> bool:
 
 def not_run(text: str) -> dict[str, Any]:
     """The result object of a verify that could not start (same keys as the runner's)."""
-    return {
-        "status": "error",
-        "target": "inplace-lsp",
-        "device": None,
-        "mutation": None,
-        "saved_by": None,
-        "related": [],
-        "message": text,
-        "exception": None,
-        "duration_s": 0.0,
-        "stderr_tail": "",
-    }
+    return {**error_result("inplace-lsp", text), "stderr_tail": ""}

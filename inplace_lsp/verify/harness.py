@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["trace_call", "run_spec", "main"]
+__all__ = ["trace_call", "run_spec", "error_result", "main"]
 
 _HARNESS_FILE = os.path.normcase(os.path.abspath(__file__))
 # Frames of these files are never user code: this harness and the warm worker that runs it.
@@ -840,14 +840,20 @@ class _SpecError(Exception):
 
 
 def _base_result(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return error_result(str(spec.get("name") or "?"))
+
+
+def error_result(target: str, message: str = "") -> dict[str, Any]:
+    """A result object with every key of the contract: an error, nothing run yet. The runner,
+    the worker and the server start from it too, so all results have the same keys."""
     return {
         "status": "error",
-        "target": str(spec.get("name") or "?"),
+        "target": target,
         "device": None,
         "mutation": None,
         "saved_by": None,
         "related": [],
-        "message": "",
+        "message": message,
         "exception": None,
         "duration_s": 0.0,
     }

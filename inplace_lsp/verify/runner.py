@@ -33,6 +33,7 @@ from typing import IO, Any
 
 from inplace_lsp.config import Settings, VerifySettings
 from inplace_lsp.verify import targets
+from inplace_lsp.verify.harness import error_result
 
 __all__ = [
     "Interpreter",
@@ -636,17 +637,7 @@ def _finish(
     target = str(spec.get("name") or "?")
     output = str(facts.get("output") or "")
     stopped = facts.get("stopped")
-    final: dict[str, Any] = {
-        "status": "error",
-        "target": target,
-        "device": None,
-        "mutation": None,
-        "saved_by": None,
-        "related": [],
-        "message": "",
-        "exception": None,
-        "duration_s": 0.0,
-    }
+    final = error_result(target)
     if stopped == "timeout":
         final["status"] = "timeout"
         final["message"] = (
@@ -787,19 +778,9 @@ def run_verify(
 
 
 def _error_result(path: str, message: str, started: float) -> dict[str, Any]:
-    return {
-        "status": "error",
-        "target": os.path.basename(path),
-        "device": None,
-        "mutation": None,
-        "saved_by": None,
-        "related": [],
-        "message": message,
-        "exception": None,
-        "duration_s": 0.0,
-        "wall_s": round(time.monotonic() - started, 3),
-        "stderr_tail": "",
-    }
+    result = error_result(os.path.basename(path), message)
+    result.update(wall_s=round(time.monotonic() - started, 3), stderr_tail="")
+    return result
 
 
 # --------------------------------------------------------------------------- messages

@@ -279,17 +279,10 @@ class Worker:
             payload = json.dumps(result).encode()
         except BaseException as exc:  # anything: the report must still be written
             payload = json.dumps(
-                {
-                    "status": "error",
-                    "target": str(spec.get("name") or "?"),
-                    "device": None,
-                    "mutation": None,
-                    "saved_by": None,
-                    "related": [],
-                    "message": f"internal error in the verify worker: {type(exc).__name__}: {exc}",
-                    "exception": None,
-                    "duration_s": 0.0,
-                }
+                self.harness.error_result(
+                    str(spec.get("name") or "?"),
+                    f"internal error in the verify worker: {type(exc).__name__}: {exc}",
+                )
             ).encode()
         finally:
             with contextlib.suppress(Exception):
