@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlparse
 import attrs
 from lsprotocol import types
 
+from inplace_lsp.analysis.findings import Span
 from inplace_lsp.analysis.workspace import Workspace
 from inplace_lsp.config import Settings
 from inplace_lsp.lsp import actions, convert, hover, verification
@@ -519,15 +520,16 @@ class Session:
         )
         placed: dict[str, list[types.Diagnostic]] = {}
         for diagnostic in found:
-            moved = _to_cell(layout, here, diagnostic.range)
+            moved = _to_cell(layout, diagnostic.range)
             if moved is None:
                 continue
             related = []
             for info in diagnostic.related_information or []:
-                where = _to_cell(layout, here, info.location.range)
-                if info.location.uri != here:
+                if info.location.uri != here:  # another file
                     related.append(info)
-                elif where is not None:
+                    continue
+                where = _to_cell(layout, info.location.range)
+                if where is not None:
                     location = types.Location(where[0].uri, where[1])
                     message = layout.renumber(info.message, where[0])
                     related.append(types.DiagnosticRelatedInformation(location, message))
@@ -540,23 +542,7 @@ class Session:
                     related_information=related or None,
                 )
             )
-        cells = {cell.uri: cell for cell in layout.cells}
-        touched = [u for u in cells if u in self._verified or u in placed]
-        if not touched:
-            return
-        for uri in touched:
-            if uri in placed:
-                self._verified[uri] = _Verified(cells[uri].version, placed[uri])
-            else:
-                del self._verified[uri]
-        self._verify_generation += 1
-        if self.features.verify_pushed:
-            for uri in touched:
-                self.client.publish(uri, cells[uri].version, placed.get(uri, []))
-        elif self.features.pull:
-            self.client.refresh_diagnostics()
-        elif self.scheduler.snapshot(notebook) is not None:
-            self._push(notebook)
+        self._replace_verified(notebook, {cell.uri: cell.version for cell in layout.cells}, placed)
 
     def _not_run(self, why: str) -> dict[str, Any]:
         result = verification.not_run(why)
@@ -610,19 +596,32 @@ class Session:
         found = verification.diagnostics(
             result, path, uri, lines, self.features.encoding, target_line
         )
-        if not found and uri not in self._verified:
+        self._replace_verified(uri, {uri: version}, {uri: found} if found else {})
+
+    def _replace_verified(
+        self,
+        key: str,
+        versions: dict[str, int | None],
+        placed: dict[str, list[types.Diagnostic]],
+    ) -> None:
+        """The verify diagnostics of the documents of `key` (a file, or a notebook's cells:
+        uri -> version) become `placed`, and the client hears of the ones that changed."""
+        touched = [uri for uri in versions if uri in self._verified or uri in placed]
+        if not touched:
             return
-        if found:
-            self._verified[uri] = _Verified(version, found)
-        else:
-            del self._verified[uri]
+        for uri in touched:
+            if uri in placed:
+                self._verified[uri] = _Verified(versions[uri], placed[uri])
+            else:
+                del self._verified[uri]
         self._verify_generation += 1
         if self.features.verify_pushed:
-            self.client.publish(uri, version, found)
+            for uri in touched:
+                self.client.publish(uri, versions[uri], placed.get(uri, []))
         elif self.features.pull:
             self.client.refresh_diagnostics()
-        elif self.scheduler.snapshot(uri) is not None:
-            self._push(uri)
+        elif self.scheduler.snapshot(key) is not None:
+            self._push(key)
 
     def _forget_verify(self, uri: str) -> None:
         """The text changed: the last verify no longer describes it."""
@@ -726,15 +725,15 @@ def _lens_targets(snapshot: Snapshot) -> tuple[LensTarget, ...] | None:
     return verification.from_result(snapshot.targets)
 
 
-def _to_cell(layout: Layout, uri: str, where: types.Range) -> tuple[Cell, types.Range] | None:
+def _to_cell(layout: Layout, where: types.Range) -> tuple[Cell, types.Range] | None:
     """A range of the notebook's program (its joined cells) in the cell that holds it."""
-    cell = layout.cell_at(where.start.line + 1)
-    if cell is None or not cell.holds(where.end.line + 1):
+    start, end = where.start, where.end
+    placed = layout.to_cell(Span(start.line + 1, start.character, end.line + 1, end.character))
+    if placed is None:
         return None
-    shift = cell.first_line - 1
+    cell, span = placed
     return cell, types.Range(
-        types.Position(where.start.line - shift, where.start.character),
-        types.Position(where.end.line - shift, where.end.character),
+        types.Position(span.line - 1, span.col), types.Position(span.end_line - 1, span.end_col)
     )
 
 
