@@ -112,14 +112,13 @@ def code_lens(uri: str, target: LensTarget, lines: Sequence[str], encoding: str)
     where = types.Range(
         types.Position(index, 0), types.Position(index, convert.units(text, encoding))
     )
-    return types.CodeLens(
-        range=where,
-        command=types.Command(
-            title=TITLE,
-            command=COMMAND,
-            arguments=[uri, {"line": index, "character": 0}],
-        ),
-    )
+    return types.CodeLens(range=where, command=_command(uri, target))
+
+
+def _command(uri: str, target: LensTarget) -> types.Command:
+    """The verify command for a target: the document and the target's first line."""
+    position = {"line": target.line - 1, "character": 0}
+    return types.Command(title=TITLE, command=COMMAND, arguments=[uri, position])
 
 
 def code_action(uri: str, targets: Sequence[LensTarget], line: int) -> types.CodeAction | None:
@@ -132,11 +131,7 @@ def code_action(uri: str, targets: Sequence[LensTarget], line: int) -> types.Cod
     return types.CodeAction(
         title=f"Verify {target.name}: {what} under autograd (inplace-lsp)",
         kind=ACTION_KIND,
-        command=types.Command(
-            title=TITLE,
-            command=COMMAND,
-            arguments=[uri, {"line": target.line - 1, "character": 0}],
-        ),
+        command=_command(uri, target),
     )
 
 
