@@ -839,6 +839,15 @@ class _SpecError(Exception):
     """The spec cannot run in this interpreter (no torch, no CUDA, bad target name)."""
 
 
+class _ImportFailed(Exception):
+    """Importing the user's file raised `cause`; `related`: where, in the user's code."""
+
+    def __init__(self, message: str, cause: BaseException, related: list[dict[str, Any]]):
+        super().__init__(message)
+        self.cause = cause
+        self.related = related
+
+
 def _base_result(spec: Mapping[str, Any]) -> dict[str, Any]:
     return error_result(str(spec.get("name") or "?"))
 
@@ -1277,7 +1286,6 @@ def run_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             device != "cpu"
             and str(spec.get("device") or "auto") == "auto"
             and report.get("status") == "error"
-            and not report.get("import_failed")
         ):
             # "auto" picked CUDA and the code failed there without an in-place error: code that
             # builds its own tensors often mixes devices (module-level constants, CPU
@@ -1289,21 +1297,18 @@ def run_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             report["fallback"] = {"device": first["device"], "exception": first.get("exception")}
     except _SpecError as exc:
         return failed(str(exc))
-    if report.pop("import_failed", False):
-        if report.get("related"):
-            result["related"] = report["related"]
-        result["message"] = report["message"]
-        result["exception"] = report["exception"]
-        result["duration_s"] = round(time.perf_counter() - start, 6)
-        return result
+    except _ImportFailed as failure:
+        if failure.related:
+            result["related"] = failure.related
+        return failed(str(failure), failure.cause)
     if report.get("status") == "error" and report.get("exception"):
         print(f"inplace-lsp verify: {report['exception']}", file=sys.stderr)
     return {**result, **report, "target": result["target"], "device": device}
 
 
 def _load_and_run(path: str, spec: Mapping[str, Any], device: str) -> dict[str, Any]:
-    """Import the user's file afresh and run its target on ``device``: the target's report, or
-    ``{"import_failed": True, "message", "exception", "related"}``."""
+    """Import the user's file afresh and run its target on ``device``: the target's report.
+    Raises _ImportFailed when the import raises."""
     import torch
 
     _forget_user_modules([os.path.dirname(path), str(spec.get("cwd") or "")])
@@ -1316,16 +1321,11 @@ def _load_and_run(path: str, spec: Mapping[str, Any], device: str) -> dict[str, 
         import traceback
 
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-        failure: dict[str, Any] = {
-            "import_failed": True,
-            "status": "error",
-            "message": f"cannot import {path}: {type(exc).__name__}: {exc}",
-            "exception": f"{type(exc).__name__}: {exc}",
-        }
         raised = _site_of(_traceback_frames(exc.__traceback__), frames)
-        if raised is not None:
-            failure["related"] = [{**raised.as_json(), "message": "raised here"}]
-        return failure
+        related = [{**raised.as_json(), "message": "raised here"}] if raised is not None else []
+        raise _ImportFailed(
+            f"cannot import {path}: {type(exc).__name__}: {exc}", exc, related
+        ) from None
     target = _resolve(module, str(spec.get("name")))
     with contextlib.ExitStack() as stack:
         if device != "cpu":
