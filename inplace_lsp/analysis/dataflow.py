@@ -1264,17 +1264,7 @@ class Interpreter:
         if name in ALIAS_METHODS:
             return replace(receiver, leaf=False)
         if name in NEW_TENSOR_METHODS:
-            grad = _requires_grad_kw(node)
-            origin = f"Tensor.{name}"
-            return Value(
-                "tensor",
-                frozenset({new_id()}),
-                True,
-                grad,
-                leaf=grad,
-                origin=origin,
-                producer=origin,
-            )
+            return _created(node, f"Tensor.{name}")
         op = self.kb.op(f"Tensor.{name}")
         return self.apply_op(op, name, [receiver, *args], node, frame, kwargs=kwargs, method=True)
 
@@ -1365,10 +1355,7 @@ class Interpreter:
                 "tensor", frozenset({new_id()}), True, True, leaf=True, origin="nn.Parameter"
             )
         if qual in CREATION_FUNCTIONS:
-            grad = _requires_grad_kw(node)
-            return Value(
-                "tensor", frozenset({new_id()}), True, grad, leaf=grad, origin=qual, producer=qual
-            )
+            return _created(node, qual)
         if qual.startswith("torch.optim.") and qual.count(".") == 2 and args:
             fused = any(
                 kw.arg == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True
@@ -2140,6 +2127,15 @@ def _choose(options: list[Submodule], consts: dict[str, object]) -> tuple[Submod
         except Undecidable:
             return option, True
     return options[0], True
+
+
+def _created(node: ast.Call, origin: str) -> Value:
+    """A new tensor outside every graph (`torch.zeros(...)`, `x.new_empty(...)`): a leaf that
+    requires grad only when the call says `requires_grad=True`."""
+    grad = _requires_grad_kw(node)
+    return Value(
+        "tensor", frozenset({new_id()}), True, grad, leaf=grad, origin=origin, producer=origin
+    )
 
 
 def _string_key(node: ast.expr) -> bool:

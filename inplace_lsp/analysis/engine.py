@@ -334,7 +334,8 @@ class _TextFacts:
 class _Dependencies:
     """Which definitions code may run, transitively (a script calls main(), which builds a
     model whose class is defined elsewhere): what a block's findings depend on besides its own
-    text. Computed once per update and per set of names."""
+    text. One instance per update: each definition's closure is computed once in it; the
+    names a block mentions are kept between updates."""
 
     def __init__(
         self,
