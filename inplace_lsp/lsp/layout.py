@@ -85,7 +85,7 @@ class Layout:
             if where is None:
                 return match.group(0)
             found = f"line {line - where.first_line + 1}"
-            if where is cell:
+            if where == cell:
                 return found
             return f"{found} of code cell {self.cells.index(where) + 1}"
 
