@@ -485,14 +485,18 @@ def test_hover_plain_text(tmp_path: Path) -> None:
     assert "v0 saved by torch.sigmoid at line 11" in found.contents.value
 
 
+# Three cells: the save in c1, the write in c2 (IPL001).
+NOTEBOOK_CELLS = [
+    ("c0", 1, "import torch\nx = torch.ones(2, requires_grad=True)\n"),
+    ("c1", 1, "y = torch.sigmoid(x)\n"),
+    ("c2", 1, "y += 1\ny.sum().backward()\n"),
+]
+
+
 def test_notebook_push_per_cell_and_deleted_cells_cleared(tmp_path: Path) -> None:
     session, client = _session(tmp_path)
     notebook = (tmp_path / "n.ipynb").as_uri()
-    cells = [
-        ("c0", 1, "import torch\nx = torch.ones(2, requires_grad=True)\n"),
-        ("c1", 1, "y = torch.sigmoid(x)\n"),
-        ("c2", 1, "y += 1\ny.sum().backward()\n"),
-    ]
+    cells = NOTEBOOK_CELLS
     session.open_notebook(notebook, 1, cells)
     assert client.last("c2") == (1, ["IPL001"])
     assert client.last("c0") == (1, [])
@@ -507,11 +511,7 @@ def test_notebook_push_per_cell_and_deleted_cells_cleared(tmp_path: Path) -> Non
 def test_notebook_verify_diagnostics_land_in_cells_and_go_on_edit(tmp_path: Path) -> None:
     session, client = _session(tmp_path)
     notebook = (tmp_path / "n.ipynb").as_uri()
-    cells = [
-        ("c0", 1, "import torch\nx = torch.ones(2, requires_grad=True)\n"),
-        ("c1", 1, "y = torch.sigmoid(x)\n"),
-        ("c2", 1, "y += 1\ny.sum().backward()\n"),
-    ]
+    cells = NOTEBOOK_CELLS
     session.open_notebook(notebook, 1, cells)
     document = session._documents[notebook]
     program = "".join(text for _, _, text in cells)
