@@ -104,3 +104,25 @@ def test_every_rule_has_a_docstring() -> None:
 def test_rules_doc_is_up_to_date() -> None:
     message = _load_generator().stale_message()
     assert message is None, message
+
+
+def test_messages_spell_the_op_as_the_code_does() -> None:
+    """`F.softmax`, not `torch.nn.functional.softmax`; an alias also names what it stands for."""
+    text = (
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "from torch.nn.functional import softmax as sm\n"
+        "def f(x):\n"
+        "    a = F.softmax(x, dim=-1)\n"
+        "    a += 1\n"
+        "    b = sm(x, dim=-1)\n"
+        "    b += 1\n"
+        "    c = torch.sigmoid(x)\n"
+        "    c += 1\n"
+        "    return a + b + c\n"
+    )
+    by_line = {f.line: f for f in analyze(text) if f.code == "IPL001"}
+    assert by_line[6].message.startswith("F.softmax saved its output")
+    assert by_line[6].related[0].message.startswith("saved by F.softmax here")
+    assert by_line[8].message.startswith("sm (torch.nn.functional.softmax) saved its output")
+    assert by_line[10].message.startswith("torch.sigmoid saved its output")

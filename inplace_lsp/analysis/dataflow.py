@@ -91,6 +91,20 @@ AUG_SYMBOL: dict[type[ast.operator], str] = {
 _ACTIVATION_KEYS = frozenset(a.replace("_", "") for a in ACTIVATIONS)
 
 
+def _spelled(func: ast.expr, qual: str) -> str:
+    """A called function as the user's code spells it (`F.softmax()`, not the qualified
+    `torch.nn.functional.softmax()`), for messages."""
+    node = func
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return f"{qual}()"
+    spelled = ast.unparse(func)
+    if spelled.rsplit(".", 1)[-1] != qual.rsplit(".", 1)[-1]:
+        return f"{spelled} ({qual})"  # an alias: `sm = softmax` says nothing alone
+    return f"{spelled}()"
+
+
 def is_activation(name: str) -> bool:
     """relu, ReLU6, leaky_relu, LeakyReLU, SiLU, Hardtanh ...: an activation function."""
     return name.lower().replace("_", "").rstrip("0123456789") in _ACTIVATION_KEYS
@@ -1377,7 +1391,9 @@ class Interpreter:
             return self.module_value(qual, sub, new_id(), frame.start)
         op = self.kb.op(qual)
         if op is not None or qual.startswith("torch."):
-            return self.apply_op(op, qual, args, node, frame, kwargs=kwargs)
+            return self.apply_op(
+                op, qual, args, node, frame, kwargs=kwargs, describe=_spelled(node.func, qual)
+            )
         return self.unknown_call(args, kwargs)
 
     def _param_groups(self, value: Value) -> frozenset[int]:

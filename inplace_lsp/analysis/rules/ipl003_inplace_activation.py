@@ -15,10 +15,12 @@ class InplaceActivation(Rule):
     """An in-place activation (`nn.ReLU(inplace=True)`, `F.relu(x, inplace=True)`, `x.relu_()`)
     whose input was saved by an earlier op or is read again afterwards.
 
-    `inplace=True` saves memory by overwriting the activation's input. That is safe after
-    nn.Linear, convolutions and BatchNorm (they do not save their output), but fails at
-    backward() after an op that saved the tensor (torch.sigmoid, `a * b`, nn.GELU ...), and it
-    silently changes the values of any other name that still refers to the input.
+    `inplace=True` saves memory by overwriting the activation's input. That is safe on the
+    output of nn.Linear, convolutions, BatchNorm and nn.GELU (they save their input, not their
+    output), but fails at backward() on a tensor an earlier op saved: the output of
+    torch.sigmoid, tanh or softmax (they save their output), or the input of nn.GELU or an
+    operand of `a * b`. It also changes the values of any other name that still refers to the
+    input.
 
     When the module is built in `__init__` and called in `forward`, the finding sits on the
     `inplace=True` in the constructor, where the fix goes.
@@ -39,6 +41,15 @@ class InplaceActivation(Rule):
         "        self.relu = nn.ReLU(inplace=True)\n"
         "    def forward(self, x):\n"
         "        return self.relu(self.bn(self.conv(x)))\n",
+        "import torch.nn as nn\n"
+        "import torch.nn.functional as F\n"
+        "class Mlp(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 4)\n"
+        "        self.gelu = nn.GELU()\n"
+        "    def forward(self, x):\n"
+        "        return F.relu(self.gelu(self.fc(x)), inplace=True)\n",
     ]
     INVALID = [
         Invalid(

@@ -20,9 +20,20 @@ class StepBeforeBackward(Rule):
     then the generator's loss, computed through the discriminator before the step, is
     backpropagated.
 
-    Fix: call every backward() that needs the graph before the step, or recompute the forward
-    pass after the step.
+    Fix: run the forward pass that builds the later loss again after the step, so its graph
+    holds the new weights (`g_loss = criterion(discriminator(fake), ones)` after
+    `opt_d.step()`). With two models or two optimizers (a GAN's generator and discriminator,
+    an actor and a critic), do not move the step after the other backward(): that backward()
+    adds the other loss's gradients to these weights before they step. Moving step() after
+    both backward() calls is the fix only when this optimizer is meant to train on both
+    losses.
     """
+
+    ADVICE = (
+        "Recompute that loss's forward pass after this step, so its graph holds the new "
+        "weights. Moving step() after that backward() is right only if that loss should train "
+        "these weights too: with two models or optimizers it adds its gradients to them."
+    )
 
     CODE = "IPL007"
     NAME = "step-before-backward"
@@ -66,8 +77,7 @@ class StepBeforeBackward(Rule):
                     f"`{conflict.mutation.op}` updates parameters in place that {op_name(save)} "
                     f"(line {save.loc[0]}) saved for a later backward(); a fused optimizer does "
                     "not bump their version, so no error is raised but the gradients are "
-                    "silently computed with the new weights. Call step() after every backward() "
-                    "that needs these weights."
+                    "silently computed with the new weights. " + self.ADVICE
                 )
                 for finding in self.conflict_finding(conflict, ctx, message):
                     yield replace(finding, severity=Severity.WARNING)
@@ -76,7 +86,7 @@ class StepBeforeBackward(Rule):
                 f"`{conflict.mutation.op}` updates parameters in place that {op_name(save)} "
                 f"(line {save.loc[0]}) saved for a backward() that runs later"
                 + (f" (line {conflict.backward_loc[0]})" if conflict.backward_loc else "")
-                + f"; that backward() {self.hedge(conflict)}. Call step() after every backward() "
-                "that needs these weights."
+                + f"; that backward() {self.hedge(conflict)}. "
+                + self.ADVICE
             )
             yield from self.conflict_finding(conflict, ctx, message)
