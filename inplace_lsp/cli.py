@@ -656,7 +656,7 @@ def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             (result.path, finding)
             for result in results
             for finding in result.findings
-            if args.show_hints or finding.severity is not Severity.HINT
+            if args.show_hints or settings.show_hints or finding.severity is not Severity.HINT
         ),
         key=lambda item: (item[0], item[1].span.line, item[1].span.col, item[1].code),
     )

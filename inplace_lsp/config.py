@@ -74,6 +74,7 @@ class Settings:
     ignore: tuple[str, ...] = ()
     severity: Mapping[str, Severity] = field(default_factory=dict, hash=False)
     strict: bool = False  # raises Hint findings to Warning
+    show_hints: bool = False  # report Hints ("checked: safe") as diagnostics / CLI lines
     exclude: tuple[str, ...] = ()  # glob patterns, on top of DEFAULT_EXCLUDE
     run: RunMode = "onType"
     debounce_ms: float = 0.0  # the language server waits this long after a change (0: not)
@@ -293,6 +294,7 @@ _SETTINGS = _Table(
         "ignore": _codes,
         "severity": _severity_table,
         "strict": _bool,
+        "show_hints": _bool,
         "exclude": _patterns,
         "run": _choice("onType", "onSave"),
         "debounce_ms": _milliseconds,

@@ -125,6 +125,8 @@ def test_text_summary_counts_hints(project: Path, capsys: pytest.CaptureFixture[
     assert code == 0
     assert out.endswith("Found 2 problems (0 errors, 0 warnings, 2 hints) in 1 of 1 file.\n")
     assert run_main(capsys, "check") == (0, "All checks passed: 1 file.\n", "")
+    write(project / "pyproject.toml", "[tool.inplace-lsp]\nshow_hints = true\n")
+    assert run_main(capsys, "check")[1] == out
 
 
 def test_json_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

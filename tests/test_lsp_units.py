@@ -485,6 +485,52 @@ def test_hover_plain_text(tmp_path: Path) -> None:
     assert "v0 saved by torch.sigmoid at line 11" in found.contents.value
 
 
+SAFE = """import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        h += 1  # Linear saves its input, not its output: safe
+        return h
+"""
+
+
+def test_hints_are_not_published_unless_asked_but_hover_explains_them(tmp_path: Path) -> None:
+    """A "checked: safe" hint on every safe in-place line is noise in a sign column: it is
+    published only with showHints; hovering the line still says why it is safe."""
+    session, client = _session(tmp_path)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, SAFE)
+    assert client.published[-1][2] == []
+    view = session.view(uri)
+    assert view is not None
+    (hint,) = view.items_for(uri, hidden=True)
+    assert hint.finding.severity is Severity.HINT and not hint.shown
+    lines = SAFE.splitlines()
+    found = session.hover(uri, convert.position(lines, hint.span.line, hint.span.col, "utf-16"))
+    assert found is not None and isinstance(found.contents, types.MarkupContent)
+    assert hint.finding.message in found.contents.value
+    session.set_editor_settings({"showHints": True})
+    session.settings_changed()
+    assert [d.severity for d in client.published[-1][2]] == [types.DiagnosticSeverity.Hint]
+
+
+def test_hover_does_not_repeat_the_diagnostic(tmp_path: Path) -> None:
+    session, client = _session(tmp_path)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, DOC)
+    flagged = next(d for d in client.published[-1][2] if d.code == "IPL001")
+    found = session.hover(uri, flagged.range.start)
+    assert found is not None and isinstance(found.contents, types.MarkupContent)
+    assert flagged.message not in found.contents.value
+    assert "saved by" in found.contents.value.lower() or "Saved by" in found.contents.value
+
+
 # Three cells: the save in c1, the write in c2 (IPL001).
 NOTEBOOK_CELLS = [
     ("c0", 1, "import torch\nx = torch.ones(2, requires_grad=True)\n"),
@@ -599,7 +645,7 @@ def test_a_changed_imported_file_reanalyses_open_documents(tmp_path: Path) -> No
     layers.write_text(LAYERS.format(body="self.proj(x)"))
     session.files_changed([layers.as_uri()])
     assert client.published[-1][0] == uri
-    assert severity() == [types.DiagnosticSeverity.Hint]  # checked: Linear saves no output
+    assert severity() == []  # checked: Linear saves no output (a hint, published on request)
     count = len(client.published)
     session.files_changed([(package / "unrelated.py").as_uri()])  # imported by nobody
     assert len(client.published) == count

@@ -12,7 +12,7 @@ from pathlib import Path
 from lsprotocol import types
 
 from inplace_lsp import config
-from inplace_lsp.analysis.findings import Finding, Related, Span
+from inplace_lsp.analysis.findings import Finding, Related, Severity, Span
 from inplace_lsp.lsp import convert
 from inplace_lsp.lsp.layout import Cell, Layout
 from inplace_lsp.lsp.scheduler import Snapshot
@@ -30,6 +30,9 @@ class Item:
     cell: Cell  # the document it is in
     span: Span  # in that document's coordinates
     diagnostic: types.Diagnostic
+    # Hints ("checked: safe") are published only with the showHints setting; hover still
+    # explains them.
+    shown: bool = True
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,10 @@ class View:
         """Identifies what a pull answered: the analysed version under these settings."""
         return f"{self.version}:{self.settings_generation}"
 
-    def items_for(self, uri: str) -> list[Item]:
-        return self._by_uri.get(uri, [])
+    def items_for(self, uri: str, *, hidden: bool = False) -> list[Item]:
+        """The findings the client sees in `uri` (`hidden`: also the unpublished hints)."""
+        items = self._by_uri.get(uri, [])
+        return items if hidden else [item for item in items if item.shown]
 
     def diagnostics_for(self, uri: str) -> list[types.Diagnostic]:
         return [item.diagnostic for item in self.items_for(uri)]
@@ -135,5 +140,6 @@ def build_view(
             related=related,
             data=diagnostic_data(finding, cell.version, index),
         )
-        items.append(Item(index, finding, cell, span, diagnostic))
+        shown = settings.show_hints or finding.severity is not Severity.HINT
+        items.append(Item(index, finding, cell, span, diagnostic, shown))
     return View(snapshot, layout, settings, settings_generation, encoding, tuple(items))

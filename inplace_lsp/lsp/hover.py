@@ -1,5 +1,6 @@
-"""Hover on a flagged range: the finding, the op that saved the tensor, the tensor's version
-history, and the rule's documentation with a link."""
+"""Hover on a flagged range: what the diagnostic itself does not say (the op that saved the
+tensor, the tensor's version history, the rule's documentation with a link), and the message
+of a hint that is not published as a diagnostic."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ def rule_docs() -> dict[str, tuple[str, str]]:
 
 def item_at(view: View, uri: str, line: int, col: int) -> Item | None:
     """The most severe finding whose range holds (1-based line, code-point column)."""
-    hits = [item for item in view.items_for(uri) if convert.contains(item.span, line, col)]
+    hits = [
+        item for item in view.items_for(uri, hidden=True) if convert.contains(item.span, line, col)
+    ]
     return min(hits, key=lambda item: item.diagnostic.severity or 4, default=None)
 
 
@@ -35,7 +38,11 @@ def hover_text(item: Item, markdown: bool) -> str:
     saved_by = next((r for r in finding.related if r.message.startswith("saved by")), None)
     code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
     bold = (lambda text: f"**{text}**") if markdown else (lambda text: text)
-    parts = [f"{bold(finding.code)} {code(name)} ({finding.severity.value})", finding.message]
+    parts = [f"{bold(finding.code)} {code(name)} ({finding.severity.value})"]
+    if not item.shown:
+        # The editor shows a published diagnostic's message beside the hover already; an
+        # unpublished hint has no other place to say it.
+        parts.append(finding.message)
     if saved_by is not None:
         where = f"line {saved_by.span.line}" + (f" of {saved_by.path}" if saved_by.path else "")
         parts.append(f"{bold('Saved by:')} {saved_by.message.removeprefix('saved by ')} ({where})")

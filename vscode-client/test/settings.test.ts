@@ -43,6 +43,7 @@ describe('resolveSettings', () => {
                 ignore: ['IPL003'],
                 severity: { IPL001: 'error' },
                 strict: true,
+                showHints: true,
                 run: 'onSave',
                 debounceMs: 250,
                 'verify.device': 'cpu',
@@ -58,6 +59,7 @@ describe('resolveSettings', () => {
             ignore: ['IPL003'],
             severity: { IPL001: 'error' },
             strict: true,
+            showHints: true,
             run: 'onSave',
             debounceMs: 250,
             verify: { device: 'cpu', timeoutS: 30, python: '/venvs/torch/bin/python', launcher: ['srun', '--chdir=/ws'] },
@@ -71,6 +73,7 @@ describe('resolveSettings', () => {
                 select: [1, 2],
                 severity: ['error'],
                 strict: 'yes',
+                showHints: 1,
                 run: 'always',
                 debounceMs: Number.NaN,
                 'verify.device': 'tpu',
@@ -92,7 +95,7 @@ describe('serverSettings', () => {
     it('leaves out interpreter, which the server would report as unknown', () => {
         const sent = serverSettings({ ...DEFAULTS, interpreter: ['/usr/bin/python3'] });
         assert.equal('interpreter' in sent, false);
-        assert.deepEqual(Object.keys(sent).sort(), ['debounceMs', 'ignore', 'run', 'select', 'severity', 'strict', 'verify']);
+        assert.deepEqual(Object.keys(sent).sort(), ['debounceMs', 'ignore', 'run', 'select', 'severity', 'showHints', 'strict', 'verify']);
     });
 });
 

@@ -23,6 +23,7 @@ export interface ISettings {
     ignore: string[];
     severity: Record<string, string>;
     strict: boolean;
+    showHints: boolean;
     run: RunMode;
     debounceMs: number;
     verify: IVerifySettings;
@@ -37,6 +38,7 @@ export const DEFAULTS: ISettings = {
     ignore: [],
     severity: {},
     strict: false,
+    showHints: false,
     run: 'onType',
     debounceMs: 0,
     verify: { device: 'auto', timeoutS: 120, python: null, launcher: [] },
@@ -97,6 +99,7 @@ export function resolveSettings(config: ConfigurationLike, context: VariableCont
                 ? { ...(severity as Record<string, string>) }
                 : {},
         strict: config.get<unknown>('strict') === true,
+        showHints: config.get<unknown>('showHints') === true,
         run: oneOf(config.get('run'), ['onType', 'onSave'] as const, DEFAULTS.run),
         debounceMs: finiteNumber(config.get('debounceMs'), DEFAULTS.debounceMs),
         verify: {
