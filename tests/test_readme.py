@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,3 +34,32 @@ def test_pre_commit_hook_ids_in_the_readme_exist() -> None:
     hooks = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     mentioned = set(re.findall(r"- id: ([\w-]+)", README))
     assert mentioned and all(f"- id: {hook}\n" in hooks for hook in mentioned)
+
+
+def test_the_readme_test_command_says_why_tests_skip(tmp_path: Path) -> None:
+    """`python -m pytest` with the project's configuration prints each skip's reason."""
+    (tmp_path / "test_skips.py").write_text(
+        "import pytest\n\n\n@pytest.mark.skip(reason='needs Neovim: run the install script')\n"
+        "def test_editor():\n    pass\n",
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-c",
+            str(REPO / "pyproject.toml"),
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_skips.py"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert "1 skipped" in result.stdout, result.stdout + result.stderr
+    assert "needs Neovim: run the install script" in result.stdout

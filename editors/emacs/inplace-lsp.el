@@ -1,6 +1,7 @@
 ;;; inplace-lsp with eglot: copy into your init file.
 ;; eglot is built in from Emacs 29; on Emacs 28: `apt install elpa-eglot' (Debian 12) or
 ;; M-x package-install RET eglot.  Needs `inplace-lsp' on `exec-path' (pip install
+;; /path/to/inplace-lsp, a clone of its repository, until it is published as
 ;; inplace-lsp), or its full path below.
 (with-eval-after-load 'eglot
   (add-to-list 'eglot-server-programs

@@ -1,5 +1,6 @@
 -- inplace-lsp for Neovim 0.11+: copy into your init.lua.
--- Needs `inplace-lsp` on PATH (pip install inplace-lsp), or its full path in `cmd`.
+-- Needs `inplace-lsp` on PATH (`pip install /path/to/inplace-lsp`, a clone of its
+-- repository, until it is published as `inplace-lsp`), or its full path in `cmd`.
 vim.lsp.config('inplace_lsp', {
   cmd = { 'inplace-lsp', 'serve' },
   filetypes = { 'python' },

@@ -1,5 +1,6 @@
 -- inplace-lsp for Neovim 0.7-0.10: copy into your init.lua (0.11+: init-0.11.lua).
--- Needs `inplace-lsp` on PATH (pip install inplace-lsp), or its full path in `cmd`.
+-- Needs `inplace-lsp` on PATH (`pip install /path/to/inplace-lsp`, a clone of its
+-- repository, until it is published as `inplace-lsp`), or its full path in `cmd`.
 local function project_root(file)
   for _, marker in ipairs({ 'pyproject.toml', 'setup.py', 'setup.cfg' }) do
     local found = vim.fn.findfile(marker, vim.fn.fnamemodify(file, ':p:h') .. ';')

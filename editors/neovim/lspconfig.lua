@@ -1,7 +1,8 @@
 -- inplace-lsp through nvim-lspconfig's setup{} (Neovim 0.7-0.10): copy into your init.lua.
 -- On Neovim 0.11+ use init-0.11.lua instead: vim.lsp.config needs no plugin, and
 -- nvim-lspconfig deprecates its require('lspconfig') framework there.
--- Needs `inplace-lsp` on PATH (pip install inplace-lsp), or its full path in `cmd`.
+-- Needs `inplace-lsp` on PATH (`pip install /path/to/inplace-lsp`, a clone of its
+-- repository, until it is published as `inplace-lsp`), or its full path in `cmd`.
 local lspconfig = require('lspconfig')
 local configs = require('lspconfig.configs')
 if not configs.inplace_lsp then -- not in lspconfig's list: register it once
