@@ -647,7 +647,9 @@ class Interpreter:
         env, heap = results[0]
         for other_env, other_heap in results[1:]:
             merged: dict[str, Value] = {}
-            for name in env.keys() | other_env.keys():
+            # In the order the names were bound (a set's order would depend on the hash seed,
+            # and so would which name a message gives).
+            for name in [*env, *(name for name in other_env if name not in env)]:
                 a, b = env.get(name), other_env.get(name)
                 merged[name] = join_values(a, b) if a is not None and b is not None else (a or b)  # type: ignore[assignment]
             env = merged
@@ -743,7 +745,7 @@ class Interpreter:
     def assign(self, target: ast.expr, value: Value, frame: Frame, stmt: ast.stmt) -> None:
         if isinstance(target, ast.Name):
             if (value.kind == "tensor" or value.kind == "unknown") and not value.partial:
-                for group in value.groups:
+                for group in sorted(value.groups):
                     self.group_names.setdefault(group, set()).add(target.id)
                     pending = self.heap.pending_alias.get(group)
                     if pending:
@@ -852,7 +854,7 @@ class Interpreter:
     def _check_alias_read(self, value: Value, name: str, node: ast.Name, frame: Frame) -> None:
         if not self.heap.pending_alias:
             return
-        for group in value.groups:
+        for group in sorted(value.groups):
             pending = self.heap.pending_alias.get(group)
             if not pending:
                 continue
@@ -1493,7 +1495,7 @@ class Interpreter:
             if slots is None:
                 slots = info.saved_slots(input_grad)
             new = set()
-            for slot in slots:
+            for slot in sorted(slots):  # a frozenset of str: its order follows the hash seed
                 target_value: Value | None = None
                 if slot == "input":
                     target_value = x
@@ -1503,7 +1505,7 @@ class Interpreter:
                     target_value = Value("tensor", frozenset({ref.params_group}), True, True)
                 if target_value is None:
                     continue
-                for group in target_value.groups:
+                for group in sorted(target_value.groups):
                     new.add(
                         self._save(
                             group,
@@ -1712,7 +1714,7 @@ class Interpreter:
             return
         outputs = result.items if result.kind == "container" and result.items else (result,)
         new: set[int] = set()
-        for slot in slots:
+        for slot in sorted(slots):  # a frozenset of str: its order follows the hash seed
             if slot.startswith("output"):
                 index = int(slot[6:]) if slot[6:].isdigit() else 0
                 if index >= len(outputs):
@@ -1725,7 +1727,7 @@ class Interpreter:
             targets = _tensors_in(target)
             if not targets:
                 continue
-            for group in frozenset().union(*(t.groups for t in targets)):
+            for group in sorted(frozenset().union(*(t.groups for t in targets))):
                 new.add(
                     self._save(
                         group,
@@ -1926,7 +1928,7 @@ class Interpreter:
         if value.detached == "data":
             # `.data` hides the write from the version counter: no error, but the saved tensor
             # changes under autograd's feet and the gradients come out silently wrong.
-            for group in value.groups:
+            for group in sorted(value.groups):
                 for sid in self.heap.live.get(group, ()):
                     if sid not in self.heap.freed:
                         self._conflict(mutation, self.saves[sid], "data", None)
@@ -1935,7 +1937,7 @@ class Interpreter:
             self.facts.detached_writes.append(mutation)
         track_alias = value.grad is True
         staled = False
-        for group in value.groups:
+        for group in sorted(value.groups):
             for sid in self.heap.live.get(group, ()):
                 if sid not in self.heap.freed:
                     self.heap.stale.setdefault(sid, mutation)
@@ -1969,7 +1971,7 @@ class Interpreter:
     def backward(self, value: Value, node: ast.AST, frame: Frame, retain: bool) -> None:
         value.grad = True  # backward() on it: it requires grad
         loc = self.loc(node, frame)
-        for sid in self._graph_of(value):
+        for sid in sorted(self._graph_of(value)):  # in the order the ops ran: deterministic
             mutation = self.heap.stale.get(sid)
             if mutation is not None and sid not in self.heap.freed:
                 self._conflict(mutation, self.saves[sid], "backward", loc)
