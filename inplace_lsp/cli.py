@@ -370,14 +370,14 @@ def _fix_notebook(
     if not fixable or fixer is None:
         return
     sources = notebook.split_program(nb, fixer(program, fixable))
-    if sources is None:  # some fix crosses a boundary: keep the fixes that do not
+    if sources is None:  # some fix crosses a cell boundary: keep the fixes that do not
         kept = [f for f in fixable if notebook.split_program(nb, fixer(program, [f])) is not None]
-        left_out = len(fixable) - len(kept)
-        result.messages.append(
-            f"{path}: {left_out} fix{'es' if left_out != 1 else ''} not applied: "
-            f"{'it' if left_out == 1 else 'each'} would change two cells at once"
-        )
         sources = notebook.split_program(nb, fixer(program, kept)) if kept else None
+        left_out = len(fixable) - len(kept) if sources is not None else len(fixable)
+        result.messages.append(
+            f"{path}: {left_out} of {len(fixable)} safe fixes not applied: they would change "
+            "two cells at once"
+        )
     if not sources:
         return
     text = notebook.write_notebook(nb, sources)

@@ -12,12 +12,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from inplace_lsp import cli, notebook
+from inplace_lsp import cli, fixes, notebook
+from inplace_lsp.analysis.findings import Finding
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -332,3 +334,28 @@ def test_check_dot_finds_notebooks_and_skips_checkpoints(
     *findings, summary = [line for line in out.splitlines() if not line.startswith(" ")]
     assert {line.split(":", 1)[0] for line in findings} == {os.path.join("notebooks", "nb.ipynb")}
     assert summary == "Found 2 problems (2 errors, 0 warnings) in 1 of 1 file."
+
+
+def test_a_fix_that_would_cross_cells_is_left_out(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = fixes.apply_safe_fixes
+    crossing = notebook.CELL_SEPARATOR
+
+    def fixer(text: str, findings: Sequence[Finding]) -> str:
+        """The real fixes; the one in cell 3 also indents the boundary before it, as a
+        `with` block over the end of one cell and the start of the next would."""
+        fixed = real(text, findings)
+        if any(f.message.startswith("torch.sigmoid") for f in findings):
+            fixed = fixed.replace(crossing, "    " + crossing, 1)
+        return fixed
+
+    monkeypatch.setattr(fixes, "apply_safe_fixes", fixer)
+    path = write(project / "nb.ipynb", notebook_text(CELLS))
+    code, out, err = run_main(capsys, "check", "--fix", "nb.ipynb")
+    assert err == "nb.ipynb: 1 of 2 safe fixes not applied: they would change two cells at once\n"
+    assert code == 1 and out.startswith("nb.ipynb:cell 3:1:1: IPL001")
+    assert "Fixed 1 problem." in out
+    sources = ["".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]]
+    assert sources[2] == "h.mul_(2)\nh.sum().backward()"  # left as it was
+    assert "b = b.add(1)\n" in sources[4]
