@@ -1,6 +1,7 @@
 """Command line: `inplace-lsp check | serve | verify`: arguments, files, output formats, exit codes.
 
-No analysis logic lives here: each file goes through `engine.analyze` and `config.apply`.
+No analysis logic lives here: each file goes through `engine.analyze` and `config.apply` (a
+Jupyter notebook as the one program its code cells make, through `inplace_lsp.notebook`).
 Exit codes: 0 no error-severity finding, 1 some, 2 usage or internal error, 130 interrupted.
 """
 
@@ -343,8 +344,8 @@ def _check_notebook(
         result.messages.append(f"{path}: {exc}")
         result.failed = True
         return
-    if nb.language != "python":
-        result.messages.append(f"{path}: a {nb.language} notebook, not Python: skipped")
+    if not nb.language.startswith(("python", "ipython")):
+        result.messages.append(f"{path}: not a Python notebook ({nb.language}), skipped")
         return
     program = _notebook_program(path, nb, result)
     if "torch" not in program:  # only its outputs or markdown mention torch

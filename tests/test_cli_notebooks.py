@@ -329,8 +329,11 @@ def test_check_dot_finds_notebooks_and_skips_checkpoints(
     write(project / "plain.ipynb", notebook_text(no_torch))  # skipped like a .py file
     # torch only in an output: the code never uses it, so there is nothing to check
     write(project / "output.ipynb", notebook_text([code_cell("print(1)", STREAM)]))
+    r_kernel = json.loads(notebook_text([code_cell("library(torch)")]))
+    r_kernel["metadata"] = {"language_info": {"name": "R"}}
+    write(project / "r.ipynb", json.dumps(r_kernel))
     code, out, err = run_main(capsys, "check", ".")
-    assert (code, err) == (1, "")
+    assert (code, err) == (1, "r.ipynb: not a Python notebook (r), skipped\n")
     *findings, summary = [line for line in out.splitlines() if not line.startswith(" ")]
     assert {line.split(":", 1)[0] for line in findings} == {os.path.join("notebooks", "nb.ipynb")}
     assert summary == "Found 2 problems (2 errors, 0 warnings) in 1 of 1 file."
