@@ -344,6 +344,12 @@ def through_head(x):
 
 def opaque(logits, target):
     return F.cross_entropy(logits, target)
+
+
+def long_loop(x):
+    lin = nn.Linear(4, 2)
+    for _ in range(10**12):  # only the first iteration is followed, never listed
+        lin(x).sum().backward()
 """
 _EXAMPLE_ARGS = re.compile(r"`(def example_args\(\): return .*?)` to the module")
 
@@ -365,6 +371,7 @@ def test_function_hint_gives_tensors_of_the_shapes_the_body_implies() -> None:
     assert example_args_hint(text, "through_head") == (
         "def example_args(): return (torch.randn(2, 5),)"
     )
+    assert example_args_hint(text, "long_loop") == "def example_args(): return (torch.randn(2, 4),)"
     with pytest.raises(VerifyError) as error:
         find_target(text, line_of(text, "def opaque(") + 1)
     assert "verify cannot tell from the body of opaque what shape `logits`, `target`" in str(

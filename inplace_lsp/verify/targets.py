@@ -687,12 +687,14 @@ def _run_statement(stmt: ast.stmt, scope: _Scope, depth: int) -> None:
         first: Any = _Unknown("loop variable")
         if not isinstance(iterable, _Unknown):
             try:
-                items = list(iterable)
+                # Only the first item is bound: `range(10**9)` in a training loop must not
+                # become a list.
+                items = iter(iterable)
             except TypeError:
-                items = []
-            if not items:
                 return
-            first = items[0]
+            first = next(items, _NO_ITEM)
+            if first is _NO_ITEM:
+                return
         _bind_target(stmt.target, first, scope)
         _run_body(stmt.body, scope, depth)
     elif isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -705,6 +707,9 @@ def _run_statement(stmt: ast.stmt, scope: _Scope, depth: int) -> None:
         _run_call_statement(stmt.value, scope)
     elif isinstance(stmt, ast.Return):
         raise _Returned(None if stmt.value is None else _try_eval(stmt.value, scope))
+
+
+_NO_ITEM = object()
 
 
 def _as_load(target: ast.expr) -> ast.expr:
@@ -1945,7 +1950,7 @@ def _example_args_hint(
     else ``torch.randn(...)`` placeholders, said plainly, for the user to fill in."""
     try:
         ctx: _ClassCtx | None = _function_ctx(tree, model, consts, fn)
-    except (RecursionError, _Unknown, TypeError, ValueError, AttributeError):
+    except Exception:  # best effort: a hint must never turn into an internal error
         ctx = None
     values: list[str] = []
     unknown: list[str] = []
@@ -1957,7 +1962,7 @@ def _example_args_hint(
                 need = _Finder(ctx).param_need(fn, name)
             except _NoShape as exc:
                 reasons.append(f"`{name}` first goes into {exc}")
-            except (RecursionError, _Unknown, TypeError, ValueError):
+            except Exception:  # as above
                 need = None
         if need:
             values.append(describe_value(need[0]))
