@@ -177,6 +177,7 @@ class JsonStyle:
     indent: int | str | None
     ensure_ascii: bool
     final_newline: bool
+    newline: str  # "\r\n" for a file saved on Windows; JSON strings escape theirs
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,7 @@ def _json_style(text: str) -> JsonStyle:
         indent=indent,
         ensure_ascii=text.isascii(),
         final_newline=text.endswith("\n"),
+        newline="\r\n" if "\r\n" in text else "\n",
     )
 
 
@@ -293,4 +295,6 @@ def write_notebook(notebook: NotebookFile, sources: Mapping[int, str]) -> str:
     content = {**notebook.content, "cells": cells}
     style = notebook.style
     text = json.dumps(content, indent=style.indent, ensure_ascii=style.ensure_ascii)
-    return text + "\n" if style.final_newline else text
+    if style.final_newline:
+        text += "\n"
+    return text.replace("\n", style.newline) if style.newline != "\n" else text

@@ -290,6 +290,8 @@ def test_an_unchanged_notebook_writes_back_byte_for_byte() -> None:
         assert notebook.write_notebook(notebook.read_notebook(text), {}) == text
     escaped = json.dumps({"cells": [markdown_cell("é")], "metadata": {}}, indent=1)
     assert notebook.write_notebook(notebook.read_notebook(escaped), {}) == escaped
+    windows = notebook_text(CELLS).replace("\n", "\r\n")  # inside strings: still `\n`
+    assert notebook.write_notebook(notebook.read_notebook(windows), {}) == windows
 
 
 # ---------------------------------------------------------------- bad notebooks, discovery
