@@ -1,6 +1,7 @@
 """Command line: `inplace-lsp check | serve | verify`: arguments, files, output formats, exit codes.
 
-No analysis logic lives here: each file goes through `engine.analyze` and `config.apply`.
+No analysis logic lives here: each file goes through `engine.analyze` and `config.apply` (a
+Jupyter notebook as the one program its code cells make, through `inplace_lsp.notebook`).
 Exit codes: 0 no error-severity finding, 1 some, 2 usage or internal error, 130 interrupted.
 """
 
@@ -23,9 +24,9 @@ from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote
 
-from inplace_lsp import __version__, config
+from inplace_lsp import __version__, config, notebook
 from inplace_lsp.analysis import engine
-from inplace_lsp.analysis.findings import Finding, Severity
+from inplace_lsp.analysis.findings import Finding, Severity, Span
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -147,16 +148,86 @@ def rule_infos() -> dict[str, RuleInfo]:
 # ---------------------------------------------------------------- checking files
 
 
+@dataclass(frozen=True)
+class Place:
+    """A position as the user reads it: in a notebook, a span within one cell."""
+
+    path: str
+    span: Span
+    cell: int | None = None  # the notebook cell, 1-based, counting every cell (as ruff does)
+
+    def label(self) -> str:
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.span.line}:{self.span.col + 1}"
+
+
+@dataclass(frozen=True)
+class Located:
+    """A finding where the user reads it; in a notebook its message names cells' lines."""
+
+    finding: Finding
+    place: Place
+    related: tuple[Place, ...]  # one per finding.related
+
+    @property
+    def path(self) -> str:
+        return self.place.path
+
+
 @dataclass
 class FileResult:
     """What checking one file produced; crosses process boundaries, so it stays picklable."""
 
     path: str
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # in the analysed program's lines
     messages: list[str] = field(default_factory=list)  # for stderr
     checked: bool = False  # the analysis ran to the end
     failed: bool = False  # an internal or read error: exit 2
     fixed: int = 0
+    # A notebook: where each program line lives, and each layout cell's notebook cell number.
+    layout: notebook.Layout | None = None
+    cell_numbers: tuple[int, ...] = ()
+
+    def place(self, span: Span, path: str | None = None) -> Place:
+        """A program span (of this file, or of `path` when it names another) for the user."""
+        if path not in (None, self.path) or self.layout is None:
+            return Place(path or self.path, span)
+        placed = self.layout.to_cell(span)
+        if placed is None:  # a span over a cell boundary: its start, in the first cell
+            start = self.layout.cell_at(span.line)
+            if start is None:
+                return Place(self.path, span)
+            shift = start.first_line - 1
+            placed = start, Span(span.line - shift, span.col, span.line - shift, span.col)
+        cell, local = placed
+        return Place(self.path, local, self.cell_numbers[self.layout.cells.index(cell)])
+
+    def located(self) -> list[Located]:
+        return [self._located(finding) for finding in self.findings]
+
+    def _located(self, finding: Finding) -> Located:
+        place = self.place(finding.span)
+        related = tuple(self.place(r.span, r.path) for r in finding.related)
+        layout = self.layout
+        if layout is not None:
+            numbers = self.cell_numbers
+
+            def name(index: int) -> str:
+                return f"cell {numbers[index]}"
+
+            def local(text: str, where: Place) -> str:
+                cell = None if where.cell is None else layout.cells[numbers.index(where.cell)]
+                return layout.renumber(text, cell, name)
+
+            finding = replace(
+                finding,
+                message=local(finding.message, place),
+                related=tuple(
+                    replace(r, message=local(r.message, at)) if at.cell is not None else r
+                    for r, at in zip(finding.related, related, strict=True)
+                ),
+            )
+        return Located(finding, place, related)
 
 
 def source_lines(text: str) -> list[str]:
@@ -172,16 +243,22 @@ def _safe_fixer() -> Callable[[str, list[Finding]], str] | None:
 
 
 def _findings(
-    text: str, path: str, settings: config.Settings, messages: list[str] | None = None
+    text: str, path: str, settings: config.Settings, result: FileResult | None = None
 ) -> list[Finding]:
-    result = engine.analyze_document(text, path)
-    if messages is not None:
-        for problem in result.syntax_errors:
-            messages.append(
-                f"{path}:{problem.line}:{problem.col + 1}: syntax error: {problem.message} "
+    """The findings of `text` (the file's program); syntax errors go to result's messages."""
+    analysis = engine.analyze_document(text, path)
+    if result is not None:
+        for problem in analysis.syntax_errors:
+            where = result.place(Span(problem.line, problem.col, problem.line, problem.col))
+            result.messages.append(
+                f"{where.label()}: syntax error: {problem.message} "
                 "(this statement was skipped; the rest of the file was checked)"
             )
-    return config.apply(result.findings, settings, source_lines(text))
+    return config.apply(analysis.findings, settings, source_lines(text))
+
+
+def _is_notebook(path: str) -> bool:
+    return path.lower().endswith(".ipynb")
 
 
 def check_file(path: str, settings: config.Settings, fix: bool = False) -> FileResult:
@@ -202,16 +279,22 @@ def check_file(path: str, settings: config.Settings, fix: bool = False) -> FileR
         result.messages.append(
             f"{path}: not UTF-8 (byte 0x{byte:02x} at offset {exc.start}), skipped"
         )
+        if _is_notebook(path):  # nbformat files are UTF-8 JSON: this one is broken
+            result.failed = True
         return result
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     text = text[len(bom) :]
     try:
-        result.findings = _findings(text, path, settings, result.messages)
-        if fix:
-            _fix(path, bom, text, settings, result)
-        result.checked = True
+        if _is_notebook(path):
+            _check_notebook(path, bom, text, settings, fix, result)
+        else:
+            result.findings = _findings(text, path, settings, result)
+            if fix:
+                _fix(path, bom, text, settings, result)
+            result.checked = True
     except SyntaxError as exc:  # the analyzer reports syntax errors itself; this is a fallback
-        where = f"{path}:{exc.lineno or 1}:{exc.offset or 1}"  # offset is 1-based already
+        line = exc.lineno or 1
+        where = result.place(Span(line, max(0, (exc.offset or 1) - 1), line, 0)).label()
         result.messages.append(f"{where}: syntax error: {exc.msg}, skipped")
     except RecursionError:
         result.messages.append(f"{path}: too deeply nested to analyze (RecursionError), skipped")
@@ -236,6 +319,72 @@ def _fix(path: str, bom: str, text: str, settings: config.Settings, result: File
         return
     Path(path).write_bytes((bom + fixed_text).encode("utf-8"))
     remaining = _findings(fixed_text, path, settings)
+    result.fixed = max(0, len(result.findings) - len(remaining))
+    result.findings = remaining
+
+
+# ---------------------------------------------------------------- notebooks
+
+
+def _notebook_program(path: str, nb: notebook.NotebookFile, result: FileResult) -> str:
+    """The notebook's code cells as one program (as ruff and the language server read it),
+    with result's layout set to find each program line's cell."""
+    program, layout = nb.program(path)
+    result.layout = layout
+    result.cell_numbers = tuple(cell.number for cell in nb.code_cells)
+    return program
+
+
+def _check_notebook(
+    path: str, bom: str, text: str, settings: config.Settings, fix: bool, result: FileResult
+) -> None:
+    try:
+        nb = notebook.read_notebook(text)
+    except notebook.NotebookError as exc:
+        result.messages.append(f"{path}: {exc}")
+        result.failed = True
+        return
+    if not nb.language.startswith(("python", "ipython")):
+        result.messages.append(f"{path}: not a Python notebook ({nb.language}), skipped")
+        return
+    program = _notebook_program(path, nb, result)
+    if "torch" not in program:  # only its outputs or markdown mention torch
+        return
+    result.findings = _findings(program, path, settings, result)
+    if fix:
+        _fix_notebook(path, bom, nb, program, settings, result)
+    result.checked = True
+
+
+def _fix_notebook(
+    path: str,
+    bom: str,
+    nb: notebook.NotebookFile,
+    program: str,
+    settings: config.Settings,
+    result: FileResult,
+) -> None:
+    """Applies the safe fixes to the cells' sources and writes the notebook back; a fix whose
+    edits would cross a cell boundary is left out (and said so)."""
+    fixable = [f for f in result.findings if _fixable(f)]
+    fixer = _safe_fixer()
+    if not fixable or fixer is None:
+        return
+    sources = notebook.split_program(nb, fixer(program, fixable))
+    if sources is None:  # some fix crosses a cell boundary: keep the fixes that do not
+        kept = [f for f in fixable if notebook.split_program(nb, fixer(program, [f])) is not None]
+        sources = notebook.split_program(nb, fixer(program, kept)) if kept else None
+        left_out = len(fixable) - len(kept) if sources is not None else len(fixable)
+        result.messages.append(
+            f"{path}: {left_out} of {len(fixable)} safe fixes not applied: they would change "
+            "two cells at once"
+        )
+    if not sources:
+        return
+    text = notebook.write_notebook(nb, sources)
+    Path(path).write_bytes((bom + text).encode("utf-8"))
+    fixed = notebook.read_notebook(text)
+    remaining = _findings(_notebook_program(path, fixed, result), path, settings)
     result.fixed = max(0, len(result.findings) - len(remaining))
     result.findings = remaining
 
@@ -338,8 +487,8 @@ def _check_isolated(path: str, settings: config.Settings, fix: bool) -> FileResu
 def discover(
     paths: Sequence[str], settings: config.Settings, root: Path
 ) -> tuple[list[str], list[str]]:
-    """Python files under `paths` (directories walked, excluded names pruned; files named
-    on the command line always kept), and the paths that do not exist."""
+    """Python files and Jupyter notebooks under `paths` (directories walked, excluded names
+    pruned; files named on the command line always kept), and the paths that do not exist."""
     root = Path(os.path.abspath(root))
 
     def excluded(path: str) -> bool:
@@ -359,7 +508,7 @@ def discover(
                 )
                 for name in sorted(names):
                     path = os.path.join(directory, name)
-                    if name.endswith(".py") and not excluded(path):
+                    if name.endswith((".py", ".ipynb")) and not excluded(path):
                         files.append(os.path.normpath(path))
         elif os.path.exists(given):
             files.append(os.path.normpath(given))
@@ -369,9 +518,6 @@ def discover(
 
 
 # ---------------------------------------------------------------- output formats
-
-
-Located = tuple[str, Finding]  # (path, finding)
 
 
 @dataclass(frozen=True)
@@ -386,21 +532,19 @@ def _plural(count: int, word: str) -> str:
 
 def format_text(items: Sequence[Located], summary: Summary) -> str:
     lines: list[str] = []
-    for path, finding in items:
-        span = finding.span
+    for item in items:
+        finding = item.finding
         lines.append(
-            f"{path}:{span.line}:{span.col + 1}: {finding.code} "
-            f"[{finding.severity.value}] {finding.message}"
+            f"{item.place.label()}: {finding.code} [{finding.severity.value}] {finding.message}"
         )
-        for related in finding.related:
-            where = f"{related.path or path}:{related.span.line}:{related.span.col + 1}"
-            lines.append(f"  {where}: {related.message}")
+        for related, where in zip(finding.related, item.related, strict=True):
+            lines.append(f"  {where.label()}: {related.message}")
     if summary.fixed:
         lines.append(f"Fixed {_plural(summary.fixed, 'problem')}.")
     if items:
         counts = {severity: 0 for severity in Severity}
-        for _, finding in items:
-            counts[finding.severity] += 1
+        for item in items:
+            counts[item.finding.severity] += 1
         parts = [
             _plural(counts[Severity.ERROR], "error"),
             _plural(counts[Severity.WARNING], "warning"),
@@ -409,7 +553,7 @@ def format_text(items: Sequence[Located], summary: Summary) -> str:
             parts.append(f"{counts[Severity.INFORMATION]} information")
         if counts[Severity.HINT]:
             parts.append(_plural(counts[Severity.HINT], "hint"))
-        files_with = len({path for path, _ in items})
+        files_with = len({item.path for item in items})
         lines.append(
             f"Found {_plural(len(items), 'problem')} ({', '.join(parts)}) "
             f"in {files_with} of {_plural(summary.files_checked, 'file')}."
@@ -422,26 +566,28 @@ def format_text(items: Sequence[Located], summary: Summary) -> str:
 def format_json(items: Sequence[Located], summary: Summary) -> str:
     records = [
         {
-            "path": path,
-            "line": finding.span.line,
-            "column": finding.span.col + 1,
-            "end_line": finding.span.end_line,
-            "end_column": finding.span.end_col + 1,
-            "code": finding.code,
-            "severity": finding.severity.value,
-            "message": finding.message,
+            "path": item.path,
+            "cell": item.place.cell,
+            "line": item.place.span.line,
+            "column": item.place.span.col + 1,
+            "end_line": item.place.span.end_line,
+            "end_column": item.place.span.end_col + 1,
+            "code": item.finding.code,
+            "severity": item.finding.severity.value,
+            "message": item.finding.message,
             "related": [
                 {
-                    "path": related.path or path,
-                    "line": related.span.line,
-                    "column": related.span.col + 1,
+                    "path": where.path,
+                    "cell": where.cell,
+                    "line": where.span.line,
+                    "column": where.span.col + 1,
                     "message": related.message,
                 }
-                for related in finding.related
+                for related, where in zip(item.finding.related, item.related, strict=True)
             ],
-            "fixable": _fixable(finding),
+            "fixable": _fixable(item.finding),
         }
-        for path, finding in items
+        for item in items
     ]
     return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
 
@@ -459,26 +605,31 @@ _GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning"}
 
 def format_github(items: Sequence[Located], summary: Summary) -> str:
     lines: list[str] = []
-    for path, finding in items:
-        span = finding.span
+    for item in items:
+        finding, place, span = item.finding, item.place, item.place.span
         message = "\n".join(
             [finding.message]
             + [
-                f"{r.path or path}:{r.span.line}:{r.span.col + 1}: {r.message}"
-                for r in finding.related
+                f"{where.label()}: {r.message}"
+                for r, where in zip(finding.related, item.related, strict=True)
             ]
         )
-        properties = ",".join(
-            f"{key}={_github_property(str(value))}"
-            for key, value in (
-                ("file", path),
+        fields: tuple[tuple[str, object], ...]
+        if place.cell is None:
+            fields = (
+                ("file", place.path),
                 ("line", span.line),
                 ("col", span.col + 1),
                 ("endLine", span.end_line),
                 ("endColumn", span.end_col + 1),
                 ("title", finding.code),
             )
-        )
+        else:
+            # GitHub would put line N on the N-th line of the notebook's JSON: annotate the
+            # file, and say where in the cell in the title.
+            where = f"cell {place.cell}, line {span.line}, column {span.col + 1}"
+            fields = (("file", place.path), ("title", f"{finding.code} ({where})"))
+        properties = ",".join(f"{key}={_github_property(str(value))}" for key, value in fields)
         level = _GITHUB_LEVEL.get(finding.severity, "notice")
         lines.append(f"::{level} {properties}::{_github_data(message)}")
     return "".join(line + "\n" for line in lines)
@@ -493,23 +644,25 @@ def _sarif_uri(path: str) -> str:
     return quote(PurePath(path).as_posix())
 
 
-def _sarif_location(path: str, line: int, col: int, end_line: int, end_col: int) -> dict[str, Any]:
+def _sarif_location(place: Place) -> dict[str, Any]:
+    span = place.span
+    region: dict[str, Any] = {
+        "startLine": span.line,
+        "startColumn": span.col + 1,
+        "endLine": span.end_line,
+        "endColumn": span.end_col + 1,
+    }
+    if place.cell is not None:  # lines and columns count within this notebook cell
+        region["properties"] = {"cell": place.cell}
     return {
-        "physicalLocation": {
-            "artifactLocation": {"uri": _sarif_uri(path)},
-            "region": {
-                "startLine": line,
-                "startColumn": col + 1,
-                "endLine": end_line,
-                "endColumn": end_col + 1,
-            },
-        }
+        "physicalLocation": {"artifactLocation": {"uri": _sarif_uri(place.path)}, "region": region}
     }
 
 
 def format_sarif(items: Sequence[Located], summary: Summary) -> str:
     infos = rule_infos()
-    for _, finding in items:  # a code the registry does not know still gets a rule entry
+    for item in items:  # a code the registry does not know still gets a rule entry
+        finding = item.finding
         if finding.code not in infos:
             infos[finding.code] = RuleInfo(
                 finding.code, finding.code.lower(), finding.code, "warning"
@@ -531,30 +684,20 @@ def format_sarif(items: Sequence[Located], summary: Summary) -> str:
         for code in codes
     ]
     results = []
-    for path, finding in items:
-        span = finding.span
+    for item in items:
+        finding = item.finding
         results.append(
             {
                 "ruleId": finding.code,
                 "ruleIndex": index[finding.code],
                 "level": _SARIF_LEVEL.get(finding.severity, "note"),
                 "message": {"text": finding.message},
-                "locations": [
-                    _sarif_location(path, span.line, span.col, span.end_line, span.end_col)
-                ],
+                "locations": [_sarif_location(item.place)],
                 "relatedLocations": [
-                    {
-                        "id": i,
-                        "message": {"text": related.message},
-                        **_sarif_location(
-                            related.path or path,
-                            related.span.line,
-                            related.span.col,
-                            related.span.end_line,
-                            related.span.end_col,
-                        ),
-                    }
-                    for i, related in enumerate(finding.related)
+                    {"id": i, "message": {"text": related.message}, **_sarif_location(where)}
+                    for i, (related, where) in enumerate(
+                        zip(finding.related, item.related, strict=True)
+                    )
                 ],
             }
         )
@@ -653,18 +796,24 @@ def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         _error("note: no file under the given paths mentions torch; nothing to check")
     items = sorted(
         (
-            (result.path, finding)
+            item
             for result in results
-            for finding in result.findings
-            if args.show_hints or settings.show_hints or finding.severity is not Severity.HINT
+            for item in result.located()
+            if args.show_hints or settings.show_hints or item.finding.severity is not Severity.HINT
         ),
-        key=lambda item: (item[0], item[1].span.line, item[1].span.col, item[1].code),
+        key=lambda item: (
+            item.path,
+            item.place.cell or 0,
+            item.place.span.line,
+            item.place.span.col,
+            item.finding.code,
+        ),
     )
     summary = Summary(files_checked=checked, fixed=sum(result.fixed for result in results))
     _write(FORMATS[args.format](items, summary))
     if missing or any(result.failed for result in results):
         return EXIT_ERROR
-    if any(finding.severity is Severity.ERROR for _, finding in items):
+    if any(item.finding.severity is Severity.ERROR for item in items):
         return EXIT_FINDINGS
     return EXIT_CLEAN
 

@@ -41,6 +41,7 @@ DEFAULT_EXCLUDE = (
     ".mypy_cache",
     ".pytest_cache",
     ".ruff_cache",
+    ".ipynb_checkpoints",  # Jupyter's autosaved copies of the notebooks beside it
     "__pycache__",
     "build",
     "dist",

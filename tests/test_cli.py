@@ -136,6 +136,7 @@ def test_json_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = json.loads(out)
     assert records[0] == {
         "path": "model.py",
+        "cell": None,  # a notebook cell's number; a .py file has none
         "line": 3,
         "column": 1,
         "end_line": 3,
@@ -143,7 +144,9 @@ def test_json_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
         "code": "IPL001",
         "severity": "error",
         "message": "IPL001: h is modified in place",
-        "related": [{"path": "model.py", "line": 2, "column": 5, "message": "saved here"}],
+        "related": [
+            {"path": "model.py", "cell": None, "line": 2, "column": 5, "message": "saved here"}
+        ],
         "fixable": True,
     }
     assert [(r["code"], r["severity"], r["fixable"]) for r in records] == [
@@ -172,7 +175,13 @@ def test_json_related_in_another_file(
     write(project / "a.py", "import torch\n")
     _, out, _ = run_main(capsys, "check", "--format", "json")
     assert json.loads(out)[0]["related"] == [
-        {"path": "models/layers.py", "line": 7, "column": 9, "message": "saved by torch.tanh here"}
+        {
+            "path": "models/layers.py",
+            "cell": None,
+            "line": 7,
+            "column": 9,
+            "message": "saved by torch.tanh here",
+        }
     ]
 
 

@@ -41,7 +41,7 @@ def test_hook_definitions() -> None:
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
     assert [h["id"] for h in hooks] == ["inplace-lsp", "inplace-lsp-fix"]
     for hook in hooks:
-        assert hook["language"] == "python" and hook["types"] == ["python"]
+        assert hook["language"] == "python" and hook["types_or"] == ["python", "jupyter"]
         assert hook["entry"].split()[:2] == ["inplace-lsp", "check"]  # the console script
     assert "inplace-lsp = " in (REPO / "pyproject.toml").read_text(encoding="utf-8")
 

@@ -309,6 +309,94 @@ def test_constructor_arguments_from_a_literal_call_or_a_hook() -> None:
     assert supplied["inputs"]["candidates"][0]["args"][0]["shape"] == [2, 9]
 
 
+# A function target that takes tensors: the shapes come from its body (`x @ w` with a fresh
+# `w`, an Embedding it calls, a module-level model whose forward feeds a Linear).
+FUNCTION_TARGET = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(5, 2)
+
+    def forward(self, h):
+        return self.fc(h)
+
+
+head = Head()
+
+
+def train_step(x, tokens, steps):
+    w = torch.randn(3, 5, requires_grad=True)
+    emb = nn.Embedding(10, 5)
+    for _ in range(steps):
+        h = torch.sigmoid(x @ w)  # save
+        h.mul_(2)  # write
+        head(h + emb(tokens).mean(1)).sum().backward()
+
+
+def through_head(x):
+    return head(x).sum()
+
+
+def opaque(logits, target):
+    return F.cross_entropy(logits, target)
+
+
+def long_loop(x):
+    lin = nn.Linear(4, 2)
+    for _ in range(10**12):  # only the first iteration is followed, never listed
+        lin(x).sum().backward()
+"""
+_EXAMPLE_ARGS = re.compile(r"`(def example_args\(\): return .*?)` to the module")
+
+
+def example_args_hint(text: str, name: str) -> str:
+    with pytest.raises(VerifyError) as error:
+        find_target(text, line_of(text, f"def {name}(") + 1)
+    message = str(error.value)
+    found = _EXAMPLE_ARGS.search(message)
+    assert found is not None, message
+    return found.group(1)
+
+
+def test_function_hint_gives_tensors_of_the_shapes_the_body_implies() -> None:
+    text = textwrap.dedent(FUNCTION_TARGET)
+    assert example_args_hint(text, "train_step") == (
+        "def example_args(): return (torch.randn(2, 3), torch.randint(0, 10, (2, 8)), 16)"
+    )
+    assert example_args_hint(text, "through_head") == (
+        "def example_args(): return (torch.randn(2, 5),)"
+    )
+    assert example_args_hint(text, "long_loop") == "def example_args(): return (torch.randn(2, 4),)"
+    with pytest.raises(VerifyError) as error:
+        find_target(text, line_of(text, "def opaque(") + 1)
+    assert "verify cannot tell from the body of opaque what shape `logits`, `target`" in str(
+        error.value
+    )
+    assert "return (torch.randn(...), torch.randn(...))` to the module and replace each `...`" in (
+        str(error.value)
+    )
+
+
+@needs_torch
+@skip_without_torch
+def test_the_suggested_example_args_make_verify_run(tmp_path: Path) -> None:
+    """Pasted into the file as the message says, the hint runs: before, `(16, 16, 16,)` raised
+    "unsupported operand type(s) for @" inside train_step."""
+    text = textwrap.dedent(FUNCTION_TARGET)
+    hook = example_args_hint(text, "train_step")
+    source = write(tmp_path / "step.py", text + "\n\n" + hook + "\n")
+    text = source.read_text()
+    result = run_verify(str(source), None, line_of(text, "def train_step(") + 1, SETTINGS)
+    assert result["status"] == "inplace-error", result
+    assert result["mutation"]["line"] == line_of(text, "# write")
+    assert result["saved_by"]["line"] == line_of(text, "# save")
+
+
 def test_constructor_arguments_from_a_parent_modules_defaults() -> None:
     """`Block(dim)` inside `Parent.__init__(self, dim=24, heads=2 * 2)`: dim is 24 there; a
     call naming a parameter without a default does not count."""

@@ -487,17 +487,20 @@ def _bind_target(target: ast.expr, value: Any, scope: _Scope) -> None:
 
 @dataclass
 class _ClassCtx:
-    """A module class with its constructor arguments bound: what ``self.<attr>`` holds."""
+    """A module class with its constructor arguments bound: what ``self.<attr>`` holds.
 
-    info: ClassInfo
+    For a top-level function target there is no class (``info`` None) and ``names`` holds
+    what its bare names are bound to: its own locals (``w = torch.zeros(3, 5)``,
+    ``lin = nn.Linear(5, 2)``) over the module's (``net = Net()``)."""
+
+    info: ClassInfo | None
     model: ModuleModel
     attrs: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return self.info.name
+    names: dict[str, Any] = field(default_factory=dict)
 
     def method(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        if self.info is None:
+            return None
         found = self.model.find_method(self.info, name)
         return found[1] if found is not None else None
 
@@ -684,12 +687,14 @@ def _run_statement(stmt: ast.stmt, scope: _Scope, depth: int) -> None:
         first: Any = _Unknown("loop variable")
         if not isinstance(iterable, _Unknown):
             try:
-                items = list(iterable)
+                # Only the first item is bound: `range(10**9)` in a training loop must not
+                # become a list.
+                items = iter(iterable)
             except TypeError:
-                items = []
-            if not items:
                 return
-            first = items[0]
+            first = next(items, _NO_ITEM)
+            if first is _NO_ITEM:
+                return
         _bind_target(stmt.target, first, scope)
         _run_body(stmt.body, scope, depth)
     elif isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -702,6 +707,9 @@ def _run_statement(stmt: ast.stmt, scope: _Scope, depth: int) -> None:
         _run_call_statement(stmt.value, scope)
     elif isinstance(stmt, ast.Return):
         raise _Returned(None if stmt.value is None else _try_eval(stmt.value, scope))
+
+
+_NO_ITEM = object()
 
 
 def _as_load(target: ast.expr) -> ast.expr:
@@ -1333,6 +1341,10 @@ class _Walk:
                 return "layer", children[0]
         if isinstance(func, ast.Name) and func.id in self.loop_layers:
             return "layer", self.loop_layers[func.id]
+        if isinstance(func, ast.Name) and func.id not in self.aliases:
+            local = self.ctx.names.get(func.id)
+            if isinstance(local, LayerRef):  # a function target's `lin = nn.Linear(5, 2)`
+                return "layer", local
         qual = self.ctx.model.qualify(func)
         if qual is not None:
             return "function", qual
@@ -1442,6 +1454,10 @@ class _Walk:
         value = self.self_attr(node)
         if isinstance(value, _Tensor):
             return value
+        if isinstance(node, ast.Name) and node.id not in self.aliases:
+            local = self.ctx.names.get(node.id)
+            if isinstance(local, _Tensor):  # a function target's `w = torch.zeros(3, 5)`
+                return local
         if isinstance(value, LayerRef) and isinstance(node, ast.Attribute):
             return None
         return None
@@ -1689,7 +1705,8 @@ def _guess_value(name: str) -> str:
     lowered = name.lower()
     if any(word in lowered for word in ("mask", "lengths", "cache", "state", "hidden")):
         return "None"
-    if any(word in lowered for word in ("drop", "eps", "rate", "scale")):
+    # Words of the name, not substrings: `steps` holds "eps" but is a count.
+    if any(w.startswith("drop") or w in ("eps", "rate", "scale") for w in lowered.split("_")):
         return "0.1"
     if lowered.startswith(("use_", "is_", "has_")) or lowered in ("bias", "batch_first"):
         return "True"
@@ -1880,18 +1897,114 @@ def _module_spec(
     }
 
 
-def _function_spec(tree: ast.Module, fn: ast.FunctionDef) -> Spec:
+def _function_ctx(
+    tree: ast.Module, model: ModuleModel, consts: dict[str, Any], fn: ast.FunctionDef
+) -> _ClassCtx:
+    """What the bare names in ``fn`` hold: the module's top-level values (layers too), then
+    ``fn``'s body run symbolically with its parameters unknown."""
+    module_names: dict[str, Any] = {}
+    module_scope = _Scope(model, module_names, None, consts)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign):
+            value = _try_eval(stmt.value, module_scope)
+            for target in stmt.targets:
+                _assign(target, value, module_scope)
+    params = [a.arg for a in (*_parameters(fn, False), *fn.args.kwonlyargs)]
+    scope = _Scope(model, dict(module_names), None, consts)
+    for name in params:
+        scope.names[name] = _Unknown(f"`{name}` is an argument")
+    try:
+        _run_body(fn.body, scope, 0)
+    except _Returned:
+        pass
+    return _ClassCtx(None, model, {}, {k: v for k, v in scope.names.items() if k not in params})
+
+
+def _used_as_tensor(fn: ast.FunctionDef, name: str) -> bool:
+    """``name.sum()``, ``name[0]``, ``name @ w``, ``torch.exp(name)``: a tensor, not a count."""
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            if isinstance(node.value, ast.Name) and node.value.id == name:
+                return True
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            if any(isinstance(o, ast.Name) and o.id == name for o in (node.left, node.right)):
+                return True
+        if isinstance(node, ast.Call) and ast.unparse(node.func).startswith(("torch.", "F.")):
+            if any(isinstance(a, ast.Name) and a.id == name for a in node.args):
+                return True
+    return False
+
+
+_PLACEHOLDER = "torch.randn(...)"
+
+
+def _example_args_hint(
+    tree: ast.Module,
+    model: ModuleModel,
+    consts: dict[str, Any],
+    fn: ast.FunctionDef,
+    required: list[str],
+) -> str:
+    """The ``example_args()`` to suggest for ``fn``: tensors of the shapes its body implies
+    (``x @ w`` with ``w = torch.zeros(3, 5)``, ``lin(x)`` with ``lin = nn.Linear(5, 2)``),
+    else ``torch.randn(...)`` placeholders, said plainly, for the user to fill in."""
+    try:
+        ctx: _ClassCtx | None = _function_ctx(tree, model, consts, fn)
+    except Exception:  # best effort: a hint must never turn into an internal error
+        ctx = None
+    values: list[str] = []
+    unknown: list[str] = []
+    reasons: list[str] = []
+    for name in required:
+        need: Any = None
+        if ctx is not None:
+            try:
+                need = _Finder(ctx).param_need(fn, name)
+            except _NoShape as exc:
+                reasons.append(f"`{name}` first goes into {exc}")
+            except Exception:  # as above
+                need = None
+        if need:
+            values.append(describe_value(need[0]))
+        elif _guess_value(name) != "16":  # a mask, a rate, a flag: the name says
+            values.append(_guess_value(name))
+        elif _used_as_tensor(fn, name):
+            values.append(_PLACEHOLDER)
+            unknown.append(name)
+        else:
+            values.append("16")
+    kwonly = {a.arg for a in fn.args.kwonlyargs}
+    if any(name in kwonly for name in required):
+        returned = "{" + ", ".join(f"{n!r}: {v}" for n, v in zip(required, values, strict=True))
+        returned += "}"
+    else:
+        returned = "(" + ", ".join(values) + ("," if len(values) == 1 else "") + ")"
+    hook = f"`def {ARGS_HOOK}(): return {returned}`"
+    forms = "a tuple gives positional arguments, a dict keyword arguments"
+    if not unknown:
+        shapes = "tensor shapes from how its body uses them; " if "torch." in returned else ""
+        return f"add {hook} to the module ({shapes}{forms})"
+    named = ", ".join(f"`{n}`" for n in unknown)
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    return (
+        f"verify cannot tell from the body of {fn.name} what shape {named} must have{why}; "
+        f"add {hook} to the module and replace each `...` with the shape {fn.name} expects "
+        f"({forms})"
+    )
+
+
+def _function_spec(
+    tree: ast.Module, fn: ast.FunctionDef, model: ModuleModel, consts: dict[str, Any]
+) -> Spec:
     required = _required(fn, skip_self=False)
     hook = _hook(tree, None, ARGS_HOOK)
     construct: Spec = {"hook": None, "args": [], "kwargs": {}, "source": "no arguments"}
     if hook is not None and (required or fn.args.args):
         construct = {"hook": hook[0], "args": [], "kwargs": {}, "source": f"{ARGS_HOOK}()"}
     elif required:
-        guess = ", ".join(_guess_value(n) for n in required)
         raise VerifyError(
             f"cannot call {fn.name}({_function_signature(fn, False)}): no value for "
-            f"{', '.join(required)}; add `def example_args(): return ({guess},)` to the "
-            "module (a tuple gives positional arguments, a dict keyword arguments)"
+            f"{', '.join(required)}; {_example_args_hint(tree, model, consts, fn, required)}"
         )
     return {
         "version": SPEC_VERSION,
@@ -1971,7 +2084,7 @@ def find_target(
         if isinstance(chosen, ClassInfo):
             spec = _module_spec(tree, model, chosen, consts, constructor_args)
         else:
-            spec = _function_spec(tree, chosen)
+            spec = _function_spec(tree, chosen, model, consts)
     elif enclosing.kind == "class":
         assert isinstance(enclosing.node, ast.ClassDef)
         info = model.classes.get(enclosing.node.name)
@@ -1987,7 +2100,7 @@ def find_target(
         if isinstance(fn, ast.AsyncFunctionDef):
             raise VerifyError(f"{fn.name} is async; verify runs plain functions")
         assert isinstance(fn, ast.FunctionDef)
-        spec = _function_spec(tree, fn)
+        spec = _function_spec(tree, fn, model, consts)
     if path is not None:
         spec["path"] = path
     return spec
