@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from inplace_lsp.analysis.blocks import ParseCache
 from inplace_lsp.analysis.engine import DocumentAnalysis, analyze, analyze_document
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -202,3 +203,50 @@ def test_output_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
         assert "IPL001" in result.stdout, result.stdout + result.stderr
         outputs.add(result.stdout)
     assert len(outputs) == 1, outputs
+
+
+def _big_class(methods: int) -> str:
+    body = "".join(
+        f"    def step_{i}(self, x):\n"
+        f"        h = self.fc(x) * {i}\n"
+        "        g = torch.sigmoid(h)\n"
+        "        y = g + h\n"
+        "        y += 1\n"
+        "        return y.sum()\n\n"
+        for i in range(methods)
+    )
+    return (
+        "import torch\nimport torch.nn as nn\n\n\nclass Big(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(8, 8)\n\n" + body
+    )
+
+
+def test_what_is_kept_for_old_texts_is_bounded() -> None:
+    """Each keystroke in a large class makes a new block text. What is kept for the texts the
+    document no longer has must stay bounded: parse trees by their source size, findings by
+    count, and a syntax error (the user mid-typing) must not keep the frames that raised it
+    (they hold the whole document's lines and the previous version's blocks, a chain that
+    grew by megabytes a keystroke: 98 MB to 6.66 GB over 1,000 edits of transformers'
+    Trainer). The figures themselves are benchmarks/edit_memory.py's."""
+    text = _big_class(40)
+    lines = text.splitlines(keepends=True)
+    sites = [i for i, line in enumerate(lines) if line.startswith("        ") and line.strip()]
+    rng = random.Random(0)
+    cache = ParseCache(max_chars=3 * len(text))
+    doc = DocumentAnalysis(parse_cache=cache)
+    doc.update(text)
+    for _ in range(120):
+        line = rng.choice(sites)
+        column = rng.randrange(8, len(lines[line]))
+        original = lines[line]
+        lines[line] = original[:column] + "x" + original[column:]
+        doc.update("".join(lines))
+        for block in doc.splitter._blocks:
+            if block.error is not None:
+                assert block.error.__traceback__ is None
+                assert block.error.__context__ is None
+        lines[line] = original
+        doc.update("".join(lines))
+        assert cache.chars <= 3 * len(text) + len(text)  # the trees kept, and the first split
+        assert len(doc._results) <= 2 + 32

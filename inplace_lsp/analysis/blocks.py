@@ -58,26 +58,66 @@ def digest(text: str) -> str:
 
 
 class ParseCache:
-    """Bounded map from block text to its parse tree."""
+    """Parse trees of recently seen block texts, bounded by the size of those texts.
 
-    def __init__(self, capacity: int = 1024) -> None:
-        self._trees: OrderedDict[str, tuple[ast.Module, int]] = OrderedDict()
-        self._capacity = capacity
+    A tree takes about 28 bytes per character of its source (transformers' trainer.py: 236 K
+    characters, 6.5 MB), so the bound is in characters, not entries: a thousand versions of
+    one 4,500-line class, typed one keystroke at a time, would otherwise keep 6.6 GB. The
+    trees of the blocks a document has now are held by its Splitter, not by this cache; the
+    cache only spares a re-parse when a text comes back (an undo, a file opened again).
+    """
+
+    def __init__(self, max_chars: int = 500_000, max_document_chars: int = 2_000_000) -> None:
+        self._trees: OrderedDict[str, tuple[ast.Module, int, int]] = OrderedDict()
+        self._chars = 0
+        self._max_chars = max_chars
         self.parses = 0  # how many texts were really parsed (for tests and benchmarks)
         # Whole texts already split: a file the CLI checks and another file imports is parsed
         # once (a few recent ones; each holds all its trees).
-        self.documents: OrderedDict[str, list[Block]] = OrderedDict()
+        self.documents: OrderedDict[str, tuple[list[Block], int]] = OrderedDict()
+        self._document_chars = 0
+        self._max_document_chars = max_document_chars
+
+    @property
+    def chars(self) -> int:
+        """Characters of source whose trees this cache holds (trees and documents)."""
+        return self._chars + self._document_chars
 
     def get(self, key: str) -> tuple[ast.Module, int] | None:
         hit = self._trees.get(key)
-        if hit is not None:
-            self._trees.move_to_end(key)
-        return hit
+        if hit is None:
+            return None
+        self._trees.move_to_end(key)
+        return hit[0], hit[1]
 
-    def put(self, key: str, tree: ast.Module, line0: int) -> None:
-        self._trees[key] = (tree, line0)
-        if len(self._trees) > self._capacity:
-            self._trees.popitem(last=False)
+    def put(self, key: str, tree: ast.Module, line0: int, size: int) -> None:
+        """Keep `tree` (parsed from `size` characters) unless it alone exceeds the bound."""
+        old = self._trees.pop(key, None)
+        if old is not None:
+            self._chars -= old[2]
+        if size > self._max_chars:
+            return
+        self._trees[key] = (tree, line0, size)
+        self._chars += size
+        while self._chars > self._max_chars:
+            _, (_, _, dropped) = self._trees.popitem(last=False)
+            self._chars -= dropped
+
+    def document(self, key: str) -> list[Block] | None:
+        hit = self.documents.get(key)
+        if hit is None:
+            return None
+        self.documents.move_to_end(key)
+        return hit[0]
+
+    def put_document(self, key: str, blocks: list[Block], size: int) -> None:
+        if key in self.documents or size > self._max_document_chars:
+            return
+        self.documents[key] = (blocks, size)
+        self._document_chars += size
+        while self._document_chars > self._max_document_chars:
+            _, (_, dropped) = self.documents.popitem(last=False)
+            self._document_chars -= dropped
 
     def parse(self, text: str) -> ast.Module:
         """ast.parse, counted; RecursionError/MemoryError/ValueError become SyntaxError."""
@@ -105,14 +145,12 @@ class Splitter:
         old_lines, old_blocks = self._lines, self._blocks
         if not old_blocks:
             key = digest(text)
-            known = self.cache.documents.get(key)
+            known = self.cache.document(key)
             if known is not None:
                 blocks = known
             else:
                 blocks = self._region(lines, 0, len(lines))
-                self.cache.documents[key] = blocks
-                if len(self.cache.documents) > 64:
-                    self.cache.documents.popitem(last=False)
+                self.cache.put_document(key, blocks, len(text))
         else:
             blocks = self._update(old_lines, old_blocks, lines)
         self._lines, self._blocks = lines, blocks
@@ -192,6 +230,10 @@ class Splitter:
         except SyntaxError as exc:
             if strict:
                 return []
+            # The block keeps the error; its traceback would keep this call's frames, with the
+            # whole document's lines and the previous version's blocks, alive version after
+            # version.
+            exc.__traceback__ = exc.__context__ = exc.__cause__ = None
             return self._fallback(lines, start, end, exc, depth)
         return self._cut(lines, start, end, tree)
 
@@ -213,7 +255,7 @@ class Splitter:
                 sub, line0 = cached
             else:
                 sub = ast.Module(body=[stmt], type_ignores=[])
-                self.cache.put(key, sub, line0)
+                self.cache.put(key, sub, line0, len(text))
             blocks.append(Block(start + b_start + 1, text, key, sub, None, line0))
         return blocks
 

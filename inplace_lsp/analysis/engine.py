@@ -49,6 +49,9 @@ class DocumentResult:
     targets: tuple[tuple[str, str, int, int], ...] = ()
 
 
+_OLD_RESULTS = 32  # findings of texts the document no longer has, kept for an undo
+
+
 class DocumentAnalysis:
     """The analysis state of one open document."""
 
@@ -94,6 +97,7 @@ class DocumentAnalysis:
         model.mentions_training = "backward" in text or ".step(" in text
         ctx = DocContext(text, model, self.workspace.files() if self.workspace else None)
         texts = {b.key: self._text_facts(b) for b in parsed}
+        self._forget_other_texts(texts)
         defs: dict[str, Block] = {}
         for block in parsed:
             for name in texts[block.key].defines:
@@ -105,7 +109,7 @@ class DocumentAnalysis:
             + (str(self.workspace.generation) if self.workspace else "")
         )
         findings: list[Finding] = []
-        analysed = 0
+        analysed = used = 0
         dependencies = _Dependencies(defs, texts, self._edges)
         for block in parsed:
             facts = texts[block.key]
@@ -118,10 +122,12 @@ class DocumentAnalysis:
                 cached = self._analyse_block(block, model, ctx)
                 analysed += 1
                 self._results[cache_key] = cached
-                if len(self._results) > 4096:
-                    self._results.popitem(last=False)
+            else:
+                self._results.move_to_end(cache_key)
+            used += 1
             findings.extend(cached)
         findings.extend(self._analyse_script(parsed, model, ctx, texts, dependencies, imports_key))
+        self._forget_old_results(used + 1)
         errors = [
             SyntaxProblem(
                 block.error_line or block.start_line,
@@ -164,7 +170,16 @@ class DocumentAnalysis:
             except RecursionError:
                 cached = []
             self._results[cache_key] = cached
+        else:
+            self._results.move_to_end(cache_key)
         return cached
+
+    def _forget_old_results(self, used: int) -> None:
+        """Keep the findings of the blocks this update used (the most recently used entries)
+        and of a few texts before them (an undo brings one back): a big class's findings are
+        hundreds of objects, and each keystroke in it is a new entry."""
+        while len(self._results) > used + _OLD_RESULTS:
+            self._results.popitem(last=False)
 
     def _text_facts(self, block: Block) -> _TextFacts:
         facts = self._texts.get(block.key)
@@ -192,9 +207,17 @@ class DocumentAnalysis:
                 is_candidate(block.text), frozenset(IDENT.findall(block.text)), defines, script
             )
             self._texts[block.key] = facts
-            if len(self._texts) > 8192:
-                self._texts.pop(next(iter(self._texts)))
         return facts
+
+    def _forget_other_texts(self, texts: dict[str, _TextFacts]) -> None:
+        """Keep what is known per block text only for the blocks the document has now: each
+        keystroke in a large class makes a new text, and its names (thousands, for
+        transformers' Trainer) would otherwise pile up version after version."""
+        self._texts = texts
+        if len(self._imports) > len(texts):
+            self._imports = {k: v for k, v in self._imports.items() if k in texts}
+        if len(self._edges) > 2 * len(texts):
+            self._edges = {k: v for k, v in self._edges.items() if k[0] in texts}
 
     def _model(self, blocks: list[Block]) -> model_mod.ModuleModel:
         model = model_mod.ModuleModel()
