@@ -221,6 +221,12 @@ class Mutation:
     activation: bool = False
     path: str | None = None  # file of loc (None: the document analysed)
     call_site_path: str | None = None
+    # The statement throws the written tensor away (`F.relu(h, inplace=True)` on its own
+    # line): the write is how the program passes the result on, so `h` is meant to change.
+    discarded: bool = False
+    # Names other than the one written (or, for an in-place activation whose result is used,
+    # that one too) read after the write: they see the new values.
+    aliases_read: list[str] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -269,6 +275,9 @@ class Facts:
     activation_reads: list[AliasRead] = field(default_factory=list)
     # In-place writes checked and found safe: nothing had saved the tensor (Hint findings).
     safe_writes: list[Mutation] = field(default_factory=list)
+    # Every `inplace=True` write (module or function), to tell whether turning one keyword off
+    # keeps what every call through it computes.
+    inplace_flags: list[Mutation] = field(default_factory=list)
 
     def extend(self, other: Facts) -> None:
         self.conflicts += other.conflicts
@@ -278,6 +287,7 @@ class Facts:
         self.detached_writes += other.detached_writes
         self.activation_reads += other.activation_reads
         self.safe_writes += other.safe_writes
+        self.inplace_flags += other.inplace_flags
 
 
 @dataclass
@@ -846,9 +856,10 @@ class Interpreter:
             for mutation, others in pending:
                 if name in others:
                     read = AliasRead(mutation, name, self.loc(node, frame))
+                    mutation.aliases_read.append(name)
                     if mutation.activation:
                         self.facts.activation_reads.append(read)
-                    else:
+                    elif not mutation.value.detached:  # a detached alias is IPL005's
                         self.facts.alias_reads.append(read)
                 else:
                     keep.append((mutation, others))
@@ -1888,6 +1899,7 @@ class Interpreter:
     ) -> Mutation:
         grad_on = frame.grad_enabled if grad_mode is None else grad_mode
         loc = loc_override or self.loc(node, frame)
+        discarded = isinstance(stmt, ast.Expr) and stmt.value is node
         mutation = Mutation(
             new_id(),
             kind,
@@ -1903,7 +1915,10 @@ class Interpreter:
             activation=activation,
             path=loc_path if loc_override else frame.path,
             call_site_path=frame.path,
+            discarded=discarded,
         )
+        if kind in ("inplace_module", "inplace_kwarg"):
+            self.facts.inplace_flags.append(mutation)
         if value.leaf and value.grad and grad_on and kind != "step":
             self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
             return mutation
@@ -1917,7 +1932,9 @@ class Interpreter:
             return mutation
         if value.detached:
             self.facts.detached_writes.append(mutation)
-        track_alias = value.grad is True
+        # A write through a detached alias is tracked too: whether the tensor it aliases is
+        # read again decides whether cloning the alias keeps what the program computes.
+        track_alias = value.grad is True or bool(value.detached)
         staled = False
         for group in value.groups:
             for sid in self.heap.live.get(group, ()):
@@ -1926,7 +1943,10 @@ class Interpreter:
                     staled = True
             self.heap.live[group] = ()
             names = self.group_names.get(group, set())
-            others = frozenset(names if activation else names - {target or ""})
+            # The written name reads the new values on purpose, except after an in-place
+            # activation whose result goes elsewhere (`y = F.relu(h, inplace=True)`).
+            keeps = activation and not discarded
+            others = frozenset(names if keeps else names - {target or ""})
             if others and track_alias:
                 pend = self.heap.pending_alias.setdefault(group, [])
                 pend.append((mutation, others))

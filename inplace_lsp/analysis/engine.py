@@ -12,7 +12,7 @@ import gc
 import hashlib
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from inplace_lsp.analysis import model as model_mod
@@ -469,7 +469,22 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
         or (f.span.line, f.span.col) not in errors
         or f.code in ("IPL004", "IPL006")
     ]
-    return sorted(result, key=lambda f: (f.span.line, f.span.col, f.code))
+    return sorted(_one_safety_per_edit(result), key=lambda f: (f.span.line, f.span.col, f.code))
+
+
+def _one_safety_per_edit(findings: list[Finding]) -> list[Finding]:
+    """Two findings whose fixes rewrite the same place make the same edit (one
+    `inplace=True` flagged from two calls of the module): when one of them says it would
+    change what the program computes, neither is safe."""
+    unsafe = {(f.fix.kind, f.fix.target) for f in findings if f.fix is not None and not f.fix.safe}
+    if not unsafe:
+        return findings
+    return [
+        replace(f, fix=replace(f.fix, safe=False))
+        if f.fix is not None and f.fix.safe and (f.fix.kind, f.fix.target) in unsafe
+        else f
+        for f in findings
+    ]
 
 
 _DEFAULT_WORKSPACE: Workspace | None = None

@@ -1,5 +1,8 @@
 """The `inplace-false` codemod (`nn.ReLU(inplace=True)` -> `nn.ReLU(inplace=False)`, also in
 functional calls), and the same for every `inplace=True` of one class.
+
+A functional call on its own line (`F.relu(h, inplace=True)`) passes its result on through
+`h`; `inplace=False` there would throw the result away, so it becomes `h = F.relu(h)`.
 """
 
 from __future__ import annotations
@@ -9,7 +12,9 @@ import ast
 import libcst as cst
 
 from inplace_lsp.analysis.findings import Finding, Span
-from inplace_lsp.fixes.source import Edit, Region, Source, region_for, walk_statements
+from inplace_lsp.fixes.cstedit import clone_statement, find_statement, insert_before, stmt_span
+from inplace_lsp.fixes.plan import plan_write
+from inplace_lsp.fixes.source import Edit, Located, Region, Source, region_for, walk_statements
 
 
 def _is_inplace_true(arg: cst.Arg) -> bool:
@@ -57,7 +62,44 @@ def inplace_false(source: Source, finding: Finding) -> list[Edit] | None:
     ]
     if not args:
         return None
+    node = find_statement(region, stmt_span(source, found))
+    if (
+        isinstance(node, cst.Expr)
+        and isinstance(node.value, cst.Call)
+        and any(arg is args[0] for arg in node.value.args)
+    ):
+        return _rebind(source, found, region, node, finding)
     return _edits(region, {args[0]}) or None
+
+
+def _rebind(
+    source: Source, found: Located, region: Region, node: cst.Expr, finding: Finding
+) -> list[Edit] | None:
+    """`F.relu(h, inplace=True)` on its own line -> `h = F.relu(h)`, or a clone of `h` first
+    where rebinding would change what the program computes (see `plan_write`)."""
+    stmt = found.stmt
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return None
+    if not stmt.value.args or isinstance(stmt.value.args[0], ast.Starred):
+        return None
+    plan = plan_write(source, found, stmt.value.args[0], finding, rebind=True)
+    if plan is None:
+        return None
+    if plan.kind == "clone":
+        return insert_before(source, plan.anchor, clone_statement(plan.name))
+    call = node.value
+    assert isinstance(call, cst.Call)
+    kept = [a for a in call.args if not (a.keyword is not None and a.keyword.value == "inplace")]
+    if kept:
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    target = cst.parse_expression(plan.name)
+    assert isinstance(target, (cst.Name, cst.Attribute))
+    assign = cst.Assign(
+        targets=[cst.AssignTarget(target=target)],
+        value=call.with_changes(args=kept),
+        semicolon=node.semicolon,
+    )
+    return region.replace(node, assign)
 
 
 def inplace_off_edits(source: Source, line: int) -> list[Edit]:
