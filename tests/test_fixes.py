@@ -86,6 +86,12 @@ NO_FIX = {
     "051_multi_loss_shared_layers_step": "IPL007: steps are reordered by hand",
     "067_kv_cache_decode_loop": "the caller reads the cache the helper writes",
 }
+# Failing cases whose error fix matches the twin but is not safe: it changes what the
+# original computed before it failed (section 4), so it is offered, never preferred.
+NOT_PREFERRED = {
+    "014_softmax_detach_threshold": "cloning the `.detach()` alias keeps the write from "
+    "`probs`, which is read again: the forward values change",
+}
 # Findings the analysis gives no recipe yet: the recipe kind it should give.
 PENDING_RECIPES: dict[str, str] = {}
 _module_ids = itertools.count()
@@ -464,7 +470,7 @@ def _with_pending_recipe(text: str, finding: Finding, kind: str) -> Finding:
 
 def test_no_fix_list_is_current() -> None:
     names = {case.name for case in FAILING}
-    assert set(NO_FIX) <= names and set(PENDING_RECIPES) <= names
+    assert set(NO_FIX) <= names and set(PENDING_RECIPES) <= names and set(NOT_PREFERRED) <= names
 
 
 @pytest.fixture
@@ -493,8 +499,9 @@ def test_fix_makes_backward_work_with_the_twins_gradients(
         assert all(f.fix is None for f in errors), "the analysis gives a recipe now: update"
         errors = [_with_pending_recipe(text, f, PENDING_RECIPES[case.name]) for f in errors]
     for finding in errors:
-        # Safe or not: the twin is what the author meant; section 4 decides what is safe.
+        # The twin is what the author meant; section 4 decides what is safe.
         assert finding.fix is not None, finding
+        assert finding.fix.safe is (case.name not in NOT_PREFERRED), NOT_PREFERRED
         assert fixes.edits_for(text, finding), finding
     fixed_text = fixes.apply_fixes(text, errors)
     assert not [f for f in analyze(fixed_text) if f.severity is Severity.ERROR]
