@@ -421,6 +421,12 @@ def test_an_activation_that_changes_another_reader_is_warned_not_fixed_safely(wr
             "Write `h = F.leaky_relu(h, 0.2)`.",
             True,
         ),
+        (
+            "F.leaky_relu(h, 0.2, True)",  # `inplace` passed positionally
+            "        h = F.leaky_relu(h, 0.2, False)\n",
+            "Write `h = F.leaky_relu(h, 0.2, False)`.",
+            True,
+        ),
         ("h = self.act(h)", "        self.act = nn.ReLU(inplace=False)\n", "`inplace=False`", True),
         # inplace=False alone would throw away what the bare call passes on through h.
         (
@@ -442,6 +448,18 @@ def test_the_fix_of_an_inplace_activation_keeps_its_result(
         assert "inplace" not in finding.message  # `.relu_()` has no such argument
     assert finding.fix is not None and finding.fix.safe is safe
     assert fixed_line in fixes.apply_fixes(text, [finding]).splitlines(keepends=True)
+
+
+def test_a_positional_inplace_flag_of_a_module_is_found_and_fixed() -> None:
+    """`nn.ReLU(True)` (torchvision's VGG writes it so) is `inplace=True`."""
+    text = _activation("torch.tanh(self.fc(x))", "h = self.act(h)").replace(
+        "nn.ReLU(inplace=True)", "nn.ReLU(True)"
+    )
+    (finding,) = [f for f in analyze(text) if f.code == "IPL003"]
+    assert finding.severity is Severity.ERROR and finding.line == 11
+    assert finding.fix is not None and finding.fix.safe
+    fixed = fixes.apply_safe_fixes(text, analyze(text))
+    assert "        self.act = nn.ReLU(False)\n" in fixed.splitlines(keepends=True)
 
 
 # ---------------------------------------------------------------------- 3. proof by running
@@ -573,10 +591,7 @@ def _supplied() -> dict[str, dict[str, Any]]:
 
 
 # Files whose fix-all leaves a failing backward the analysis does not report, and why.
-MISSED_ERRORS = {
-    "inplace_false_2.in.py": "`F.leaky_relu(b, 0.2, True)`: a positional `inplace` argument is "
-    "not recognised as in place",
-}
+MISSED_ERRORS: dict[str, str] = {}
 
 
 def _fixproof() -> Any:

@@ -1450,9 +1450,15 @@ class Interpreter:
                 result.grad = True  # unknown modules usually hold parameters
             return result
         inplace = info.inplace_default
-        keyword = ref.submodule.keyword("inplace") if ref.submodule is not None else None
-        if keyword is not None:
-            inplace = isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+        keyword: ast.AST | None = None  # the `inplace=` keyword, or `True` in `nn.ReLU(True)`
+        if ref.submodule is not None:
+            keyword = ref.submodule.keyword("inplace")
+            given = keyword.value if isinstance(keyword, ast.keyword) else None
+            position = info.inplace_position
+            if keyword is None and position is not None and len(ref.submodule.call.args) > position:
+                keyword = given = ref.submodule.call.args[position]
+            if given is not None:
+                inplace = isinstance(given, ast.Constant) and given.value is True
         if info.eval_alias and not ref.training:
             return x
         if info.view:
@@ -1603,10 +1609,8 @@ class Interpreter:
     ) -> Value:
         kwargs = kwargs or {}
         call = node if isinstance(node, ast.Call) else None
-        inplace_kw = call is not None and any(
-            kw.arg == "inplace" and isinstance(kw.value, ast.Constant) and kw.value.value is True
-            for kw in call.keywords
-        )
+        flag = _inplace_flag(call, None if op is None or method else op.inplace_position)
+        inplace_kw = flag is not None
         out_kw = call is not None and any(kw.arg == "out" for kw in call.keywords)
         tensor_args = [t for a in args for t in _tensors_in(a)]
         label = describe or (f".{name}()" if method else f"{name}()")
@@ -1617,7 +1621,7 @@ class Interpreter:
                 )
                 return args[0]
             if inplace_kw and args and args[0].tensorish:
-                self._kwarg_mutation(args[0], name, node, frame)
+                self._kwarg_mutation(args[0], name, node, frame, flag)
                 return args[0]
             if not tensor_args:
                 return self.unknown_call(args, kwargs)
@@ -1636,7 +1640,7 @@ class Interpreter:
             )
             result = receiver
         elif inplace_kw and receiver.tensorish:
-            self._kwarg_mutation(receiver, name, node, frame)
+            self._kwarg_mutation(receiver, name, node, frame, flag)
             result = receiver
         elif out_kw:
             out_value = kwargs.get("out", unknown())
@@ -1839,12 +1843,10 @@ class Interpreter:
             activation=activation,
         )
 
-    def _kwarg_mutation(self, receiver: Value, name: str, node: ast.AST, frame: Frame) -> None:
-        loc = None
-        if isinstance(node, ast.Call):
-            kw = next((k for k in node.keywords if k.arg == "inplace"), None)
-            if kw is not None:
-                loc = self.loc(kw, frame)
+    def _kwarg_mutation(
+        self, receiver: Value, name: str, node: ast.AST, frame: Frame, flag: ast.AST | None
+    ) -> None:
+        loc = self.loc(flag, frame) if flag is not None else None
         short = name.rsplit(".", 1)[-1].rstrip("()")
         self._inplace_flag_mutation(
             receiver, "inplace_kwarg", f"{short}(..., inplace=True)", node, frame, loc, None,
@@ -1997,6 +1999,22 @@ _OP_TEXT = {
     "floordiv": "//",
     "mod": "%",
 }
+
+
+def _inplace_flag(call: ast.Call | None, position: int | None) -> ast.AST | None:
+    """The `inplace=True` keyword of a call, or the `True` passed where `inplace` goes
+    positionally (`F.leaky_relu(x, 0.2, True)`); None when the call does not write in place."""
+    if call is None:
+        return None
+    for keyword in call.keywords:
+        if keyword.arg == "inplace":
+            value = keyword.value
+            return keyword if isinstance(value, ast.Constant) and value.value is True else None
+    if position is not None and len(call.args) > position:
+        arg = call.args[position]
+        if isinstance(arg, ast.Constant) and arg.value is True:
+            return arg
+    return None
 
 
 def _lookup(op: OpInfo, signature: list[str], inplace: bool) -> frozenset[str]:

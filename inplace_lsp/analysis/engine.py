@@ -268,10 +268,15 @@ class DocumentAnalysis:
         with `inplace=` (a factory's `act_layer(inplace=True)` is an unknown module: the
         interpreter cannot see it write), or a local class that writes in place."""
         keyword = sub.keyword("inplace")
+        given = keyword.value if keyword is not None else None
+        info = self.knowledge.module(sub.qualname) if sub.qualname else None
+        position = info.inplace_position if info is not None else None
+        if given is None and position is not None and len(sub.call.args) > position:
+            given = sub.call.args[position]  # nn.ReLU(True)
         if (
-            keyword is not None
+            given is not None
             and (sub.qualname or "").startswith("torch.nn.")
-            and not (isinstance(keyword.value, ast.Constant) and keyword.value.value is False)
+            and not (isinstance(given, ast.Constant) and given.value is False)
         ):
             return True
         if sub.qualname in self._candidates:

@@ -26,6 +26,13 @@ def _is_inplace_true(arg: cst.Arg) -> bool:
     )
 
 
+def _is_flag(arg: cst.Arg) -> bool:
+    """`inplace=True`, or a positional `True` (the finding says it is the `inplace` one)."""
+    if arg.keyword is None and isinstance(arg.value, cst.Name) and arg.value.value == "True":
+        return not arg.star
+    return _is_inplace_true(arg)
+
+
 class _Off(cst.CSTTransformer):
     """`inplace=True` -> `inplace=False` on the args chosen (all when `only` is None)."""
 
@@ -34,7 +41,11 @@ class _Off(cst.CSTTransformer):
         self.only = only
 
     def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
-        if _is_inplace_true(original_node) and (self.only is None or original_node in self.only):
+        if self.only is None:
+            flagged = _is_inplace_true(original_node)
+        else:
+            flagged = original_node in self.only and _is_flag(original_node)
+        if flagged:
             return updated_node.with_changes(value=cst.Name("False"))
         return updated_node
 
@@ -58,7 +69,7 @@ def inplace_false(source: Source, finding: Finding) -> list[Edit] | None:
     args = [
         arg
         for arg in region.find(cst.Arg, lambda s: (s.line, s.col) == (target.line, target.col))
-        if isinstance(arg, cst.Arg) and _is_inplace_true(arg)
+        if isinstance(arg, cst.Arg) and _is_flag(arg)
     ]
     if not args:
         return None
@@ -68,12 +79,17 @@ def inplace_false(source: Source, finding: Finding) -> list[Edit] | None:
         and isinstance(node.value, cst.Call)
         and any(arg is args[0] for arg in node.value.args)
     ):
-        return _rebind(source, found, region, node, finding)
+        return _rebind(source, found, region, node, args[0], finding)
     return _edits(region, {args[0]}) or None
 
 
 def _rebind(
-    source: Source, found: Located, region: Region, node: cst.Expr, finding: Finding
+    source: Source,
+    found: Located,
+    region: Region,
+    node: cst.Expr,
+    flag: cst.Arg,
+    finding: Finding,
 ) -> list[Edit] | None:
     """`F.relu(h, inplace=True)` on its own line -> `h = F.relu(h)`, or a clone of `h` first
     where rebinding would change what the program computes (see `plan_write`)."""
@@ -89,9 +105,12 @@ def _rebind(
         return insert_before(source, plan.anchor, clone_statement(plan.name))
     call = node.value
     assert isinstance(call, cst.Call)
-    kept = [a for a in call.args if not (a.keyword is not None and a.keyword.value == "inplace")]
-    if kept:
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    if flag.keyword is None:  # positional: it keeps its place, `F.leaky_relu(h, 0.2, False)`
+        kept = [a.with_changes(value=cst.Name("False")) if a is flag else a for a in call.args]
+    else:
+        kept = [a for a in call.args if a is not flag]
+        if kept:
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     target = cst.parse_expression(plan.name)
     assert isinstance(target, (cst.Name, cst.Attribute))
     assign = cst.Assign(

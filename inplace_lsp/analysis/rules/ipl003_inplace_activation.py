@@ -128,7 +128,9 @@ def remedy(facts: Facts, ctx: DocContext, mutation: Mutation) -> str:
         return f"Use the out-of-place `.{name}()` and rebind the name."
     if mutation.kind == "inplace_kwarg":
         if mutation.discarded and target:
-            return f"Write `{target} = {_without_inplace(stmt)}`."
+            same_line = mutation.loc[0] == mutation.stmt_loc[0]
+            flag_col = mutation.loc[1] - mutation.stmt_loc[1] if same_line else None
+            return f"Write `{target} = {_without_inplace(stmt, flag_col)}`."
         return "Pass `inplace=False`."
     discarding = [m for m in inplace_sites(facts, mutation) if m.discarded and m.target]
     if discarding:
@@ -141,8 +143,9 @@ def remedy(facts: Facts, ctx: DocContext, mutation: Mutation) -> str:
     return "Pass `inplace=False`."
 
 
-def _without_inplace(call: str) -> str:
-    """`F.relu(h, inplace=True)` -> `F.relu(h)`."""
+def _without_inplace(call: str, flag_col: int | None) -> str:
+    """`F.relu(h, inplace=True)` -> `F.relu(h)`; a positional flag at byte column `flag_col`
+    of the text keeps its place: `F.leaky_relu(h, 0.2, True)` -> `F.leaky_relu(h, 0.2, False)`."""
     try:
         node = ast.parse(call, mode="eval").body
     except SyntaxError:
@@ -150,4 +153,8 @@ def _without_inplace(call: str) -> str:
     if not isinstance(node, ast.Call):
         return call
     node.keywords = [k for k in node.keywords if k.arg != "inplace"]
+    node.args = [
+        ast.Constant(False) if isinstance(a, ast.Constant) and a.col_offset == flag_col else a
+        for a in node.args
+    ]
     return ast.unparse(node)
