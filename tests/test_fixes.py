@@ -626,6 +626,57 @@ def _describe(proof: Any) -> str:
     return f"{proof.label}: " + "; ".join(why)
 
 
+PROOF_TARGET = """\
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        g = torch.sigmoid(self.fc(x))
+        g = g * 0.5
+        return g
+
+
+def unused(x):
+    return x + 1
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "old,new,verdict",
+    [
+        ("g = g * 0.5", "g = 0.5 * g", "proven"),
+        ("g = g * 0.5", "g = g * 0.4", "forward"),  # other values
+        ("g = g * 0.5", "g = (2 * g - g.detach()) * 0.5", "grads"),  # same values, 2x grads
+        ("return x + 1", "return x + 2", "not run"),  # a change no run executes
+    ],
+)
+def test_the_proof_sees_what_a_rewrite_changes(
+    old: str, new: str, verdict: str, torch_quiet: ModuleType
+) -> None:
+    """The proof itself: a rewrite that keeps values and gradients is proven; one that changes
+    either, or that no run reaches, is not."""
+    fixproof = _fixproof()
+    groups, _ = fixproof.candidate_runners(PROOF_TARGET)
+    runs = fixproof.usable_runs(PROOF_TARGET, groups, [])
+    assert [runner.name for runner, _ in runs] == ["Gate[inputs 0]"]
+    proof = fixproof.prove(
+        "edit", True, PROOF_TARGET, PROOF_TARGET.replace(old, new), runs, errors_left=False
+    )
+    assert proof.proven is (verdict == "proven"), proof
+    assert proof.covered is (verdict != "not run")
+    if verdict == "forward":
+        assert "forward" in proof.differences[0] or "returned" in proof.differences[0]
+    if verdict == "grads":
+        assert "grads" in proof.differences[0], proof.differences
+
+
 @pytest.mark.torch
 @pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_safe_fix_is_proven_by_running(path: Path, torch_quiet: ModuleType) -> None:
