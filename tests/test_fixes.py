@@ -450,6 +450,21 @@ def test_the_fix_of_an_inplace_activation_keeps_its_result(
     assert fixed_line in fixes.apply_fixes(text, [finding]).splitlines(keepends=True)
 
 
+def test_inplace_false_is_not_safe_where_another_method_discards_the_result() -> None:
+    """`forward` rebinds `h = self.act(h)`, but `features` calls `self.act(y)` on its own line:
+    `inplace=False` would leave `y` unrectified there."""
+    text = _activation("torch.tanh(self.fc(x))", "h = self.act(h)") + (
+        "\n    def features(self, x):\n"
+        "        y = self.bn(self.fc(x))\n"
+        "        self.act(y)\n"
+        "        return y\n"
+    )
+    (finding,) = [f for f in analyze(text) if f.code == "IPL003"]
+    assert finding.fix is not None and not finding.fix.safe
+    assert "(line 21: `y = self.act(y)`)" in finding.message, finding.message
+    assert fixes.apply_safe_fixes(text, analyze(text)) == text
+
+
 def test_a_positional_inplace_flag_of_a_module_is_found_and_fixed() -> None:
     """`nn.ReLU(True)` (torchvision's VGG writes it so) is `inplace=True`."""
     text = _activation("torch.tanh(self.fc(x))", "h = self.act(h)").replace(

@@ -149,7 +149,37 @@ def inplace_sites(facts: Facts, mutation: Mutation) -> list[Mutation]:
     return same or [mutation]
 
 
-def keeps_values(facts: Facts, mutation: Mutation) -> bool:
+def discarding_call(ctx: DocContext, mutation: Mutation) -> tuple[int, str, str] | None:
+    """A call on a line of its own (`self.act(h)`), throwing the result away, of the
+    `inplace=True` module this mutation writes through, in any method of the class that
+    builds it (the facts of one entry point do not see the calls in the other methods):
+    (document line, call text, the argument it writes), or None."""
+    if mutation.kind != "inplace_module" or mutation.path is not None:
+        return None
+    for info in ctx.model.classes.values():
+        if info.owner is not None and info.owner is not ctx.model:
+            continue
+        options = [s for subs in info.submodule_options.values() for s in subs]
+        for attr, sub in [*info.submodules.items(), *((s.name, s) for s in options)]:
+            first = info.block_start + sub.call.lineno - 1
+            last = info.block_start + (sub.call.end_lineno or sub.call.lineno) - 1
+            if not first <= mutation.loc[0] <= last:  # the flag is inside this constructor
+                continue
+            for method in info.methods.values():
+                for stmt in ast.walk(method):
+                    if (
+                        isinstance(stmt, ast.Expr)
+                        and isinstance(stmt.value, ast.Call)
+                        and ast.unparse(stmt.value.func) == f"self.{attr}"
+                    ):
+                        args = stmt.value.args
+                        written = ast.unparse(args[0]) if args else "x"
+                        line = info.block_start + stmt.lineno - 1
+                        return line, ast.unparse(stmt.value), written
+    return None
+
+
+def keeps_values(facts: Facts, mutation: Mutation, ctx: DocContext | None = None) -> bool:
     """Whether the mutation's fix is known to keep what the program computes.
 
     Not when another name reads the written tensor afterwards and the fix would hide the write
@@ -159,7 +189,9 @@ def keeps_values(facts: Facts, mutation: Mutation) -> bool:
     if mutation.fix == "inplace-false":
         if mutation.kind == "inplace_kwarg":
             return not mutation.aliases_read  # a discarded call is rebound by the codemod
-        return not any(m.discarded or m.aliases_read for m in inplace_sites(facts, mutation))
+        if any(m.discarded or m.aliases_read for m in inplace_sites(facts, mutation)):
+            return False
+        return ctx is None or discarding_call(ctx, mutation) is None
     if mutation.value.detached and mutation.aliases_read:
         return False
     return True
@@ -244,7 +276,7 @@ class Rule:
                 confidence=Confidence.DEFINITE if conflict.definite else Confidence.POSSIBLE,
                 related=tuple(related),
                 fix=(
-                    fix_recipe(ctx, mutation, facts is None or keeps_values(facts, mutation))
+                    fix_recipe(ctx, mutation, facts is None or keeps_values(facts, mutation, ctx))
                     if mutation.path is None
                     else None
                 ),

@@ -12,6 +12,7 @@ from inplace_lsp.analysis.rules.base import (
     Invalid,
     Rule,
     describe_save,
+    discarding_call,
     fix_recipe,
     inplace_sites,
 )
@@ -133,12 +134,15 @@ def remedy(facts: Facts, ctx: DocContext, mutation: Mutation) -> str:
             return f"Write `{target} = {_without_inplace(stmt, flag_col)}`."
         return "Pass `inplace=False`."
     discarding = [m for m in inplace_sites(facts, mutation) if m.discarded and m.target]
+    found = discarding_call(ctx, mutation)
     if discarding:
         site = discarding[0]
-        call = ctx.text(site.stmt_loc).strip()
+        found = (site.stmt_loc[0], ctx.text(site.stmt_loc).strip(), site.target or "x")
+    if found is not None:
+        line, call, written = found
         return (
             "Pass `inplace=False`, and assign the result where the call throws it away "
-            f"(line {site.stmt_loc[0]}: `{site.target} = {call}`)."
+            f"(line {line}: `{written} = {call}`)."
         )
     return "Pass `inplace=False`."
 
