@@ -734,7 +734,7 @@ def test_fix_proof_summary(torch_quiet: ModuleType) -> None:
         f"proven by running: {sum(p.safe and p.proven for p in singles)} safe, "
         f"{sum(not p.safe and p.proven for p in singles)} unsafe that happen to keep the values",
         f"  fix-all (--fix) texts: {len(wholes)}, proven: {sum(p.proven for p in wholes)} "
-        f"(MISSED_ERRORS: {', '.join(MISSED_ERRORS)})",
+        f"(MISSED_ERRORS: {', '.join(MISSED_ERRORS) or '-'})",
         f"  unsafe fixes that change results (offered, never preferred or in fix-all): "
         f"{len(unsafe_changed)}: {', '.join(unsafe_changed)}",
         f"  files with nothing runnable ({len(nothing)}): {', '.join(nothing) or '-'}",
