@@ -24,7 +24,7 @@ import itertools
 import json
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -605,6 +605,17 @@ def _accepts(fn: Any, keyword: str) -> bool:
         return False
 
 
+def _position(parameters: Mapping[str, inspect.Parameter], name: str, skip: int = 0) -> int | None:
+    """The index at which `name` may be passed positionally (`F.leaky_relu(x, 0.2, True)`,
+    `nn.ReLU(True)`), after `skip` leading parameters (self); None when keyword-only."""
+    positional = [
+        p.name
+        for p in parameters.values()
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ][skip:]
+    return positional.index(name) if name in positional else None
+
+
 def _signatures(spec: OpSpec) -> Iterator[tuple[str, ...]]:
     count = len(spec.operands)
     for n in range(count, (spec.min_operands or count) - 1, -1):
@@ -695,7 +706,7 @@ def probe_op(name: str) -> Entry:
     if not any(";" not in sig for sig in saves):
         raise ProbeError("; ".join(errors[:3]))
     inplace_variant, outofplace_variant = _variants(name)
-    return {
+    entry: Entry = {
         "saves": saves,
         "view": view,
         "inplace": inplace,
@@ -705,6 +716,9 @@ def probe_op(name: str) -> Entry:
         "outofplace_variant": outofplace_variant,
         "grad_fn": grad_fn,
     }
+    if inplace_kwarg:
+        entry["inplace_position"] = _position(inspect.signature(fn).parameters, "inplace")
+    return entry
 
 
 def _module_call(
@@ -759,7 +773,7 @@ def probe_module(name: str) -> Entry:
         call, inputs = _module_call(spec, module, kinds[0])
         outputs = _flat_tensors(call())
         eval_alias = bool(outputs) and _shares_version(inputs[0][1], outputs[0])
-    return {
+    entry: Entry = {
         "saves": saves,
         "params": params,
         "inplace_kwarg": inplace_kwarg,
@@ -768,6 +782,9 @@ def probe_module(name: str) -> Entry:
         "eval_alias": eval_alias,
         "grad_fn": grad_fn,
     }
+    if inplace_kwarg:
+        entry["inplace_position"] = _position(init, "inplace", skip=1)
+    return entry
 
 
 # --------------------------------------------------------------------------- coverage

@@ -26,6 +26,8 @@ _CONTAINER_NAMES = (
 _CONTAINER_STARTS = ("{", "[", "dict(", "OrderedDict(", "defaultdict(", "list(", "collections.")
 _COPY_CALL = re.compile(r"\w+\.copy\(\)")
 _BRACKET_ASSIGN = re.compile(r"\][ \t]*=[^=]")  # what every subscript store has: a quick test
+# `F.leaky_relu(x, 0.2, True)`, `nn.ReLU(True)`: `inplace` passed positionally, last.
+_POSITIONAL_TRUE = re.compile(r"[(,][ \t]*True[ \t]*\)")
 
 
 def _occurrences(text: str, needle: str) -> list[int]:
@@ -137,6 +139,7 @@ def is_candidate(text: str, *, in_init: bool = False) -> bool:
         return _inplace_call(text, True) or _self_augmented(text) or _subscript_store(text)
     return (
         "inplace" in text
+        or ("True" in text and _POSITIONAL_TRUE.search(text) is not None)
         or any(op in text for op in _AUGMENTED)  # str.find scans: faster than one regex
         or _inplace_call(text, False)
         or _out_argument(text)

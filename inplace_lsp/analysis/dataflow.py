@@ -235,6 +235,12 @@ class Mutation:
     activation: bool = False
     path: str | None = None  # file of loc (None: the document analysed)
     call_site_path: str | None = None
+    # The statement throws the written tensor away (`F.relu(h, inplace=True)` on its own
+    # line): the write is how the program passes the result on, so `h` is meant to change.
+    discarded: bool = False
+    # Names other than the one written (or, for an in-place activation whose result is used,
+    # that one too) read after the write: they see the new values.
+    aliases_read: list[str] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -283,6 +289,9 @@ class Facts:
     activation_reads: list[AliasRead] = field(default_factory=list)
     # In-place writes checked and found safe: nothing had saved the tensor (Hint findings).
     safe_writes: list[Mutation] = field(default_factory=list)
+    # Every `inplace=True` write (module or function), to tell whether turning one keyword off
+    # keeps what every call through it computes.
+    inplace_flags: list[Mutation] = field(default_factory=list)
 
     def extend(self, other: Facts) -> None:
         self.conflicts += other.conflicts
@@ -292,6 +301,7 @@ class Facts:
         self.detached_writes += other.detached_writes
         self.activation_reads += other.activation_reads
         self.safe_writes += other.safe_writes
+        self.inplace_flags += other.inplace_flags
 
 
 @dataclass
@@ -862,9 +872,10 @@ class Interpreter:
             for mutation, others in pending:
                 if name in others:
                     read = AliasRead(mutation, name, self.loc(node, frame))
+                    mutation.aliases_read.append(name)
                     if mutation.activation:
                         self.facts.activation_reads.append(read)
-                    else:
+                    elif not mutation.value.detached:  # a detached alias is IPL005's
                         self.facts.alias_reads.append(read)
                 else:
                     keep.append((mutation, others))
@@ -1457,9 +1468,15 @@ class Interpreter:
                 result.grad = True  # unknown modules usually hold parameters
             return result
         inplace = info.inplace_default
-        keyword = ref.submodule.keyword("inplace") if ref.submodule is not None else None
-        if keyword is not None:
-            inplace = isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+        keyword: ast.AST | None = None  # the `inplace=` keyword, or `True` in `nn.ReLU(True)`
+        if ref.submodule is not None:
+            keyword = ref.submodule.keyword("inplace")
+            given = keyword.value if isinstance(keyword, ast.keyword) else None
+            position = info.inplace_position
+            if keyword is None and position is not None and len(ref.submodule.call.args) > position:
+                keyword = given = ref.submodule.call.args[position]
+            if given is not None:
+                inplace = isinstance(given, ast.Constant) and given.value is True
         if info.eval_alias and not ref.training:
             return x
         if info.view:
@@ -1610,10 +1627,8 @@ class Interpreter:
     ) -> Value:
         kwargs = kwargs or {}
         call = node if isinstance(node, ast.Call) else None
-        inplace_kw = call is not None and any(
-            kw.arg == "inplace" and isinstance(kw.value, ast.Constant) and kw.value.value is True
-            for kw in call.keywords
-        )
+        flag = _inplace_flag(call, None if op is None or method else op.inplace_position)
+        inplace_kw = flag is not None
         out_kw = call is not None and any(kw.arg == "out" for kw in call.keywords)
         tensor_args = [t for a in args for t in _tensors_in(a)]
         label = describe or (f".{name}()" if method else f"{name}()")
@@ -1624,7 +1639,7 @@ class Interpreter:
                 )
                 return args[0]
             if inplace_kw and args and args[0].tensorish:
-                self._kwarg_mutation(args[0], name, node, frame)
+                self._kwarg_mutation(args[0], name, node, frame, flag)
                 return args[0]
             if not tensor_args:
                 return self.unknown_call(args, kwargs)
@@ -1643,7 +1658,7 @@ class Interpreter:
             )
             result = receiver
         elif inplace_kw and receiver.tensorish:
-            self._kwarg_mutation(receiver, name, node, frame)
+            self._kwarg_mutation(receiver, name, node, frame, flag)
             result = receiver
         elif out_kw:
             out_value = kwargs.get("out", unknown())
@@ -1846,12 +1861,10 @@ class Interpreter:
             activation=activation,
         )
 
-    def _kwarg_mutation(self, receiver: Value, name: str, node: ast.AST, frame: Frame) -> None:
-        loc = None
-        if isinstance(node, ast.Call):
-            kw = next((k for k in node.keywords if k.arg == "inplace"), None)
-            if kw is not None:
-                loc = self.loc(kw, frame)
+    def _kwarg_mutation(
+        self, receiver: Value, name: str, node: ast.AST, frame: Frame, flag: ast.AST | None
+    ) -> None:
+        loc = self.loc(flag, frame) if flag is not None else None
         short = name.rsplit(".", 1)[-1].rstrip("()")
         self._inplace_flag_mutation(
             receiver, "inplace_kwarg", f"{short}(..., inplace=True)", node, frame, loc, None,
@@ -1906,6 +1919,7 @@ class Interpreter:
     ) -> Mutation:
         grad_on = frame.grad_enabled if grad_mode is None else grad_mode
         loc = loc_override or self.loc(node, frame)
+        discarded = isinstance(stmt, ast.Expr) and stmt.value is node
         mutation = Mutation(
             new_id(),
             kind,
@@ -1921,7 +1935,10 @@ class Interpreter:
             activation=activation,
             path=loc_path if loc_override else frame.path,
             call_site_path=frame.path,
+            discarded=discarded,
         )
+        if kind in ("inplace_module", "inplace_kwarg"):
+            self.facts.inplace_flags.append(mutation)
         if value.leaf and value.grad and grad_on and kind != "step":
             self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
             return mutation
@@ -1935,7 +1952,9 @@ class Interpreter:
             return mutation
         if value.detached:
             self.facts.detached_writes.append(mutation)
-        track_alias = value.grad is True
+        # A write through a detached alias is tracked too: whether the tensor it aliases is
+        # read again decides whether cloning the alias keeps what the program computes.
+        track_alias = value.grad is True or bool(value.detached)
         staled = False
         for group in sorted(value.groups):
             for sid in self.heap.live.get(group, ()):
@@ -1944,7 +1963,10 @@ class Interpreter:
                     staled = True
             self.heap.live[group] = ()
             names = self.group_names.get(group, set())
-            others = frozenset(names if activation else names - {target or ""})
+            # The written name reads the new values on purpose, except after an in-place
+            # activation whose result goes elsewhere (`y = F.relu(h, inplace=True)`).
+            keeps = activation and not discarded
+            others = frozenset(names if keeps else names - {target or ""})
             if others and track_alias:
                 pend = self.heap.pending_alias.setdefault(group, [])
                 pend.append((mutation, others))
@@ -1995,6 +2017,22 @@ _OP_TEXT = {
     "floordiv": "//",
     "mod": "%",
 }
+
+
+def _inplace_flag(call: ast.Call | None, position: int | None) -> ast.AST | None:
+    """The `inplace=True` keyword of a call, or the `True` passed where `inplace` goes
+    positionally (`F.leaky_relu(x, 0.2, True)`); None when the call does not write in place."""
+    if call is None:
+        return None
+    for keyword in call.keywords:
+        if keyword.arg == "inplace":
+            value = keyword.value
+            return keyword if isinstance(value, ast.Constant) and value.value is True else None
+    if position is not None and len(call.args) > position:
+        arg = call.args[position]
+        if isinstance(arg, ast.Constant) and arg.value is True:
+            return arg
+    return None
 
 
 def _lookup(op: OpInfo, signature: list[str], inplace: bool) -> frozenset[str]:

@@ -12,7 +12,7 @@ import gc
 import hashlib
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from inplace_lsp.analysis import model as model_mod
@@ -291,10 +291,15 @@ class DocumentAnalysis:
         with `inplace=` (a factory's `act_layer(inplace=True)` is an unknown module: the
         interpreter cannot see it write), or a local class that writes in place."""
         keyword = sub.keyword("inplace")
+        given = keyword.value if keyword is not None else None
+        info = self.knowledge.module(sub.qualname) if sub.qualname else None
+        position = info.inplace_position if info is not None else None
+        if given is None and position is not None and len(sub.call.args) > position:
+            given = sub.call.args[position]  # nn.ReLU(True)
         if (
-            keyword is not None
+            given is not None
             and (sub.qualname or "").startswith("torch.nn.")
-            and not (isinstance(keyword.value, ast.Constant) and keyword.value.value is False)
+            and not (isinstance(given, ast.Constant) and given.value is False)
         ):
             return True
         if sub.qualname in self._candidates:
@@ -492,7 +497,22 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
         or (f.span.line, f.span.col) not in errors
         or f.code in ("IPL004", "IPL006")
     ]
-    return sorted(result, key=lambda f: (f.span.line, f.span.col, f.code))
+    return sorted(_one_safety_per_edit(result), key=lambda f: (f.span.line, f.span.col, f.code))
+
+
+def _one_safety_per_edit(findings: list[Finding]) -> list[Finding]:
+    """Two findings whose fixes rewrite the same place make the same edit (one
+    `inplace=True` flagged from two calls of the module): when one of them says it would
+    change what the program computes, neither is safe."""
+    unsafe = {(f.fix.kind, f.fix.target) for f in findings if f.fix is not None and not f.fix.safe}
+    if not unsafe:
+        return findings
+    return [
+        replace(f, fix=replace(f.fix, safe=False))
+        if f.fix is not None and f.fix.safe and (f.fix.kind, f.fix.target) in unsafe
+        else f
+        for f in findings
+    ]
 
 
 _DEFAULT_WORKSPACE: Workspace | None = None

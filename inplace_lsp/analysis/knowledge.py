@@ -24,7 +24,9 @@ Details of the generated table (CPU, float64 probes):
   longest listed prefix. Tensor lists (`cat`) are flattened. Trailing optional operands
   (a bias) are also probed absent: "T1,T1" and "T1,T1,T1" for `linear`.
 * Signature keys suffixed ";inplace" ("T1;inplace", "input_grad;inplace") are probes with
-  `inplace=True` (functions and modules with `inplace_kwarg`).
+  `inplace=True` (functions and modules with `inplace_kwarg`). `inplace_position` is the
+  index at which `inplace` may also be passed positionally (`F.leaky_relu(x, 0.2, True)`: 2;
+  a module's constructor, without self: `nn.ReLU(True)`: 0), absent when keyword-only.
 * "output" is the result, or the first tensor of a tuple result; "output1", ... the others
   (`max(x, 1)` saves "output1", its indices). Tensors private to the graph (masks, indices,
   statistics, the copy of an input an in-place op takes before writing it) are not slots.
@@ -54,6 +56,7 @@ class OpInfo:
     view: bool = False  # output shares arg0's version counter (view or alias)
     inplace: bool = False  # writes into arg0
     inplace_kwarg: bool = False  # accepts inplace=True (then writes into arg0)
+    inplace_position: int | None = None  # where `inplace` may go positionally (leaky_relu: 2)
     out_kwarg: bool = False  # accepts out=
     inplace_variant: str | None = None  # "Tensor.add_" for "Tensor.add"
     outofplace_variant: str | None = None  # "Tensor.add" for "Tensor.add_"
@@ -74,6 +77,7 @@ class ModuleInfo:
     saves: Mapping[str, frozenset[str]]
     params: tuple[str, ...] = ()
     inplace_kwarg: bool = False
+    inplace_position: int | None = None  # constructor argument index: `nn.ReLU(True)` is 0
     inplace_default: bool = False
     view: bool = False  # output shares the input's version counter (nn.Identity, nn.Flatten)
     eval_alias: bool = False  # in eval mode returns its input itself (Dropout)
@@ -112,6 +116,7 @@ def parse(table: Mapping[str, object]) -> Knowledge:
             view=bool(entry.get("view", False)),
             inplace=bool(entry.get("inplace", False)),
             inplace_kwarg=bool(entry.get("inplace_kwarg", False)),
+            inplace_position=entry.get("inplace_position"),
             out_kwarg=bool(entry.get("out_kwarg", False)),
             inplace_variant=entry.get("inplace_variant"),
             outofplace_variant=entry.get("outofplace_variant"),
@@ -125,6 +130,7 @@ def parse(table: Mapping[str, object]) -> Knowledge:
             saves=_slots(entry.get("saves", {})),
             params=tuple(entry.get("params", ())),
             inplace_kwarg=bool(entry.get("inplace_kwarg", False)),
+            inplace_position=entry.get("inplace_position"),
             inplace_default=bool(entry.get("inplace_default", False)),
             view=bool(entry.get("view", False)),
             eval_alias=bool(entry.get("eval_alias", False)),

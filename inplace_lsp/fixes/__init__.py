@@ -21,8 +21,10 @@ Codemods by recipe kind: `augassign`, `method-out-of-place` (also `out=` writes 
 inside a larger expression, which the analysis gives no recipe for yet), `clone-setitem`,
 `inplace-false`, `wrap-no-grad`, `detach-clone` (safe); `item`, `remove-anomaly` (unsafe).
 A safe fix keeps what the program computes: where rebinding a name would not (the write is
-under `no_grad()`, goes through a view of a tensor read later, or changes a caller's
-argument that the caller reads again) it clones first or offers no fix. Moving
+under `no_grad()`, goes through a view of a tensor read later, another name, view, container
+or attribute shares the tensor and is read later, or it changes a caller's argument that the
+caller reads again) it clones first or offers no fix. `tests/test_fixes.py` proves every
+safe fix by running it. Moving
 `optimizer.step()` (IPL007) is never automatic.
 """
 

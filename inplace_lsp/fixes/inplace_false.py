@@ -1,5 +1,8 @@
 """The `inplace-false` codemod (`nn.ReLU(inplace=True)` -> `nn.ReLU(inplace=False)`, also in
 functional calls), and the same for every `inplace=True` of one class.
+
+A functional call on its own line (`F.relu(h, inplace=True)`) passes its result on through
+`h`; `inplace=False` there would throw the result away, so it becomes `h = F.relu(h)`.
 """
 
 from __future__ import annotations
@@ -9,7 +12,9 @@ import ast
 import libcst as cst
 
 from inplace_lsp.analysis.findings import Finding, Span
-from inplace_lsp.fixes.source import Edit, Region, Source, region_for, walk_statements
+from inplace_lsp.fixes.cstedit import clone_statement, find_statement, insert_before, stmt_span
+from inplace_lsp.fixes.plan import plan_write
+from inplace_lsp.fixes.source import Edit, Located, Region, Source, region_for, walk_statements
 
 
 def _is_inplace_true(arg: cst.Arg) -> bool:
@@ -21,6 +26,13 @@ def _is_inplace_true(arg: cst.Arg) -> bool:
     )
 
 
+def _is_flag(arg: cst.Arg) -> bool:
+    """`inplace=True`, or a positional `True` (the finding says it is the `inplace` one)."""
+    if arg.keyword is None and isinstance(arg.value, cst.Name) and arg.value.value == "True":
+        return not arg.star
+    return _is_inplace_true(arg)
+
+
 class _Off(cst.CSTTransformer):
     """`inplace=True` -> `inplace=False` on the args chosen (all when `only` is None)."""
 
@@ -29,7 +41,11 @@ class _Off(cst.CSTTransformer):
         self.only = only
 
     def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
-        if _is_inplace_true(original_node) and (self.only is None or original_node in self.only):
+        if self.only is None:
+            flagged = _is_inplace_true(original_node)
+        else:
+            flagged = original_node in self.only and _is_flag(original_node)
+        if flagged:
             return updated_node.with_changes(value=cst.Name("False"))
         return updated_node
 
@@ -53,11 +69,56 @@ def inplace_false(source: Source, finding: Finding) -> list[Edit] | None:
     args = [
         arg
         for arg in region.find(cst.Arg, lambda s: (s.line, s.col) == (target.line, target.col))
-        if isinstance(arg, cst.Arg) and _is_inplace_true(arg)
+        if isinstance(arg, cst.Arg) and _is_flag(arg)
     ]
     if not args:
         return None
+    node = find_statement(region, stmt_span(source, found))
+    if (
+        isinstance(node, cst.Expr)
+        and isinstance(node.value, cst.Call)
+        and any(arg is args[0] for arg in node.value.args)
+    ):
+        return _rebind(source, found, region, node, args[0], finding)
     return _edits(region, {args[0]}) or None
+
+
+def _rebind(
+    source: Source,
+    found: Located,
+    region: Region,
+    node: cst.Expr,
+    flag: cst.Arg,
+    finding: Finding,
+) -> list[Edit] | None:
+    """`F.relu(h, inplace=True)` on its own line -> `h = F.relu(h)`, or a clone of `h` first
+    where rebinding would change what the program computes (see `plan_write`)."""
+    stmt = found.stmt
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return None
+    if not stmt.value.args or isinstance(stmt.value.args[0], ast.Starred):
+        return None
+    plan = plan_write(source, found, stmt.value.args[0], finding, rebind=True)
+    if plan is None:
+        return None
+    if plan.kind == "clone":
+        return insert_before(source, plan.anchor, clone_statement(plan.name))
+    call = node.value
+    assert isinstance(call, cst.Call)
+    if flag.keyword is None:  # positional: it keeps its place, `F.leaky_relu(h, 0.2, False)`
+        kept = [a.with_changes(value=cst.Name("False")) if a is flag else a for a in call.args]
+    else:
+        kept = [a for a in call.args if a is not flag]
+        if kept:
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    target = cst.parse_expression(plan.name)
+    assert isinstance(target, (cst.Name, cst.Attribute))
+    assign = cst.Assign(
+        targets=[cst.AssignTarget(target=target)],
+        value=call.with_changes(args=kept),
+        semicolon=node.semicolon,
+    )
+    return region.replace(node, assign)
 
 
 def inplace_off_edits(source: Source, line: int) -> list[Edit]:

@@ -212,7 +212,11 @@ def method_out_of_place(source: Source, finding: Finding) -> list[Edit] | None:
     for link in chain:
         rewritten = _rewrite_chain(link, rewritten)
     assert rewritten is not None
-    return _rebind(source, found, site.region, site.statement, chain[-1], rewritten, site.name)
+    # An IPL003 read-after warning wants the other name to keep the old values: no rebinding.
+    keep = finding.fix is None or finding.fix.param("rebind-others") != "no"
+    return _rebind(
+        source, found, site.region, site.statement, chain[-1], rewritten, site.name, keep
+    )
 
 
 class _Site(NamedTuple):
@@ -247,8 +251,10 @@ def _rebind(
     old: cst.BaseExpression,
     new: cst.BaseExpression,
     name: str,
+    keep: bool = True,
 ) -> list[Edit] | None:
-    """Put `name = <new>` where `old` was evaluated."""
+    """Put `name = <new>` where `old` was evaluated (in an assignment, also rebind `name`
+    when it is read later and `keep`)."""
     target = cst.parse_expression(name)
     assert isinstance(target, (cst.Name, cst.Attribute))
     if isinstance(statement, cst.Expr) and statement.value is old:
@@ -263,7 +269,7 @@ def _rebind(
         written = {cst.Module([]).code_for_node(t.target) for t in targets}
         scope, located = scope_of(source, found)
         first, last = located.line(located.stmt), located.end_line(located.stmt)
-        if name not in written and scope.read_after(name.split(".")[0], first, last):
+        if keep and name not in written and scope.read_after(name.split(".")[0], first, last):
             targets.append(cst.AssignTarget(target=target))
         return region.replace(statement, statement.with_changes(targets=targets, value=new))
     return _hoist(source, found, region, statement, old, new, target)

@@ -1,6 +1,7 @@
 """Where a fix takes a write out of place so that the program still computes what it did:
 rewrite the write itself, or clone the tensor first (before a `no_grad()` block, before the
-view the write goes through), or refuse when the write is part of what a caller relies on.
+view the write goes through, before another name or container takes the tensor and reads it
+after the write), or refuse when the write is part of what a caller relies on.
 """
 
 from __future__ import annotations
@@ -10,7 +11,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from inplace_lsp.analysis.findings import Finding
-from inplace_lsp.fixes.scope import Scope, callers_rely, dotted, grad_off_with, locate, scope_of
+from inplace_lsp.fixes.scope import (
+    Scope,
+    callers_rely,
+    dotted,
+    grad_off_with,
+    locate,
+    scope_of,
+    written_root,
+)
 from inplace_lsp.fixes.source import Located, Source
 
 ALIAS_RULE = "IPL008"  # its very point is that the other names must NOT see the write
@@ -76,12 +85,100 @@ def plan_write(
             return Plan("clone", root, anchor)
     if scope.is_param_at(name, first) and callers_rely(source, found, name):
         return None
+    hides_from_others = finding.code != ALIAS_RULE and not (
+        finding.fix is not None and finding.fix.param("rebind-others") == "no"
+    )
+    shared = _shared_before(scope, name, first, last) if hides_from_others else None
+    if shared is not None:
+        # `g = h` (or a view, a list, an attribute holding h) is read after the write:
+        # rebinding h, or cloning it at the write, would hide the write from g. Clone h
+        # before g takes it instead; the write then changes the clone that both share.
+        anchor = locate(scope.block, shared)
+        if anchor is None or grad_off_with(anchor) is not None:
+            return None
+        if _saved_after(scope, finding, anchor.line(shared)):
+            return None
+        return Plan("clone", name, anchor)
     if grad_with is not None:
         # Rebinding under no_grad() would cut the graph: clone before the block instead.
         return _clone_before(scope, finding, name, grad_with)
     if not rebind and _saved_within(finding, first, last):
         return None  # `x[:, :c] = conv(x[:, :c])`: the clone would be what gets saved
     return Plan("rebind" if rebind else "clone", name, found)
+
+
+_STORES = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "put"})
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a body and of the blocks inside it, not of nested defs or classes."""
+    found: list[ast.stmt] = []
+    for stmt in body:
+        found.append(stmt)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                found += _statements(inner)
+        for handler in getattr(stmt, "handlers", ()):
+            found += _statements(handler.body)
+        for case in getattr(stmt, "cases", ()):
+            found += _statements(case.body)
+    return found
+
+
+def _names_in(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _shared_before(scope: Scope, name: str, first: int, last: int) -> ast.stmt | None:
+    """The first statement between the binding of `name` and its write on [first, last]
+    that lets something else hold the same tensor (`g = name`, `v = name.view(-1)`,
+    `outs.append(name)`, `self.cache = name`, `pair = (name, x)`), when that holder can be
+    read after the write."""
+    own = scope.binding_before(name, first)
+    start = own.end_line if own is not None else 0
+    held = {name}
+    shared: ast.stmt | None = None
+    live = False
+    for stmt in sorted(_statements(scope.node.body), key=lambda s: (s.lineno, s.col_offset)):
+        line = scope.line(stmt)
+        if line <= start or line >= first:
+            continue
+        holders: list[ast.expr] = []
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets: list[ast.expr] = (
+                list(stmt.targets) if isinstance(stmt, ast.Assign) else [stmt.target]
+            )
+            root = written_root(stmt.value)
+            if isinstance(root, ast.Name) and root.id in held:
+                holders = targets
+            elif not isinstance(stmt.value, ast.Call) and _names_in(stmt.value, held):
+                # a display (`[h]`, `(h, x)`, `{"h": h}`) or an expression that may keep h
+                if any(
+                    isinstance(n, (ast.List, ast.Tuple, ast.Set, ast.Dict)) and _names_in(n, held)
+                    for n in ast.walk(stmt.value)
+                ):
+                    holders = targets
+        elif (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute)
+            and stmt.value.func.attr in _STORES
+            and any(_names_in(a, held) for a in stmt.value.args)
+        ):
+            holders = [stmt.value.func.value]
+        if not holders:
+            continue
+        for holder in holders:
+            if isinstance(holder, ast.Name):
+                held.add(holder.id)
+                live |= scope.read_after(holder.id, first, last)
+            else:  # an attribute, a subscript, a container: readable from anywhere
+                live = True
+        shared = shared or stmt
+    return shared if live else None
 
 
 def _clone_before(

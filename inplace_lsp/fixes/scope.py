@@ -262,7 +262,8 @@ class Scope:
 
     def view_chain(self, name: str, line: int) -> tuple[str, list[Binding]]:
         """The tensor `name` is a view of at `line`: its root name and the bindings that made
-        the views, innermost (name's own) first. Empty when `name` is no view."""
+        the views, innermost (name's own) first. Empty when `name` is no view. A plain alias
+        (`y = h`) is a link too: a write into `y` changes `h`."""
         chain: list[Binding] = []
         current = name
         for _ in range(8):
@@ -270,7 +271,9 @@ class Scope:
             if binding is None or binding.value is None:
                 break
             base = view_root(binding.value)
-            if base is None:
+            if base is None and isinstance(binding.value, ast.Name):
+                base = binding.value.id
+            if base is None or base == current:
                 break
             chain.append(binding)
             current, line = base, binding.line

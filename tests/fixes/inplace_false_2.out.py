@@ -14,4 +14,4 @@ class Policy(nn.Module):
         a = torch.tanh(self.l1(obs))
         größe = "ä"; a = F.relu(a, inplace=False)  # nicht negativ
         b = torch.sigmoid(a)
-        return F.leaky_relu(b, 0.2, True) + F.leaky_relu(b, negative_slope=0.2, inplace=False)
+        return F.leaky_relu(b, 0.2, False) + F.leaky_relu(b, negative_slope=0.2, inplace=False)

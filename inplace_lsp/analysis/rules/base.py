@@ -139,7 +139,70 @@ def suggestion(ctx: DocContext, mutation: Mutation) -> str:
     return ""
 
 
-def fix_recipe(ctx: DocContext, mutation: Mutation, safe: bool = True) -> FixRecipe | None:
+def inplace_sites(facts: Facts, mutation: Mutation) -> list[Mutation]:
+    """Every write through the same `inplace=True` keyword (one per call of the module)."""
+    same = [
+        m
+        for m in facts.inplace_flags
+        if m.loc == mutation.loc and m.path == mutation.path and m.kind == mutation.kind
+    ]
+    return same or [mutation]
+
+
+def discarding_call(ctx: DocContext, mutation: Mutation) -> tuple[int, str, str] | None:
+    """A call on a line of its own (`self.act(h)`), throwing the result away, of the
+    `inplace=True` module this mutation writes through, in any method of the class that
+    builds it (the facts of one entry point do not see the calls in the other methods):
+    (document line, call text, the argument it writes), or None."""
+    if mutation.kind != "inplace_module" or mutation.path is not None:
+        return None
+    for info in ctx.model.classes.values():
+        if info.owner is not None and info.owner is not ctx.model:
+            continue
+        options = [s for subs in info.submodule_options.values() for s in subs]
+        for attr, sub in [*info.submodules.items(), *((s.name, s) for s in options)]:
+            first = info.block_start + sub.call.lineno - 1
+            last = info.block_start + (sub.call.end_lineno or sub.call.lineno) - 1
+            if not first <= mutation.loc[0] <= last:  # the flag is inside this constructor
+                continue
+            for method in info.methods.values():
+                for stmt in ast.walk(method):
+                    if (
+                        isinstance(stmt, ast.Expr)
+                        and isinstance(stmt.value, ast.Call)
+                        and ast.unparse(stmt.value.func) == f"self.{attr}"
+                    ):
+                        args = stmt.value.args
+                        written = ast.unparse(args[0]) if args else "x"
+                        line = info.block_start + stmt.lineno - 1
+                        return line, ast.unparse(stmt.value), written
+    return None
+
+
+def keeps_values(facts: Facts, mutation: Mutation, ctx: DocContext | None = None) -> bool:
+    """Whether the mutation's fix is known to keep what the program computes.
+
+    Not when another name reads the written tensor afterwards and the fix would hide the write
+    from it: cloning a `.detach()` alias (the tensor it aliases no longer changes), turning
+    `inplace=True` off while a name still reads the input. Nor is `inplace=False` on a
+    module when some call of it throws the result away (`self.act(h)` on its own line)."""
+    if mutation.fix == "inplace-false":
+        if mutation.kind == "inplace_kwarg":
+            return not mutation.aliases_read  # a discarded call is rebound by the codemod
+        if any(m.discarded or m.aliases_read for m in inplace_sites(facts, mutation)):
+            return False
+        return ctx is None or discarding_call(ctx, mutation) is None
+    if mutation.value.detached and mutation.aliases_read:
+        return False
+    return True
+
+
+def fix_recipe(
+    ctx: DocContext,
+    mutation: Mutation,
+    safe: bool = True,
+    params: tuple[tuple[str, str], ...] = (),
+) -> FixRecipe | None:
     if mutation.fix is None:
         return None
     titles = {
@@ -148,8 +211,11 @@ def fix_recipe(ctx: DocContext, mutation: Mutation, safe: bool = True) -> FixRec
         "clone-setitem": "Clone before writing",
         "inplace-false": "Use inplace=False",
     }
+    title = titles.get(mutation.fix, "Fix")
+    if mutation.fix == "inplace-false" and mutation.kind == "inplace_kwarg" and mutation.discarded:
+        title = "Assign the result out of place"
     target = ctx.span(mutation.loc if mutation.fix == "inplace-false" else mutation.stmt_loc)
-    return FixRecipe(mutation.fix, titles.get(mutation.fix, "Fix"), safe, target)
+    return FixRecipe(mutation.fix, title, safe, target, params)
 
 
 class Rule:
@@ -170,10 +236,11 @@ class Rule:
         raise NotImplementedError
 
     def conflict_finding(
-        self, conflict: Conflict, ctx: DocContext, message: str
+        self, conflict: Conflict, ctx: DocContext, message: str, facts: Facts | None = None
     ) -> tuple[Finding, ...]:
         """The finding at the mutation, or at the call of an in-place module built in another
-        file; None when the write happens in another file (that file's own report)."""
+        file; None when the write happens in another file (that file's own report). Its fix
+        is safe when it keeps what the program computes (`keeps_values`, given the facts)."""
         mutation = conflict.mutation
         related = [save_related(ctx, conflict.save)]
         span_loc = mutation.loc
@@ -188,7 +255,11 @@ class Rule:
                     mutation.path,
                 )
             )
-        elif mutation.call_site is not None and mutation.call_site_path is None:
+        elif (
+            mutation.call_site is not None
+            and mutation.call_site_path is None
+            and mutation.kind == "inplace_module"
+        ):
             related.append(
                 Related(ctx.span(mutation.call_site), "the module writes in place when called here")
             )
@@ -204,7 +275,11 @@ class Rule:
                 span=ctx.span(span_loc),
                 confidence=Confidence.DEFINITE if conflict.definite else Confidence.POSSIBLE,
                 related=tuple(related),
-                fix=fix_recipe(ctx, mutation) if mutation.path is None else None,
+                fix=(
+                    fix_recipe(ctx, mutation, facts is None or keeps_values(facts, mutation, ctx))
+                    if mutation.path is None
+                    else None
+                ),
                 history=history(ctx, conflict),
             ),
         )

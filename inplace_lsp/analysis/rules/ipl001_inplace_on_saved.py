@@ -73,7 +73,7 @@ class InplaceOnSaved(Rule):
                 f"so backward() {self.hedge(conflict)}. "
                 f"{suggestion(ctx, mutation)}"
             ).strip()
-            yield from self.conflict_finding(conflict, ctx, message)
+            yield from self.conflict_finding(conflict, ctx, message, facts)
         for mutation in facts.safe_writes:
             if mutation.kind in GENERIC_KINDS and not mutation.activation:
                 hint = self.safe_finding(mutation, ctx)

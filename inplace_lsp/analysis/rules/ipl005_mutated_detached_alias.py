@@ -6,7 +6,13 @@ from collections.abc import Iterable
 
 from inplace_lsp.analysis.dataflow import Facts
 from inplace_lsp.analysis.findings import Confidence, Finding, FixRecipe, Severity
-from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule, describe_save
+from inplace_lsp.analysis.rules.base import (
+    DocContext,
+    Invalid,
+    Rule,
+    describe_save,
+    keeps_values,
+)
 
 
 class MutatedDetachedAlias(Rule):
@@ -58,14 +64,14 @@ class MutatedDetachedAlias(Rule):
                     "is raised and the gradients are silently wrong. Write out of place, or "
                     "`.detach().clone()`."
                 )
-                yield from self.conflict_finding(conflict, ctx, message)
+                yield from self.conflict_finding(conflict, ctx, message, facts)
                 continue
             message = (
                 f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); this write goes "
                 f"through a detached alias that shares its memory and version counter, so "
                 f"backward() {self.hedge(conflict)}. Use `.detach().clone()`."
             )
-            yield from self.conflict_finding(conflict, ctx, message)
+            yield from self.conflict_finding(conflict, ctx, message, facts)
         for mutation in facts.detached_writes:
             if mutation.id in reported or mutation.path is not None:
                 continue
@@ -79,7 +85,12 @@ class MutatedDetachedAlias(Rule):
                 message=text,
                 span=ctx.span(mutation.loc),
                 confidence=Confidence.POSSIBLE,
+                # Cloning the alias hides the write from the tensor it aliases: safe only
+                # when nothing reads that tensor again.
                 fix=FixRecipe(
-                    "detach-clone", "Use `.detach().clone()`", True, ctx.span(mutation.stmt_loc)
+                    "detach-clone",
+                    "Use `.detach().clone()`",
+                    keeps_values(facts, mutation),
+                    ctx.span(mutation.stmt_loc),
                 ),
             )
