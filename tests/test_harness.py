@@ -51,7 +51,7 @@ def saved_at(marker: str, op: str) -> dict[str, object]:
 
 
 def assert_json_shape(report: dict[str, Any]) -> None:
-    assert set(report) == {
+    assert set(report) - {"silent"} == {
         "status",
         "mutation",
         "saved_by",
@@ -599,3 +599,119 @@ def test_main_prints_one_json_line(tmp_path: Path) -> None:
 
 def test_main_usage_error() -> None:
     assert harness.main([]) == 2
+
+
+# --------------------------------------------------------------------------- `.data` writes
+
+
+def data_write_on_saved_output() -> None:
+    x = torch.randn(4, requires_grad=True)
+    y = x.exp()  # @data-save
+    y.data.mul_(2)  # @data-write
+    y.sum().backward()
+
+
+def data_view_write_on_saved_output() -> None:
+    x = torch.randn(4, requires_grad=True)
+    y = x.exp()  # @data-view-save
+    y.data.view(2, 2)[0] = 1  # @data-view-write
+    y.sum().backward()
+
+
+def data_write_backward_does_not_use() -> None:
+    x = torch.randn(4, requires_grad=True)
+    y = x.exp()  # @data-unused-save
+    z = y.detach() * 1  # a copy that backward never reads
+    y.data.add_(1)  # @data-unused-write
+    (z + x).sum().backward()
+
+
+def data_write_elsewhere_in_the_storage() -> None:
+    buffer = torch.randn(8, requires_grad=True)
+    w = torch.randn(4, requires_grad=True)
+    y = buffer * 2
+    kept = y[:4] * w  # saves the view y[:4]: the first half of y's memory
+    y.data[4:].zero_()  # the second half
+    kept.sum().backward()
+
+
+@pytest.mark.parametrize(
+    ("fn", "write", "save"),
+    [
+        (data_write_on_saved_output, "data-write", "data-save"),
+        (data_view_write_on_saved_output, "data-view-write", "data-view-save"),
+    ],
+)
+def test_a_data_write_that_backward_reads_is_a_silent_inplace_error(
+    fn: Any, write: str, save: str
+) -> None:
+    """torch raises nothing (`.data` has its own version counter) and the gradient is wrong;
+    the harness sees the write into the saved tensor's memory and says so instead of ok."""
+    report = trace_call(fn)
+    assert_json_shape(report)
+    assert (report["status"], report.get("silent")) == ("inplace-error", True), report
+    assert report["mutation"] == at(write)
+    assert report["saved_by"] == saved_at(save, "ExpBackward0")
+    assert "silently wrong" in report["message"] and report["exception"] is None
+
+
+def test_a_data_write_that_backward_does_not_read_is_a_warning() -> None:
+    report = trace_call(data_write_backward_does_not_use)
+    assert (report["status"], report.get("silent")) == ("ok", None), report
+    (warning,) = report["related"]
+    assert warning["line"] == line_of("data-unused-write")
+    assert "`.data`" in warning["message"] and "did not use it" in warning["message"]
+
+
+def test_a_data_write_beside_a_saved_tensor_is_ok() -> None:
+    report = trace_call(data_write_elsewhere_in_the_storage)
+    assert (report["status"], report["related"]) == ("ok", []), report
+
+
+# --------------------------------------------------------------------------- lines run
+
+
+def branchy(a: int, mask: object = None) -> int:
+    b = a + 1  # @cov-first
+    if mask is not None:  # @cov-if
+        b = b * 2  # @cov-masked
+    return b  # @cov-last
+
+
+@pytest.mark.parametrize(
+    "monitoring",
+    [
+        pytest.param(
+            True,
+            marks=pytest.mark.skipif(
+                not hasattr(sys, "monitoring"), reason="sys.monitoring is Python 3.12+"
+            ),
+        ),
+        False,
+    ],
+    ids=["sys.monitoring", "settrace"],
+)
+def test_lines_run_records_the_target_file_only(monitoring: bool) -> None:
+    first, last = line_of("cov-first"), line_of("cov-last")
+    recorder = harness._LinesRun(__file__, first, last, monitoring=monitoring)
+    with recorder:
+        branchy(1)
+        branchy(2)  # twice: each line once
+    assert recorder.lines() == [first, line_of("cov-if"), last]
+    with harness._LinesRun(__file__, first, last, monitoring=monitoring) as again:
+        branchy(1, mask=True)  # a second run in the same process sees every line again
+    assert again.lines() == [first, line_of("cov-if"), line_of("cov-masked"), last]
+    assert sys.gettrace() is None or monitoring is False
+
+
+def test_trace_call_reports_lines_run_when_asked() -> None:
+    first, last = line_of("cov-first"), line_of("cov-last")
+
+    def run() -> None:
+        x = torch.randn(3, requires_grad=True)
+        branchy(1)
+        x.exp().sum().backward()
+
+    report = trace_call(run, coverage=(__file__, first, last))
+    assert report["lines_run"] == [first, line_of("cov-if"), last]
+    assert "lines_run" not in trace_call(run)
