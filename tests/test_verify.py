@@ -1331,3 +1331,43 @@ def test_torch_warning_about_numpy_does_not_reach_the_user(tmp_path: Path, warm:
     assert "NumPy" not in result["stderr_tail"]
     workers = runner.workers()
     assert all("NumPy" not in worker.stderr.text() for worker in workers)
+
+
+ANOMALY_ON = """
+import torch
+from torch import nn
+
+torch.autograd.set_detect_anomaly(True)
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = torch.sigmoid(self.fc(x))  # save
+        h += 1
+        return h
+"""
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_the_users_output_never_shows_the_tools_frames(tmp_path: Path, warm: bool) -> None:
+    """Anomaly mode prints the forward traceback of the failing node: the user's frames (and
+    torch's) stay, the harness's and the worker's go; so do the frames of an import error."""
+    source = write(tmp_path / "gate.py", ANOMALY_ON)
+    result = run_verify(str(source), None, 7, SETTINGS, warm=warm)
+    assert result["status"] == "inplace-error", result
+    tail = result["stderr_tail"]
+    assert "Error detected in SigmoidBackward0" in tail
+    assert f'File "{source}", line {line_of(source.read_text(), "# save")}, in forward' in tail
+    assert "harness.py" not in tail and "worker.py" not in tail, tail
+    assert tail.count("Error detected in") == 1, tail  # not the harness's own probe
+    broken = write(tmp_path / "broken.py", "import torch\n\n\ndef run():\n    pass\n\n1 / 0\n")
+    failed = run_verify(str(broken), None, 4, SETTINGS, warm=warm)
+    assert failed["status"] == "error" and "ZeroDivisionError" in failed["stderr_tail"]
+    assert f'File "{broken}", line 7' in failed["stderr_tail"]
+    assert "harness.py" not in failed["stderr_tail"], failed["stderr_tail"]

@@ -677,7 +677,9 @@ def _torch_keeps_backward_suffix() -> bool:
     its version-check message: asked once, by making torch raise it."""
     import torch
 
-    with torch.enable_grad():
+    # Quietly: under the user's anomaly mode the probe's failure would print a traceback.
+    with torch.enable_grad(), torch.autograd.set_detect_anomaly(False), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         leaf = torch.ones(1, device="cpu", requires_grad=True)
         out = leaf.sigmoid()
         out.add_(1)
@@ -720,6 +722,61 @@ def _version_error(record: _Saved, current: int) -> str:
             " gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
         )
     return text
+
+
+_FRAME_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+')
+
+
+def _without_own_frames(text: str) -> str:
+    """A printed traceback (an exception's, or the forward traceback anomaly mode adds to its
+    "Error detected in ..." warning) without the frames of this harness and the worker: the
+    user reads their own code's frames (and torch's), never the tool's."""
+    kept: list[str] = []
+    skipping = False
+    for line in text.split("\n"):
+        match = _FRAME_LINE.match(line)
+        if match is not None:
+            skipping = _norm(match.group("path")) in _INTERNAL_FILES
+        elif not (skipping and line.startswith("    ")):  # not the skipped frame's source
+            skipping = False
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+@contextlib.contextmanager
+def _own_frames_hidden() -> Iterator[None]:
+    """Warnings shown meanwhile (anomaly mode's forward traceback) lose the tool's frames."""
+    original = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        text = str(message)
+        if 'File "' in text:
+            cleaned = _without_own_frames(text)
+            if cleaned != text:
+                message = category(cleaned)
+        original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        if warnings.showwarning is show:  # the user's code may have installed its own
+            warnings.showwarning = original
+
+
+def _print_exception(exc: BaseException) -> None:
+    import traceback
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    print(_without_own_frames(text), end="", file=sys.stderr)
 
 
 def _live_frames(frame: FrameType | None) -> Iterator[tuple[FrameType, int]]:
@@ -872,6 +929,7 @@ def trace_call(
             stack.enter_context(torch.autograd.set_detect_anomaly(True, check_nan=False))
         stack.enter_context(_record_construction(frames))
         stack.enter_context(torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack))
+        stack.enter_context(_own_frames_hidden())
         lines = _LinesRun(*coverage) if coverage is not None else None
         try:
             with _make_mode(tracer), lines or contextlib.nullcontext():
@@ -1527,9 +1585,7 @@ def _load_and_run(path: str, spec: Mapping[str, Any], device: str) -> dict[str, 
         with _record_construction(frames):
             module = _load_user_module(path, spec.get("source"))
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the user's code raises anything
-        import traceback
-
-        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+        _print_exception(exc)
         raised = _site_of(_traceback_frames(exc.__traceback__), frames)
         related = [{**raised.as_json(), "message": "raised here"}] if raised is not None else []
         raise _ImportFailed(
