@@ -73,9 +73,10 @@ class Layout:
         shift = cell.first_line - 1
         return Span(span.line + shift, span.col, span.end_line + shift, span.end_col)
 
-    def renumber(self, text: str, cell: Cell) -> str:
+    def renumber(self, text: str, cell: Cell | None) -> str:
         """`text` (a message) with its "line N" program lines as the notebook user sees them:
-        "line M" in `cell`, "line M of code cell K" in another (K counts code cells from 1)."""
+        "line M" in `cell`, "line M of code cell K" in another or when `cell` is None (a message
+        shown in no cell); K counts code cells from 1."""
         if not self.is_notebook or "line " not in text:
             return text
 
