@@ -712,6 +712,16 @@ def test_trace_call_reports_lines_run_when_asked() -> None:
         branchy(1)
         x.exp().sum().backward()
 
-    report = trace_call(run, coverage=(__file__, first, last))
+    report = trace_call(run, coverage=(__file__, first, last, [line_of("cov-masked")]))
     assert report["lines_run"] == [first, line_of("cov-if"), last]
     assert "lines_run" not in trace_call(run)
+
+
+def test_settrace_stops_once_every_watched_line_ran() -> None:
+    """A trace function slows every frame: it goes as soon as the watched lines ran."""
+    first, last = line_of("cov-first"), line_of("cov-last")
+    with harness._LinesRun(__file__, first, last, monitoring=False, watch=[first]) as recorder:
+        branchy(1)
+        assert sys.gettrace() is None
+        branchy(1, mask=True)  # not recorded any more
+    assert recorder.lines() == [first]

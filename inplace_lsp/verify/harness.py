@@ -292,14 +292,24 @@ class _LinesRun:
     Cheap by design: on 3.12+ ``sys.monitoring`` calls back once per code location and each
     callback disables its location (a line is recorded once, other files cost one call per
     location); before 3.12 a ``sys.settrace`` tracer returns None for frames of other files, so
-    only the target file's frames get line events. Yields nothing (``ran`` stays None) when
-    another tool already traces this process: coverage must not take a debugger's place.
+    only the target file's frames get line events, and it is removed as soon as every line of
+    ``watch`` ran (a trace function slows every frame down: 3.11 checks it per instruction).
+    Yields nothing (``ran`` stays None) when another tool already traces this process:
+    coverage must not take a debugger's place.
     """
 
-    def __init__(self, path: str, first: int, last: int, monitoring: bool | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        first: int,
+        last: int,
+        monitoring: bool | None = None,
+        watch: Collection[int] = (),
+    ) -> None:
         self.names = {path, _norm(path)}
         self.first = first
         self.last = last
+        self.watch = frozenset(watch)
         self.ran: set[int] | None = None
         self._monitoring = hasattr(sys, "monitoring") if monitoring is None else monitoring
         self._tool: int | None = None
@@ -361,10 +371,18 @@ class _LinesRun:
             return
         ran: set[int] = set()
         names = self.names
+        pending = set(self.watch)
 
         def local(frame: FrameType, event: str, arg: object) -> Any:
             if event == "line":
-                ran.add(frame.f_lineno)
+                number = frame.f_lineno
+                ran.add(number)
+                if number in pending:
+                    pending.discard(number)
+                    if not pending:  # every watched line ran: nothing more to learn
+                        sys.settrace(None)
+                        threading.settrace(None)  # type: ignore[arg-type]
+                        return None
             return local
 
         def calls(frame: FrameType, event: str, arg: object) -> Any:
@@ -905,7 +923,7 @@ def trace_call(
     *,
     user_files: Collection[str] | None = None,
     anomaly: bool = True,
-    coverage: tuple[str, int, int] | None = None,
+    coverage: tuple[str, int, int, Collection[int]] | None = None,
 ) -> dict[str, Any]:
     """Call ``fn()`` (and backward on its output if it did not), trace it, return the report.
 
@@ -914,8 +932,9 @@ def trace_call(
     (call sites, and writes on saved tensors that backward did not need), ``message``,
     ``exception`` and ``duration_s``; ``silent: true`` when the in-place error is a write
     through `.data` that torch did not raise for (backward used the new values).
-    ``coverage`` (path, first line, last line): also ``lines_run``, the lines of that range
-    of that file that ran (null when another tracer owns the process).
+    ``coverage`` (path, first line, last line, lines to watch): also ``lines_run``, the lines
+    of that range of that file that ran (null when another tracer owns the process); it may
+    stop recording once every watched line ran.
     """
     import torch
 
@@ -930,7 +949,10 @@ def trace_call(
         stack.enter_context(_record_construction(frames))
         stack.enter_context(torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack))
         stack.enter_context(_own_frames_hidden())
-        lines = _LinesRun(*coverage) if coverage is not None else None
+        lines = None
+        if coverage is not None:
+            path, first, last, watch = coverage
+            lines = _LinesRun(path, first, last, watch=watch)
         try:
             with _make_mode(tracer), lines or contextlib.nullcontext():
                 result = fn()
@@ -1367,7 +1389,7 @@ def _run_module_target(
     spec: Mapping[str, Any],
     device: str,
     user_files: Collection[str] | None,
-    coverage: tuple[str, int, int] | None = None,
+    coverage: tuple[str, int, int, Collection[int]] | None = None,
 ) -> dict[str, Any]:
     import torch
 
@@ -1482,7 +1504,7 @@ def _run_function_target(
     module: ModuleType,
     spec: Mapping[str, Any],
     user_files: Collection[str] | None,
-    coverage: tuple[str, int, int] | None = None,
+    coverage: tuple[str, int, int, Collection[int]] | None = None,
 ) -> dict[str, Any]:
     import torch
 
@@ -1593,8 +1615,9 @@ def _load_and_run(path: str, spec: Mapping[str, Any], device: str) -> dict[str, 
         ) from None
     target = _resolve(module, str(spec.get("name")))
     coverage = None
-    if spec.get("watch_lines") and isinstance(spec.get("end_line"), int):
-        coverage = (path, int(spec.get("line") or 1), int(spec["end_line"]))
+    watch = [int(n) for n in spec.get("watch_lines") or ()]
+    if watch and isinstance(spec.get("end_line"), int):
+        coverage = (path, int(spec.get("line") or 1), int(spec["end_line"]), watch)
     with contextlib.ExitStack() as stack:
         if device != "cpu":
             stack.enter_context(torch.device(device))
