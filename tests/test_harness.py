@@ -725,3 +725,11 @@ def test_settrace_stops_once_every_watched_line_ran() -> None:
         assert sys.gettrace() is None
         branchy(1, mask=True)  # not recorded any more
     assert recorder.lines() == [first]
+
+
+def test_lines_run_is_unknown_when_the_users_code_takes_the_tracer() -> None:
+    first, last = line_of("cov-first"), line_of("cov-last")
+    with harness._LinesRun(__file__, first, last, monitoring=False, watch=[last]) as recorder:
+        sys.settrace(None)  # a user's own debugger set-up, say
+        branchy(1)
+    assert recorder.lines() is None  # never "did not run" for lines it could not see

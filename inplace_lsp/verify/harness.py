@@ -314,6 +314,8 @@ class _LinesRun:
         self._monitoring = hasattr(sys, "monitoring") if monitoring is None else monitoring
         self._tool: int | None = None
         self._previous: tuple[Any, Any] | None = None
+        self._calls: Any = None  # the settrace function, while it is installed
+        self._finished = False  # it removed itself: every watched line ran
 
     def lines(self) -> list[int] | None:
         """The lines of [first, last] that ran, or None when nothing was recorded."""
@@ -338,6 +340,8 @@ class _LinesRun:
         if self._previous is not None:
             import threading
 
+            if sys.gettrace() is not self._calls and not self._finished:
+                self.ran = None  # the user's code replaced the tracer: what ran is unknown
             sys.settrace(self._previous[0])
             threading.settrace(self._previous[1])
             self._previous = None
@@ -380,6 +384,7 @@ class _LinesRun:
                 if number in pending:
                     pending.discard(number)
                     if not pending:  # every watched line ran: nothing more to learn
+                        self._finished = True
                         sys.settrace(None)
                         threading.settrace(None)  # type: ignore[arg-type]
                         return None
@@ -393,6 +398,7 @@ class _LinesRun:
         self._previous = (None, threading.gettrace() if hasattr(threading, "gettrace") else None)
         sys.settrace(calls)
         threading.settrace(calls)
+        self._calls = calls
         self.ran = ran
 
 
@@ -1540,6 +1546,9 @@ def run_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     started: ``inputs`` (what forward got) and ``construct`` (where constructor arguments
     came from). ``fallback`` (``device``, ``exception``): "auto" picked CUDA, the run failed
     there without an in-place error, and the result is that of a second run on the CPU.
+    ``silent``: true on an "inplace-error" that torch did not raise (a write through `.data`
+    that backward then read). With ``watch_lines`` in the spec: ``lines_run`` (see
+    ``trace_call``), which the runner turns into ``not_run``.
     """
     result = _base_result(spec)
     start = time.perf_counter()

@@ -739,7 +739,9 @@ def run_verify(
     ``text`` is the editor's buffer (None: read the file); it is what runs, under the file's
     path. Returns the result object of DESIGN.md (``status``, ``target``, ``device``,
     ``mutation``, ``saved_by``, ``message``, ``duration_s``) plus ``related``,
-    ``stderr_tail``, ``python``, ``mode`` ("warm" | "cold"), ``wall_s``. Never raises for a
+    ``stderr_tail``, ``python``, ``mode`` ("warm" | "cold"), ``wall_s``, and ``not_run``: the
+    analysis's warnings and errors inside the target whose line the run never reached,
+    ``[{"line", "code", "reason"}]`` (``silent``: see ``harness.run_spec``). Never raises for a
     problem with the user's code or interpreter: those are ``status: "error"`` results.
     ``warm`` (default: on unless a launcher is set) reuses a worker per interpreter.
     """
