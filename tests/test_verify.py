@@ -1371,3 +1371,15 @@ def test_the_users_output_never_shows_the_tools_frames(tmp_path: Path, warm: boo
     assert failed["status"] == "error" and "ZeroDivisionError" in failed["stderr_tail"]
     assert f'File "{broken}", line 7' in failed["stderr_tail"]
     assert "harness.py" not in failed["stderr_tail"], failed["stderr_tail"]
+
+
+def test_flagged_lines_follow_the_projects_settings_and_noqa(tmp_path: Path) -> None:
+    """Only what the user would see flagged counts: `ignore` and `# noqa` drop a finding."""
+    source = write(tmp_path / "masked.py", MASKED)
+    text = source.read_text()
+    spec = find_target(text, line_of(text, "class MaskedPool"), path=str(source))
+    flagged = line_of(text, "# flagged")
+    assert runner._flagged(text, str(source), spec, None) == [(flagged, "IPL001")]
+    assert runner._flagged(text, str(source), spec, Settings(ignore=("IPL001",))) == []
+    quiet = text.replace("# flagged", "# noqa: IPL001")
+    assert runner._flagged(quiet, str(source), spec, Settings()) == []
