@@ -500,6 +500,26 @@ def test_describe() -> None:
         "ResidualBlock: forward and backward OK on cpu in 0.41 s [on cuda:0 it raised "
         "RuntimeError: Expected all tensors to be on the same device; ran again on cpu]"
     )
+    silent = {**failing, "silent": True}
+    assert runner.describe(silent, "/p/model.py") == (
+        "ResidualBlock computes wrong gradients: line 14 writes through `.data` into the output "
+        "of torch.sigmoid saved at line 12; torch raised nothing and backward used the new values"
+    )
+    unproven = {
+        **ok,
+        "not_run": [
+            {"line": 9, "code": "IPL001", "reason": "`mask` was None"},
+            {"line": 9, "code": "IPL003", "reason": "`mask` was None"},
+            {"line": 20, "code": "IPL005", "reason": ""},
+        ],
+    }
+    assert runner.describe(unproven) == (
+        "ResidualBlock: forward and backward OK on cpu in 0.41 s, but line 9 (IPL001, IPL003) "
+        "did not run: `mask` was None; and line 20 (IPL005) did not run"
+    )
+    assert runner.describe_lines({**failing, "not_run": unproven["not_run"][2:]}, "/p/m.py")[
+        -1
+    ] == ("  /p/m.py:20: IPL005 did not run")
 
 
 def test_missing_interpreter_is_an_error_result(tmp_path: Path) -> None:
