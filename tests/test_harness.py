@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -733,3 +734,28 @@ def test_lines_run_is_unknown_when_the_users_code_takes_the_tracer() -> None:
         sys.settrace(None)  # a user's own debugger set-up, say
         branchy(1)
     assert recorder.lines() is None  # never "did not run" for lines it could not see
+
+
+def test_warnings_lose_the_harness_frames_and_location(capsys: pytest.CaptureFixture[str]) -> None:
+    forward = (
+        "Error detected in MulBackward0. Traceback of forward call that caused the error:\n"
+        f'  File "{HARNESS_FILE}", line 10, in run\n'
+        "    output = model(x)\n"
+        f'  File "{THIS_FILE}", line 3, in forward\n'
+        "    h = x * 2\n"
+    )
+
+    def plain(message: Any, category: Any, filename: str, lineno: int, *rest: Any) -> None:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, ""))
+
+    with warnings.catch_warnings():  # as outside pytest: shown on stderr
+        warnings.simplefilter("always")
+        warnings.showwarning = plain
+        with harness._own_frames_hidden():
+            warnings.warn_explicit(forward, UserWarning, "/torch/graph.py", 9)
+            warnings.warn_explicit("from backward()", UserWarning, str(HARNESS_FILE), 12)
+    err = capsys.readouterr().err
+    assert str(HARNESS_FILE) not in err, err
+    assert f'File "{THIS_FILE}", line 3, in forward\n    h = x * 2' in err
+    assert "/torch/graph.py:9: UserWarning: Error detected in MulBackward0" in err
+    assert "UserWarning: from backward()" in err

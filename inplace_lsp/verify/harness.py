@@ -770,7 +770,9 @@ def _without_own_frames(text: str) -> str:
 
 @contextlib.contextmanager
 def _own_frames_hidden() -> Iterator[None]:
-    """Warnings shown meanwhile (anomaly mode's forward traceback) lose the tool's frames."""
+    """Warnings shown meanwhile (anomaly mode's forward traceback) lose the tool's frames; one
+    attributed to a line of the harness (torch warns at the caller of ``backward()``, which is
+    the harness's) is shown without that location."""
     original = warnings.showwarning
 
     def show(
@@ -786,6 +788,11 @@ def _own_frames_hidden() -> Iterator[None]:
             cleaned = _without_own_frames(text)
             if cleaned != text:
                 message = category(cleaned)
+        if _norm(filename) in _INTERNAL_FILES:
+            stream = file if file is not None else sys.stderr
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                stream.write(f"{category.__name__}: {message}\n")
+            return
         original(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show
