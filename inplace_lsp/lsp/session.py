@@ -561,7 +561,7 @@ class Session:
         versions = {cell.uri: cell.version for cell in layout.cells}
         entry = None
         if placed:
-            by_version = {uri: {versions[uri]: found} for uri, found in placed.items()}
+            by_version = {uri: {versions[uri]: shown} for uri, shown in placed.items()}
             entry = _Verified(by_version, cells={**cells, **{u: versions[u] for u in placed}})
         self._replace_verified(notebook, name, entry)
 
