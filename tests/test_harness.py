@@ -759,3 +759,18 @@ def test_warnings_lose_the_harness_frames_and_location(capsys: pytest.CaptureFix
     assert f'File "{THIS_FILE}", line 3, in forward\n    h = x * 2' in err
     assert "/torch/graph.py:9: UserWarning: Error detected in MulBackward0" in err
     assert "UserWarning: from backward()" in err
+
+
+def sparse_saved_and_data_written() -> None:
+    indices = torch.tensor([[0, 1], [1, 0]])
+    sparse = torch.sparse_coo_tensor(indices, torch.ones(2), (2, 2), requires_grad=True)
+    w = torch.randn(2, 2, requires_grad=True)
+    out = torch.sparse.mm(sparse, w)  # saves a sparse tensor: it has no storage to compare
+    w.data.mul_(1)  # a `.data` alias in play, so writes are matched by storage
+    out.sum().backward()
+
+
+def test_tensors_without_storage_do_not_break_the_run() -> None:
+    report = trace_call(sparse_saved_and_data_written)
+    assert report["status"] in ("ok", "inplace-error"), report
+    assert report["exception"] is None or "storage" not in report["exception"], report

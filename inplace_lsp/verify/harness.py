@@ -156,7 +156,7 @@ class _Saved:
         self.bump: _Bump | None = None
         # Where its memory lives: a write into that memory that leaves the version alone went
         # through an alias autograd does not track (`.data`).
-        self.storage = tensor.untyped_storage().data_ptr()
+        self.storage = _storage_of(tensor)
         self.used = False  # backward unpacked it after a silent write
 
 
@@ -587,6 +587,8 @@ class _Tracer:
                 record.node = None
         name = _func_name(func)
         if name == "__get__" and getattr(func, "__self__", None) is self.data_property:
+            if len(self.aliases) > 4096:  # a loop over `p.data`: forget the dead ones
+                self.aliases = {k: r for k, r in self.aliases.items() if r() is not None}
             with contextlib.suppress(TypeError):
                 self.aliases[id(result)] = weakref.ref(result)  # type: ignore[arg-type]
         if name == "backward" or (
@@ -642,7 +644,7 @@ class _Tracer:
         version did not move was written through `.data` (autograd cannot see it)."""
         still: list[weakref.ref[_Saved]] = []
         where: tuple[_Site | None, _Site | None, str | None] | None = None
-        storages = {t.untyped_storage().data_ptr(): t for t in written or ()}
+        storages = {_storage_of(t): t for t in written or ()}
         storages.pop(0, None)
         for ref in self.live:
             record = ref()
@@ -669,6 +671,14 @@ class _Tracer:
 
 # _Bump.silent of a write through `.data` (the fused optimizer kernels name themselves).
 _DATA_WRITE = ".data"
+
+
+def _storage_of(tensor: torch.Tensor) -> int:
+    """The address of a tensor's memory; 0 for tensors without one (sparse, meta, nested)."""
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError, TypeError):
+        return 0
 
 
 def _written(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
