@@ -1208,6 +1208,7 @@ def test_a_flagged_line_that_did_not_run_is_named_not_ok(tmp_path: Path) -> None
     assert result["status"] == "ok", result  # what torch did: nothing raised
     reason = "`pad_mask` was None; add an `example_inputs()` that passes one"
     assert result["not_run"] == [{"line": flagged, "code": "IPL001", "reason": reason}]
+    assert result["message"].endswith(f"but line {flagged} (IPL001) did not run: {reason}")
     assert runner.describe(result, str(source)).endswith(
         f", but line {flagged} (IPL001) did not run: {reason}"
     )

@@ -780,6 +780,8 @@ def run_verify(
     lines_run = result.pop("lines_run", None)
     if isinstance(lines_run, list):
         result["not_run"] = coverage.not_run(text, spec, flagged, lines_run)
+        if result["not_run"] and result.get("status") == "ok":
+            result["message"] = f"{result.get('message')}, but {not_run_text(result)}"
     result["python_source"] = interpreter.source
     result["wall_s"] = round(time.monotonic() - started, 3)
     return result
