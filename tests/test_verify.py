@@ -1293,6 +1293,13 @@ def test_not_run_reasons() -> None:
             return x
         """
     assert _reasons(early, [2, 3]) == {4: "the `return` at line 3 ran first"}
+    raised = """
+        def f(x):
+            for step in range(3):
+                x = step / 0
+                x += 1  # flagged
+        """
+    assert _reasons(raised, [2, 3]) == {4: "the run stopped at line 3"}  # not "was empty"
     module = """
         class M:
             def forward(self, x):

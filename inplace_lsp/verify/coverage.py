@@ -100,9 +100,8 @@ def _reason(
         if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if not any(n in ran for n in range(owner.body[0].lineno, owner.end_lineno or 0)):
                 return f"`{owner.name}()` was never called"
-            left = _left_before(body, line, ran)
-            return left or ""
-        left = _left_before(body, line, ran)
+            return _left_before(body, line, ran) or _stopped_before(body, line, ran)
+        left = _left_before(body, line, ran) or _stopped_before(body, line, ran)
         if left:
             return left
         if isinstance(owner, ast.Try):  # `try:` itself may have no line event
@@ -130,6 +129,17 @@ def _reason(
         if isinstance(owner, ast.ClassDef):
             return ""
     return ""
+
+
+def _stopped_before(body: _Body, line: int, ran: frozenset[int]) -> str:
+    """ "the run stopped at line N" when statements before ``line`` in ``body`` ran (the last
+    of them at N) and none of them left the block: N raised, most likely."""
+    last = 0
+    for stmt in body:
+        if _holds(stmt, line):
+            break
+        last = max([last, *(n for n in ran if _holds(stmt, n))])
+    return f"the run stopped at line {last}" if last else ""
 
 
 def _left_before(body: _Body, line: int, ran: frozenset[int]) -> str:
