@@ -873,7 +873,7 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         path,
         text,
         line,
-        settings.verify,
+        settings,  # all of it: the project's select/ignore decide which flagged lines count
         root=str(pyproject.parent) if pyproject else None,
         device=args.device,
         timeout_s=args.timeout,

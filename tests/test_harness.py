@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def saved_at(marker: str, op: str) -> dict[str, object]:
 
 
 def assert_json_shape(report: dict[str, Any]) -> None:
-    assert set(report) == {
+    assert set(report) - {"silent"} == {
         "status",
         "mutation",
         "saved_by",
@@ -599,3 +600,177 @@ def test_main_prints_one_json_line(tmp_path: Path) -> None:
 
 def test_main_usage_error() -> None:
     assert harness.main([]) == 2
+
+
+# --------------------------------------------------------------------------- `.data` writes
+
+
+def data_write_on_saved_output() -> None:
+    x = torch.randn(4, requires_grad=True)
+    y = x.exp()  # @data-save
+    y.data.mul_(2)  # @data-write
+    y.sum().backward()
+
+
+def data_view_write_on_saved_output() -> None:
+    x = torch.randn(4, requires_grad=True)
+    y = x.exp()  # @data-view-save
+    y.data.view(2, 2)[0] = 1  # @data-view-write
+    y.sum().backward()
+
+
+def data_write_backward_does_not_use() -> None:
+    x = torch.randn(4, requires_grad=True)
+    y = x.exp()  # @data-unused-save
+    z = y.detach() * 1  # a copy that backward never reads
+    y.data.add_(1)  # @data-unused-write
+    (z + x).sum().backward()
+
+
+def data_write_elsewhere_in_the_storage() -> None:
+    buffer = torch.randn(8, requires_grad=True)
+    w = torch.randn(4, requires_grad=True)
+    y = buffer * 2
+    kept = y[:4] * w  # saves the view y[:4]: the first half of y's memory
+    y.data[4:].zero_()  # the second half
+    kept.sum().backward()
+
+
+@pytest.mark.parametrize(
+    ("fn", "write", "save"),
+    [
+        (data_write_on_saved_output, "data-write", "data-save"),
+        (data_view_write_on_saved_output, "data-view-write", "data-view-save"),
+    ],
+)
+def test_a_data_write_that_backward_reads_is_a_silent_inplace_error(
+    fn: Any, write: str, save: str
+) -> None:
+    """torch raises nothing (`.data` has its own version counter) and the gradient is wrong;
+    the harness sees the write into the saved tensor's memory and says so instead of ok."""
+    report = trace_call(fn)
+    assert_json_shape(report)
+    assert (report["status"], report.get("silent")) == ("inplace-error", True), report
+    assert report["mutation"] == at(write)
+    assert report["saved_by"] == saved_at(save, "ExpBackward0")
+    assert "silently wrong" in report["message"] and report["exception"] is None
+
+
+def test_a_data_write_that_backward_does_not_read_is_a_warning() -> None:
+    report = trace_call(data_write_backward_does_not_use)
+    assert (report["status"], report.get("silent")) == ("ok", None), report
+    (warning,) = report["related"]
+    assert warning["line"] == line_of("data-unused-write")
+    assert "`.data`" in warning["message"] and "did not use it" in warning["message"]
+
+
+def test_a_data_write_beside_a_saved_tensor_is_ok() -> None:
+    report = trace_call(data_write_elsewhere_in_the_storage)
+    assert (report["status"], report["related"]) == ("ok", []), report
+
+
+# --------------------------------------------------------------------------- lines run
+
+
+def branchy(a: int, mask: object = None) -> int:
+    b = a + 1  # @cov-first
+    if mask is not None:  # @cov-if
+        b = b * 2  # @cov-masked
+    return b  # @cov-last
+
+
+@pytest.mark.parametrize(
+    "monitoring",
+    [
+        pytest.param(
+            True,
+            marks=pytest.mark.skipif(
+                not hasattr(sys, "monitoring"), reason="sys.monitoring is Python 3.12+"
+            ),
+        ),
+        False,
+    ],
+    ids=["sys.monitoring", "settrace"],
+)
+def test_lines_run_records_the_target_file_only(monitoring: bool) -> None:
+    first, last = line_of("cov-first"), line_of("cov-last")
+    recorder = harness._LinesRun(__file__, first, last, monitoring=monitoring)
+    with recorder:
+        branchy(1)
+        branchy(2)  # twice: each line once
+    assert recorder.lines() == [first, line_of("cov-if"), last]
+    with harness._LinesRun(__file__, first, last, monitoring=monitoring) as again:
+        branchy(1, mask=True)  # a second run in the same process sees every line again
+    assert again.lines() == [first, line_of("cov-if"), line_of("cov-masked"), last]
+    assert sys.gettrace() is None or monitoring is False
+
+
+def test_trace_call_reports_lines_run_when_asked() -> None:
+    first, last = line_of("cov-first"), line_of("cov-last")
+
+    def run() -> None:
+        x = torch.randn(3, requires_grad=True)
+        branchy(1)
+        x.exp().sum().backward()
+
+    report = trace_call(run, coverage=(__file__, first, last, [line_of("cov-masked")]))
+    assert report["lines_run"] == [first, line_of("cov-if"), last]
+    assert "lines_run" not in trace_call(run)
+
+
+def test_settrace_stops_once_every_watched_line_ran() -> None:
+    """A trace function slows every frame: it goes as soon as the watched lines ran."""
+    first, last = line_of("cov-first"), line_of("cov-last")
+    with harness._LinesRun(__file__, first, last, monitoring=False, watch=[first]) as recorder:
+        branchy(1)
+        assert sys.gettrace() is None
+        branchy(1, mask=True)  # not recorded any more
+    assert recorder.lines() == [first]
+
+
+def test_lines_run_is_unknown_when_the_users_code_takes_the_tracer() -> None:
+    first, last = line_of("cov-first"), line_of("cov-last")
+    with harness._LinesRun(__file__, first, last, monitoring=False, watch=[last]) as recorder:
+        sys.settrace(None)  # a user's own debugger set-up, say
+        branchy(1)
+    assert recorder.lines() is None  # never "did not run" for lines it could not see
+
+
+def test_warnings_lose_the_harness_frames_and_location(capsys: pytest.CaptureFixture[str]) -> None:
+    forward = (
+        "Error detected in MulBackward0. Traceback of forward call that caused the error:\n"
+        f'  File "{HARNESS_FILE}", line 10, in run\n'
+        "    output = model(x)\n"
+        f'  File "{THIS_FILE}", line 3, in forward\n'
+        "    h = x * 2\n"
+    )
+
+    def plain(message: Any, category: Any, filename: str, lineno: int, *rest: Any) -> None:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, ""))
+
+    with warnings.catch_warnings():  # as outside pytest: shown on stderr
+        warnings.simplefilter("always")
+        warnings.showwarning = plain
+        with harness._own_frames_hidden():
+            warnings.warn_explicit(forward, UserWarning, "/torch/graph.py", 9)
+            warnings.warn_explicit("from backward()", UserWarning, str(HARNESS_FILE), 12)
+    err = capsys.readouterr().err
+    assert str(HARNESS_FILE) not in err, err
+    assert f'File "{THIS_FILE}", line 3, in forward\n    h = x * 2' in err
+    assert "/torch/graph.py:9: UserWarning: Error detected in MulBackward0" in err
+    assert "UserWarning: from backward()" in err
+
+
+def sparse_saved_and_data_written() -> None:
+    indices = torch.tensor([[0, 1], [1, 0]])
+    sparse = torch.sparse_coo_tensor(indices, torch.ones(2), (2, 2), requires_grad=True)
+    w = torch.randn(2, 2, requires_grad=True)
+    out = torch.sparse.mm(sparse, w)  # saves a sparse tensor: it has no storage to compare
+    w.data.mul_(1)  # a `.data` alias in play, so writes are matched by storage
+    out.sum().backward()
+
+
+def test_tensors_without_storage_do_not_break_the_run() -> None:
+    report = trace_call(sparse_saved_and_data_written)
+    assert report["status"] in ("ok", "inplace-error"), report
+    assert report["exception"] is None or "storage" not in report["exception"], report

@@ -28,6 +28,7 @@ from inplace_lsp.lsp.layout import Layout, mask_magics, notebook_program
 from inplace_lsp.lsp.scheduler import Scheduler, Snapshot
 from inplace_lsp.lsp.session import Features, Session, untitled_path, uri_to_path
 from inplace_lsp.lsp.settings import SettingsStore, unwrap
+from inplace_lsp.verify.harness import error_result
 
 # ---------------------------------------------------------------- convert
 
@@ -735,11 +736,68 @@ def test_verify_results_are_pushed_to_pull_clients_without_refresh(tmp_path: Pat
     again = asyncio.run(session.pull(uri, None))  # the pulled report has no copy of it
     assert isinstance(again, types.RelatedFullDocumentDiagnosticReport)
     assert all(d.source != "inplace-lsp verify" for d in again.items)
-    session.change_document(uri, 2, DOC + "\n", saved=False)
-    assert client.published[-1] == (uri, None, [])
-    session._verified_result(uri, 2, path, lines, line, result)
+    # An edit above the class moves the result with it; one inside the class ends it.
+    session.change_document(uri, 2, "# a first line\n" + DOC, saved=False)
+    (published_uri, version, found) = client.published[-1]
+    assert (published_uri, version) == (uri, 2)
+    assert [d.range.start.line for d in found] == [line]
+    assert f"line {line + 1} overwrites" in found[0].message
+    session.change_document(uri, 3, DOC.replace("h += 1", "h += 2"), saved=False)
+    assert client.published[-1] == (uri, 3, [])
+    session._verified_result(uri, 3, path, lines, line, result)
     session.close_document(uri)
     assert client.published[-1] == (uri, None, [])
+
+
+TWO_GATES = (
+    DOC
+    + """
+
+class Other(nn.Module):
+    def forward(self, x):
+        g = torch.exp(x)
+        g += 1
+        return g
+"""
+)
+
+
+def _failed(path: str, target: str, saved: int, line: int) -> dict[str, Any]:
+    return {
+        "status": "inplace-error",
+        "target": target,
+        "mutation": {"path": path, "line": line},
+        "saved_by": {"path": path, "line": saved, "op": "ExpBackward0"},
+        "related": [],
+    }
+
+
+def test_each_target_keeps_its_verify_result_until_its_text_changes(tmp_path: Path) -> None:
+    """Verifying one class leaves another class's failed verify in place; an edit moves each
+    result with its class or ends it, for that class only."""
+    session, client = _session(tmp_path)
+    uri = (tmp_path / "m.py").as_uri()
+    path = str(tmp_path / "m.py")
+    session.open_document(uri, 1, TWO_GATES)
+    lines = convert.split_lines(TWO_GATES)
+    gate = lines.index('        note = "é😀"; h += 1') + 1
+    other = lines.index("        g += 1") + 1
+
+    def verified() -> list[tuple[int, str]]:
+        found = next(d for u, _, d in reversed(client.published) if u == uri)
+        return sorted((d.range.start.line + 1, d.message.split(":")[0]) for d in found
+                      if d.source == "inplace-lsp verify")  # fmt: skip
+
+    session._verified_result(uri, 1, path, lines, gate, _failed(path, "Gate", gate - 1, gate))
+    session._verified_result(uri, 1, path, lines, other, _failed(path, "Other", other - 1, other))
+    assert verified() == [(gate, "Gate fails"), (other, "Other fails")]
+    ok = {**error_result("Gate"), "status": "ok", "device": "cpu"}
+    session._verified_result(uri, 1, path, lines, gate, ok)  # Gate fixed elsewhere: only it goes
+    assert verified() == [(other, "Other fails")]
+    session._verified_result(uri, 1, path, lines, gate, _failed(path, "Gate", gate - 1, gate))
+    edited = TWO_GATES.replace("return self.act", "# why\n        return self.act")
+    session.change_document(uri, 2, edited, saved=False)  # inside Gate, above Other
+    assert verified() == [(other + 1, "Other fails")]
 
 
 def test_untitled_path(tmp_path: Path) -> None:

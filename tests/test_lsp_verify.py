@@ -401,11 +401,16 @@ async def test_verify_a_notebook_cell(client: base.Editor, workspace: Path) -> N
     messages, published = len(client.messages), len(client.published)
     result = await verify(client, *lens.command.arguments)
     assert (result["status"], result["target"]) == ("inplace-error", "Gate"), result
-    summary = "Gate fails: line 9 overwrites the output of torch.sigmoid saved at line 8"
+    # The message shows in no cell: it names the cell (the markdown cell is not a code cell).
+    summary = (
+        "Gate fails: line 9 of code cell 2 overwrites the output of torch.sigmoid saved at "
+        "line 8 of code cell 2"
+    )
     await base.wait_until(lambda: any(m.message == summary for m in client.messages[messages:]))
     # The failure is a diagnostic of the cell, at the cell's line; related: the saving line.
     (checked,) = verify_diagnostics(await pushed_or_pulled(client, uris[2], 1, published))
-    assert checked.range.start.line == 8 and checked.message == summary
+    in_cell = "Gate fails: line 9 overwrites the output of torch.sigmoid saved at line 8"
+    assert checked.range.start.line == 8 and checked.message == in_cell
     (saved,) = checked.related_information or []
     assert (saved.location.uri, saved.location.range.start.line) == (uris[2], 7)
     assert verify_diagnostics(await base.diagnostics(client, uris[0])) == []
@@ -423,8 +428,9 @@ async def test_verify_a_notebook_cell(client: base.Editor, workspace: Path) -> N
 async def test_verify_diagnostic_needs_no_reverify_to_go(
     client: base.Editor, workspace: Path
 ) -> None:
-    """Verify at version 1 flags a line; an edit that does not fix it still removes the
-    verify diagnostic (it described the old text), keeping the analysis's."""
+    """Verify at version 1 flags a line; an edit of the verified class that does not fix it
+    still removes the verify diagnostic (it described the old text), keeping the analysis's;
+    an edit elsewhere moves it with its line."""
     uri = base.new_uri(workspace, "stale")
     base.open_document(client, uri, BROKEN)
     await base.diagnostics(client, uri, 1)
@@ -432,10 +438,97 @@ async def test_verify_diagnostic_needs_no_reverify_to_go(
     result = await verify(client, uri, {"line": MUTATION_LINE, "character": 4})
     assert result["status"] == "inplace-error"
     assert len(verify_diagnostics(await pushed_or_pulled(client, uri, 1, published))) == 1
-    base.replace_text(client, uri, 2, BROKEN + "\n# edited\n")
-    found = await base.diagnostics(client, uri, 2)
+    moved = "# a new first line\n" + BROKEN + "\n# edited\n"
+    base.replace_text(client, uri, 2, moved)
+    (kept,) = verify_diagnostics(await base.diagnostics(client, uri, 2))
+    assert kept.range.start.line == MUTATION_LINE + 1
+    assert f"line {MUTATION_LINE + 2} overwrites" in kept.message
+    base.replace_text(client, uri, 3, moved.replace("return h", "return h  # edited"))
+    found = await base.diagnostics(client, uri, 3)
     assert verify_diagnostics(found) == []
     assert "IPL001" in base.codes(found)
+
+
+TWO_BROKEN = (
+    BROKEN
+    + """
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        g = torch.exp(self.fc(x))
+        g *= 2
+        return g
+"""
+)
+
+
+@in_module_loop
+async def test_verifying_one_class_keeps_the_other_classes_result(
+    client: base.Editor, workspace: Path
+) -> None:
+    """Two broken classes in one file, each verified: two verify diagnostics, not one (the
+    second verify used to replace the first's)."""
+    uri = base.new_uri(workspace, "two")
+    base.open_document(client, uri, TWO_BROKEN)
+    await base.diagnostics(client, uri, 1)
+    found_lenses = await lenses(client, uri)  # ResidualBlock, train_step, Gate
+    first, second = found_lenses[0].command, found_lenses[-1].command
+    assert first is not None and second is not None
+    assert (await verify(client, *first.arguments or []))["status"] == "inplace-error"
+    published = len(client.published)
+    gate = await verify(client, *second.arguments or [])
+    assert (gate["status"], gate["target"]) == ("inplace-error", "Gate"), gate
+    expected = [MUTATION_LINE, TWO_BROKEN.splitlines().index("        g *= 2")]
+    found = await pushed_or_pulled(client, uri, 1, published)
+    assert sorted(d.range.start.line for d in verify_diagnostics(found)) == expected
+
+
+MASKED = """import torch
+import torch.nn as nn
+
+
+class MaskedPool(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x, pad_mask=None):
+        h = torch.sigmoid(self.fc(x))
+        if pad_mask is not None:
+            h *= pad_mask
+        return h.sum(dim=1)
+"""
+
+
+@in_module_loop
+async def test_an_ok_that_did_not_run_the_flagged_line_says_so(
+    client: base.Editor, workspace: Path
+) -> None:
+    """forward and backward pass without reaching the flagged line: the message is a warning
+    that names it and why, and the line gets an Information diagnostic from verify."""
+    uri = base.new_uri(workspace, "masked")
+    base.open_document(client, uri, MASKED)
+    await base.diagnostics(client, uri, 1)
+    messages, published = len(client.messages), len(client.published)
+    result = await verify(client, uri, {"line": 4, "character": 0})
+    assert result["status"] == "ok" and [e["line"] for e in result["not_run"]] == [13], result
+    await base.wait_until(
+        lambda: any("did not run" in m.message for m in client.messages[messages:])
+    )
+    shown = next(m for m in client.messages[messages:] if "did not run" in m.message)
+    assert shown.type == types.MessageType.Warning
+    assert shown.message.endswith(
+        ", but line 13 (IPL001) did not run: `pad_mask` was None; add an `example_inputs()` "
+        "that passes one"
+    )
+    (note,) = verify_diagnostics(await pushed_or_pulled(client, uri, 1, published))
+    assert note.severity == types.DiagnosticSeverity.Information
+    assert note.range.start.line == 12
+    assert note.message.startswith("verify ran MaskedPool but not this line (IPL001): ")
 
 
 @in_module_loop

@@ -19,11 +19,12 @@ import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from inplace_lsp.config import Settings, VerifySettings
-from inplace_lsp.verify import runner, targets
+from inplace_lsp.verify import coverage, runner, targets
 from inplace_lsp.verify.runner import RunOptions, run_verify
 from inplace_lsp.verify.targets import VerifyError, find_target
 
@@ -587,6 +588,26 @@ def test_describe() -> None:
         "ResidualBlock: forward and backward OK on cpu in 0.41 s [on cuda:0 it raised "
         "RuntimeError: Expected all tensors to be on the same device; ran again on cpu]"
     )
+    silent = {**failing, "silent": True}
+    assert runner.describe(silent, "/p/model.py") == (
+        "ResidualBlock computes wrong gradients: line 14 writes through `.data` into the output "
+        "of torch.sigmoid saved at line 12; torch raised nothing and backward used the new values"
+    )
+    unproven = {
+        **ok,
+        "not_run": [
+            {"line": 9, "code": "IPL001", "reason": "`mask` was None"},
+            {"line": 9, "code": "IPL003", "reason": "`mask` was None"},
+            {"line": 20, "code": "IPL005", "reason": ""},
+        ],
+    }
+    assert runner.describe(unproven) == (
+        "ResidualBlock: forward and backward OK on cpu in 0.41 s, but line 9 (IPL001, IPL003) "
+        "did not run: `mask` was None; and line 20 (IPL005) did not run"
+    )
+    assert runner.describe_lines({**failing, "not_run": unproven["not_run"][2:]}, "/p/m.py")[
+        -1
+    ] == ("  /p/m.py:20: IPL005 did not run")
 
 
 def test_missing_interpreter_is_an_error_result(tmp_path: Path) -> None:
@@ -616,7 +637,10 @@ def case_run_line(case: Case) -> int:
 def test_verify_cases(case: Case) -> None:
     """verify pointed at every case's run(): the outcome, and both lines of in-place errors."""
     result = run_verify(str(case.path), None, case_run_line(case), SETTINGS)
-    assert result["status"] == case.outcome, result
+    silent = case.outcome == "ok" and bool(case.errors) and bool(case.saved_by)  # `.data`
+    assert result["status"] == ("inplace-error" if silent else case.outcome), result
+    assert bool(result.get("silent")) == silent, result
+    assert result["not_run"] == [], result  # run() runs every flagged line it holds
     assert result["mode"] == "warm"
     if result.get("fallback"):  # failed on CUDA for another reason (mixed devices): CPU rerun
         assert result["fallback"]["device"] == AUTO_DEVICE != "cpu" == result["device"]
@@ -625,7 +649,7 @@ def test_verify_cases(case: Case) -> None:
     assert result["target"] == "run" and result["kind"] == "function"
     if case.outcome == "leaf-error" and result["mutation"] is not None:
         assert result["mutation"]["line"] == min(case.errors), result
-    if case.outcome != "inplace-error":
+    if result["status"] != "inplace-error":
         return
     (error_line,) = case.errors
     (saved_line,) = case.saved_by
@@ -1238,3 +1262,240 @@ def test_the_users_own_modules_are_fresh_in_every_job(tmp_path: Path) -> None:
     assert second["status"] == "inplace-error", second
     assert second["worker_pid"] == first["worker_pid"]
     assert second["mutation"] == {"path": norm(tmp_path / "helpers.py"), "line": 2}
+
+
+# =========================================================================== lines that did not run
+
+MASKED = """
+import torch
+from torch import nn
+
+
+class MaskedPool(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x, pad_mask=None):
+        h = torch.sigmoid(self.fc(x))
+        if pad_mask is not None:
+            h *= pad_mask  # flagged
+        return h.sum(dim=1)
+"""
+
+
+@needs_torch
+@skip_without_torch
+def test_a_flagged_line_that_did_not_run_is_named_not_ok(tmp_path: Path) -> None:
+    """The bug sits under `if pad_mask is not None:`; the synthesized inputs leave pad_mask
+    None, so forward and backward pass without ever running it: the result must say so."""
+    source = write(tmp_path / "masked.py", MASKED)
+    text = source.read_text()
+    flagged = line_of(text, "# flagged")
+    result = run_verify(str(source), None, line_of(text, "class MaskedPool"), SETTINGS)
+    assert result["status"] == "ok", result  # what torch did: nothing raised
+    reason = "`pad_mask` was None; add an `example_inputs()` that passes one"
+    assert result["not_run"] == [{"line": flagged, "code": "IPL001", "reason": reason}]
+    assert result["message"].endswith(f"but line {flagged} (IPL001) did not run: {reason}")
+    assert runner.describe(result, str(source)).endswith(
+        f", but line {flagged} (IPL001) did not run: {reason}"
+    )
+    # With inputs that take the branch, the line runs and verify proves the bug.
+    hooked = text.replace(
+        "    def forward",
+        "    @staticmethod\n    def example_inputs():\n"
+        "        return torch.randn(2, 16), torch.ones(2, 16)\n\n    def forward",
+    )
+    proven = run_verify(str(source), hooked, line_of(hooked, "class MaskedPool"), SETTINGS)
+    assert proven["status"] == "inplace-error", proven
+    assert proven["mutation"]["line"] == line_of(hooked, "# flagged")
+    assert proven["not_run"] == []
+
+
+def test_cli_says_which_flagged_line_did_not_run(tmp_path: Path) -> None:
+    source = write(tmp_path / "masked.py", MASKED)
+    line = line_of(source.read_text(), "# flagged")
+    out = subprocess.run(
+        [sys.executable, "-m", "inplace_lsp", "verify", f"{source}:5", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    if not _has_torch():
+        pytest.skip("torch is not installed")
+    result = json.loads(out.stdout)
+    assert out.returncode == 0, out.stderr
+    assert [entry["line"] for entry in result["not_run"]] == [line]
+    text = subprocess.run(
+        [sys.executable, "-m", "inplace_lsp", "verify", f"{source}:5"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert f"but line {line} (IPL001) did not run: `pad_mask` was None" in text.stdout
+
+
+def _reasons(source: str, ran: list[int], spec: dict[str, Any] | None = None) -> dict[int, str]:
+    text = textwrap.dedent(source).lstrip("\n")
+    flagged = [(i + 1, "IPL001") for i, t in enumerate(text.splitlines()) if "# flagged" in t]
+    found = coverage.not_run(text, spec or {"name": "f", "kind": "function"}, flagged, ran)
+    return {entry["line"]: entry["reason"] for entry in found}
+
+
+def test_not_run_reasons() -> None:
+    """The reason is read off the innermost statement around the line that did run."""
+    branches = """
+        def f(x, mask=None, training=True):
+            if mask is not None:
+                x += 1  # flagged
+            if not training:
+                x += 2  # flagged
+            elif x.sum() > 0:
+                x += 3  # flagged
+            else:
+                x += 4  # flagged
+            for item in []:
+                x += 5  # flagged
+            try:
+                x = x * 1
+            except ValueError:
+                x += 6  # flagged
+            return x
+        """
+    spec = {"name": "f", "kind": "function", "parameters": ["x", "mask", "training"]}
+    assert _reasons(branches, [2, 4, 6, 10, 12, 13, 16], spec) == {
+        3: "`mask` was None; add an `example_args()` that passes one",
+        5: "`training` was true; add an `example_args()` that takes this branch",
+        7: "`x.sum() > 0` was false; add an `example_args()` that takes this branch",
+        9: "`x.sum() > 0` was true; add an `example_args()` that takes this branch",
+        11: "`[]` was empty",
+        15: "no exception was raised",
+    }
+    early = """
+        def f(x):
+            if x is None:
+                return 0
+            x += 1  # flagged
+            return x
+        """
+    assert _reasons(early, [2, 3]) == {4: "the `return` at line 3 ran first"}
+    raised = """
+        def f(x):
+            for step in range(3):
+                x = step / 0
+                x += 1  # flagged
+        """
+    assert _reasons(raised, [2, 3]) == {4: "the run stopped at line 3"}  # not "was empty"
+    module = """
+        class M:
+            def forward(self, x):
+                return self.helper(x)
+
+            def helper(self, x):
+                x += 1  # flagged
+                return x
+
+            def unused(self, x):
+                x += 1  # flagged
+        """
+    spec = {
+        "name": "M",
+        "kind": "module",
+        "parameters": ["x"],
+        "inputs": {"hook": {"name": "example_inputs"}},
+    }
+    assert _reasons(module, [3], spec) == {
+        6: "`helper()` was never called",
+        10: "`unused()` was never called",
+    }
+    hooked = "def f(x, m=None):\n    if m is not None:\n        x += 1  # flagged\n"
+    spec = {
+        "name": "f",
+        "kind": "module",
+        "parameters": ["x", "m"],
+        "inputs": {"hook": {"name": "example_inputs"}},
+    }
+    assert _reasons(hooked, [2], spec) == {3: "`m` was None; make `example_inputs()` pass one"}
+    assert _reasons("def f(:\n    x  # flagged\n", []) == {2: ""}  # unparsable: no reason
+    assert coverage.not_run("def f():\n    pass\n", {"name": "f"}, [(2, "IPL001")], [2]) == []
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_torch_warning_about_numpy_does_not_reach_the_user(tmp_path: Path, warm: bool) -> None:
+    """torch without numpy warns "Failed to initialize NumPy" at import: not the user's news."""
+    runner.shutdown_workers()  # a fresh worker: the warning comes with its import of torch
+    source = write(
+        tmp_path / "loud.py",
+        """
+        import warnings
+
+        import torch
+
+
+        def run():
+            warnings.warn("the user's own warning")
+            torch.ones(2, requires_grad=True).exp().sum().backward()
+        """,
+    )
+    result = run_verify(str(source), None, 7, SETTINGS, warm=warm)
+    assert result["status"] == "ok", result
+    assert "the user's own warning" in result["stderr_tail"]
+    assert "NumPy" not in result["stderr_tail"]
+    workers = runner.workers()
+    assert all("NumPy" not in worker.stderr.text() for worker in workers)
+
+
+ANOMALY_ON = """
+import torch
+from torch import nn
+
+torch.autograd.set_detect_anomaly(True)
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = torch.sigmoid(self.fc(x))  # save
+        h += 1
+        return h
+"""
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_the_users_output_never_shows_the_tools_frames(tmp_path: Path, warm: bool) -> None:
+    """Anomaly mode prints the forward traceback of the failing node: the user's frames (and
+    torch's) stay, the harness's and the worker's go; so do the frames of an import error."""
+    source = write(tmp_path / "gate.py", ANOMALY_ON)
+    result = run_verify(str(source), None, 7, SETTINGS, warm=warm)
+    assert result["status"] == "inplace-error", result
+    tail = result["stderr_tail"]
+    assert "Error detected in SigmoidBackward0" in tail
+    assert f'File "{source}", line {line_of(source.read_text(), "# save")}, in forward' in tail
+    assert "harness.py" not in tail and "worker.py" not in tail, tail
+    assert tail.count("Error detected in") == 1, tail  # not the harness's own probe
+    broken = write(tmp_path / "broken.py", "import torch\n\n\ndef run():\n    pass\n\n1 / 0\n")
+    failed = run_verify(str(broken), None, 4, SETTINGS, warm=warm)
+    assert failed["status"] == "error" and "ZeroDivisionError" in failed["stderr_tail"]
+    assert f'File "{broken}", line 7' in failed["stderr_tail"]
+    assert "harness.py" not in failed["stderr_tail"], failed["stderr_tail"]
+
+
+def test_flagged_lines_follow_the_projects_settings_and_noqa(tmp_path: Path) -> None:
+    """Only what the user would see flagged counts: `ignore` and `# noqa` drop a finding."""
+    source = write(tmp_path / "masked.py", MASKED)
+    text = source.read_text()
+    spec = find_target(text, line_of(text, "class MaskedPool"), path=str(source))
+    flagged = line_of(text, "# flagged")
+    assert runner._flagged(text, str(source), spec, None) == [(flagged, "IPL001")]
+    assert runner._flagged(text, str(source), spec, Settings(ignore=("IPL001",))) == []
+    quiet = text.replace("# flagged", "# noqa: IPL001")
+    assert runner._flagged(quiet, str(source), spec, Settings()) == []

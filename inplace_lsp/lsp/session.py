@@ -121,12 +121,22 @@ class _Document:
     published: set[str] = field(default_factory=set)  # URIs holding pushed diagnostics
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Verified:
-    """The diagnostics of the last verify of a document, valid for that version only."""
+    """The diagnostics of the last verify of one target, kept until the text its outcome
+    depends on changes: in a file, the lines from the target's and the result's first line to
+    their last (found again after edits elsewhere, and moved with them); in a notebook, the
+    cells those lines are in, at the versions verified."""
 
-    version: int | None
-    diagnostics: list[types.Diagnostic]
+    # document (the file, or a cell) -> version -> its diagnostics in that version's lines;
+    # the version before an edit keeps its own, for a push of the analysis made before it
+    by_version: dict[str, dict[int | None, list[types.Diagnostic]]]
+    block: tuple[str, ...] = ()  # a file: the lines the outcome depends on
+    first_line: int = 1  # a file: where `block` starts in the newest version, 1-based
+    cells: dict[str, int | None] = field(default_factory=dict)  # a notebook: uri -> version
+
+    def diagnostics(self, uri: str, version: int | None) -> list[types.Diagnostic]:
+        return self.by_version.get(uri, {}).get(version, [])
 
 
 def uri_to_path(uri: str) -> str | None:
@@ -167,7 +177,8 @@ class Session:
         self._views: dict[str, View] = {}
         self._published_version: dict[str, int | None] = {}
         self._other_lines: dict[str, list[str] | None] = {}
-        self._verified: dict[str, _Verified] = {}
+        # document key -> verified target -> its diagnostics (each target keeps its own)
+        self._verified: dict[str, dict[str, _Verified]] = {}
         self._verify_generation = 0  # bumped when verify diagnostics change (pull result ids)
         self._verify_runs: set[threading.Event] = set()  # cancel events of runs in flight
         # The code lenses of the newest snapshot (written by the scheduler's worker threads).
@@ -187,9 +198,9 @@ class Session:
         """A change (saved=False) or a save: analysed when the `run` setting says so."""
         document = self._documents.get(uri)
         if document is not None:
+            if not saved:  # first: the analysis of the new version may be published at once
+                self._follow_verified(uri, version, text)
             self._submit(document, version, text, Layout.single(uri, version), saved=saved)
-            if not saved:
-                self._forget_verify(uri)
 
     def _submit(
         self, document: _Document, version: int | None, text: str, layout: Layout, *, saved: bool
@@ -211,10 +222,12 @@ class Session:
         self.scheduler.close(uri)
         self._views.pop(uri, None)
         self._lenses.pop(uri, None)
-        if self._verified.pop(uri, None) is not None:
+        verified = self._verified.pop(uri, None)
+        if verified is not None:
             self._verify_generation += 1
             if self.features.verify_pushed:
-                self.client.publish(uri, None, [])
+                for shown in sorted({u for entry in verified.values() for u in entry.by_version}):
+                    self.client.publish(shown, None, [])
         if document is not None and not self.features.pull:
             for published in document.published:
                 self.client.publish(published, None, [])
@@ -245,10 +258,9 @@ class Session:
             if cell.uri not in kept:
                 self._cell_owner.pop(cell.uri, None)
         self._cell_owner.update((cell.uri, uri) for cell in layout.cells)
-        self._submit(document, version, text, layout, saved=saved)
         if not saved:
-            for cell in document.layout.cells:
-                self._forget_verify(cell.uri)
+            self._follow_verified_cells(uri, layout)
+        self._submit(document, version, text, layout, saved=saved)
 
     def close_notebook(self, uri: str) -> None:
         document = self._documents.get(uri)
@@ -486,8 +498,8 @@ class Session:
             self._verify_runs.discard(cancel)
         summary, kind = verification.message(result, path)
         if cell is not None:
-            layout, where_cell = cell
-            summary = layout.renumber(summary, where_cell)  # "line 3 of code cell 2"
+            # "line 3 of code cell 2": a message in a window is in no cell
+            summary = cell[0].renumber(summary, None)
             if "NameError" in str(result.get("exception") or result.get("message") or ""):
                 summary += f" ({verification.NOTEBOOK_NOTE})"
         progress.end(summary)
@@ -514,11 +526,15 @@ class Session:
         document = self._documents.get(notebook)
         if document is None or document.layout != layout:
             return  # a cell changed while it ran: the result is stale
+        name = str(result.get("target") or "")
         here = "inplace-lsp-notebook:program"
         found = verification.diagnostics(
             result, path, here, convert.split_lines(program), self.features.encoding, line
         )
         placed: dict[str, list[types.Diagnostic]] = {}
+        lines = convert.split_lines(program)
+        depends = [*_lines_named(found, here), *(verification.target_span(lines, name) or ())]
+        cells = {c.uri: c.version for c in layout.cells if any(c.holds(n) for n in depends)}
         for diagnostic in found:
             moved = _to_cell(layout, diagnostic.range)
             if moved is None:
@@ -542,7 +558,12 @@ class Session:
                     related_information=related or None,
                 )
             )
-        self._replace_verified(notebook, {cell.uri: cell.version for cell in layout.cells}, placed)
+        versions = {cell.uri: cell.version for cell in layout.cells}
+        entry = None
+        if placed:
+            by_version = {uri: {versions[uri]: shown} for uri, shown in placed.items()}
+            entry = _Verified(by_version, cells={**cells, **{u: versions[u] for u in placed}})
+        self._replace_verified(notebook, name, entry)
 
     def _not_run(self, why: str) -> dict[str, Any]:
         result = verification.not_run(why)
@@ -596,48 +617,101 @@ class Session:
         found = verification.diagnostics(
             result, path, uri, lines, self.features.encoding, target_line
         )
-        self._replace_verified(uri, {uri: version}, {uri: found} if found else {})
+        name = str(result.get("target") or "")
+        entry = None
+        if found:
+            depends = [*_lines_named(found, uri), *(verification.target_span(lines, name) or ())]
+            first, last = min(depends), max(depends)
+            block = tuple(lines[first - 1 : last])
+            entry = _Verified({uri: {version: found}}, block=block, first_line=first)
+        self._replace_verified(uri, name, entry)
 
-    def _replace_verified(
-        self,
-        key: str,
-        versions: dict[str, int | None],
-        placed: dict[str, list[types.Diagnostic]],
-    ) -> None:
-        """The verify diagnostics of the documents of `key` (a file, or a notebook's cells:
-        uri -> version) become `placed`, and the client hears of the ones that changed."""
-        touched = [uri for uri in versions if uri in self._verified or uri in placed]
-        if not touched:
-            return
-        for uri in touched:
-            if uri in placed:
-                self._verified[uri] = _Verified(versions[uri], placed[uri])
-            else:
-                del self._verified[uri]
+    def _replace_verified(self, key: str, target: str, entry: _Verified | None) -> None:
+        """The verify diagnostics of one target of the document `key` (a file or a notebook)
+        become `entry`'s (None: it has none); the other targets keep theirs. The client hears
+        of the documents whose diagnostics changed."""
+        targets = self._verified.setdefault(key, {})
+        before = targets.pop(target, None)
+        if entry is not None:
+            targets[target] = entry
+        if not targets:
+            del self._verified[key]
+        touched = {u for e in (before, entry) if e is not None for u in e.by_version}
+        if touched:
+            self._verified_changed(key, touched)
+
+    def _verified_changed(self, key: str, uris: set[str], *, edited: bool = False) -> None:
+        """The client hears that the verify diagnostics of `uris` (documents of `key`) changed:
+        pushed on their own, a refresh to pull, or the document pushed again. After an edit of
+        the file itself (`edited`) a pulling client pulls it anyway."""
         self._verify_generation += 1
+        document = self._documents.get(key)
         if self.features.verify_pushed:
-            for uri in touched:
-                self.client.publish(uri, versions[uri], placed.get(uri, []))
+            for uri in sorted(uris):
+                cell = document.layout.cell(uri) if document is not None else None
+                version = cell.version if cell is not None else None
+                self.client.publish(uri, version, self._verify_diagnostics(uri, version))
         elif self.features.pull:
-            self.client.refresh_diagnostics()
+            if self.features.refresh and not edited:
+                self.client.refresh_diagnostics()
         elif self.scheduler.snapshot(key) is not None:
-            self._push(key)
+            self._push(key)  # now, not after the analysis (which may wait for a save)
 
-    def _forget_verify(self, uri: str) -> None:
-        """The text changed: the last verify no longer describes it."""
-        if self._verified.pop(uri, None) is None:
+    def _follow_verified(self, uri: str, version: int | None, text: str) -> None:
+        """A file changed: each target's verify diagnostics move with their lines when those
+        lines are still there unchanged, and go when they changed."""
+        targets = self._verified.get(uri)
+        if not targets:
             return
-        self._verify_generation += 1
-        if self.features.verify_pushed:
-            self.client.publish(uri, None, [])
-        elif not self.features.pull and self.scheduler.snapshot(uri) is not None:
-            self._push(uri)  # now, not after the analysis (which may wait for a save)
+        lines = convert.split_lines(text)
+        dropped = moved = False
+        for target, entry in list(targets.items()):
+            start = _find_block(lines, entry.block, entry.first_line)
+            if start is None:
+                del targets[target]
+                dropped = True
+                continue
+            shift = start - entry.first_line
+            moved = moved or shift != 0
+            entry.first_line = start
+            versions = entry.by_version.get(uri) or {None: []}
+            last_version, last = list(versions.items())[-1]
+            shifted = [_shifted(d, uri, shift, start, len(entry.block)) for d in last]
+            # The version before keeps its diagnostics: a push of its analysis may follow.
+            entry.by_version[uri] = {last_version: last, version: shifted}
+        if not targets:
+            del self._verified[uri]
+        if self.features.verify_pushed and (dropped or moved):
+            self._verify_generation += 1
+            self.client.publish(uri, version, self._verify_diagnostics(uri, version))
+        elif dropped:
+            self._verified_changed(uri, {uri}, edited=True)
+        # Moved only: a pushing client gets them with the new version's analysis.
+
+    def _follow_verified_cells(self, notebook: str, layout: Layout) -> None:
+        """A notebook changed: a target's verify diagnostics go when a cell they depend on
+        changed (or went); in cells the edit left alone they stay where they are."""
+        targets = self._verified.get(notebook)
+        if not targets:
+            return
+        now = {cell.uri: cell.version for cell in layout.cells}
+        touched: set[str] = set()
+        for target, entry in list(targets.items()):
+            if any(uri not in now or now[uri] != v for uri, v in entry.cells.items()):
+                del targets[target]
+                touched |= set(entry.by_version)
+        if not targets:
+            del self._verified[notebook]
+        if touched:
+            self._verified_changed(notebook, touched)
 
     def _verify_diagnostics(self, uri: str, version: int | None) -> list[types.Diagnostic]:
-        verified = self._verified.get(uri)
-        if verified is None or verified.version != version:
-            return []
-        return list(verified.diagnostics)
+        """Every verified target's diagnostics in document `uri` at `version`."""
+        key = self.key_of(uri) or uri
+        found: list[types.Diagnostic] = []
+        for entry in self._verified.get(key, {}).values():
+            found += entry.diagnostics(uri, version)
+        return found
 
     def _client_edits(self) -> actions.ClientEdits:
         return actions.ClientEdits(self.features.lazy_edits, self.features.document_changes)
@@ -723,6 +797,67 @@ def _lens_targets(snapshot: Snapshot) -> tuple[LensTarget, ...] | None:
     if snapshot.targets is None:
         return None
     return verification.from_result(snapshot.targets)
+
+
+def _lines_named(found: Sequence[types.Diagnostic], uri: str) -> list[int]:
+    """The 1-based lines of `uri` that diagnostics sit on or point at (related information)."""
+    lines: list[int] = []
+    for diagnostic in found:
+        lines += [diagnostic.range.start.line + 1, diagnostic.range.end.line + 1]
+        for info in diagnostic.related_information or []:
+            if info.location.uri == uri:
+                where = info.location.range
+                lines += [where.start.line + 1, where.end.line + 1]
+    return lines
+
+
+def _find_block(lines: Sequence[str], block: Sequence[str], near: int) -> int | None:
+    """The 1-based line where `block` occurs in `lines`, the occurrence nearest `near`."""
+    if not block:
+        return near
+    size, head = len(block), block[0]
+    starts = [
+        index + 1
+        for index in range(len(lines) - size + 1)
+        if lines[index] == head and list(lines[index : index + size]) == list(block)
+    ]
+    return min(starts, key=lambda start: abs(start - near)) if starts else None
+
+
+_LINE_NUMBER = re.compile(r"\bline (\d+)\b")
+
+
+def _shifted(
+    diagnostic: types.Diagnostic, uri: str, shift: int, first: int, size: int
+) -> types.Diagnostic:
+    """`diagnostic` with its lines in `uri` (and the "line N" of its message that name lines
+    of the block, now at `first`) moved by `shift`."""
+    if shift == 0:
+        return diagnostic
+
+    def moved(where: types.Range) -> types.Range:
+        return types.Range(
+            types.Position(where.start.line + shift, where.start.character),
+            types.Position(where.end.line + shift, where.end.character),
+        )
+
+    def renumber(match: re.Match[str]) -> str:
+        line = int(match.group(1))
+        inside = first - shift <= line < first - shift + size
+        return f"line {line + shift}" if inside else match.group(0)
+
+    related = [
+        attrs.evolve(info, location=types.Location(uri, moved(info.location.range)))
+        if info.location.uri == uri
+        else info
+        for info in diagnostic.related_information or []
+    ]
+    return attrs.evolve(
+        diagnostic,
+        range=moved(diagnostic.range),
+        message=_LINE_NUMBER.sub(renumber, diagnostic.message),
+        related_information=related or None,
+    )
 
 
 def _to_cell(layout: Layout, where: types.Range) -> tuple[Cell, types.Range] | None:

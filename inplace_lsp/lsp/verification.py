@@ -194,7 +194,10 @@ def diagnostics(
 ) -> list[types.Diagnostic]:
     """A failed verify as an Error at the mutating line (related: the line that saved the
     tensor); nothing for any other status. A mutation in another file is reported at
-    `target_line` (the verified class or function) with the mutation as related information."""
+    `target_line` (the verified class or function) with the mutation as related information.
+    A flagged line that the run never reached gets an Information diagnostic saying so."""
+    if result.get("status") == "ok":
+        return _not_run_diagnostics(result, lines, encoding)
     if result.get("status") not in FAILED:
         return []
     mutation = result.get("mutation")
@@ -235,8 +238,49 @@ def diagnostics(
             code=CODE,
             source=SOURCE,
             related_information=related or None,
-        )
+        ),
+        *_not_run_diagnostics(result, lines, encoding),
     ]
+
+
+def _not_run_diagnostics(
+    result: Mapping[str, Any], lines: Sequence[str], encoding: str
+) -> list[types.Diagnostic]:
+    """ "verify ran M but not this line (IPL001): `mask` was None; ..." at each flagged line of
+    the target that did not run: its finding is neither proven nor refuted."""
+    by_line: dict[int, tuple[list[str], str]] = {}
+    for entry in result.get("not_run") or []:
+        if isinstance(entry, Mapping) and isinstance(entry.get("line"), int):
+            codes, _ = by_line.setdefault(entry["line"], ([], str(entry.get("reason") or "")))
+            codes.append(str(entry.get("code") or "?"))
+    found = []
+    for line, (codes, reason) in sorted(by_line.items()):
+        text = f"verify ran {result.get('target') or 'the target'} but not this line"
+        text += f" ({', '.join(codes)})" + (f": {reason}" if reason else "")
+        found.append(
+            types.Diagnostic(
+                range=_line_range(lines, line, encoding),
+                message=text,
+                severity=types.DiagnosticSeverity.Information,
+                code=CODE,
+                source=SOURCE,
+            )
+        )
+    return found
+
+
+def target_span(lines: Sequence[str], name: object) -> tuple[int, int] | None:
+    """(first, last) 1-based lines of the top-level class or function `name` in a program."""
+    try:
+        tree = ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if stmt.name == name:
+                first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
+                return first, stmt.end_lineno or stmt.lineno
+    return None
 
 
 def message(result: Mapping[str, Any], path: str | None) -> tuple[str, types.MessageType]:
@@ -245,7 +289,8 @@ def message(result: Mapping[str, Any], path: str | None) -> tuple[str, types.Mes
     status = result.get("status")
     line = runner.describe(result, path)
     if status == "ok":
-        return line, types.MessageType.Info
+        unproven = bool(result.get("not_run"))  # "OK, but line N did not run"
+        return line, types.MessageType.Warning if unproven else types.MessageType.Info
     if status in FAILED:
         return line, types.MessageType.Error
     if result.get("cancelled"):

@@ -31,6 +31,7 @@ import re
 import sys
 import sysconfig
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -47,6 +48,10 @@ _HARNESS_FILE = os.path.normcase(os.path.abspath(__file__))
 _INTERNAL_FILES = frozenset(
     {_HARNESS_FILE, os.path.normcase(os.path.join(os.path.dirname(_HARNESS_FILE), "worker.py"))}
 )
+
+# torch warns at import when numpy is missing; numpy is optional to torch and to verify, and
+# the warning would read as a problem of the user's code.
+_NUMPY_WARNING = "Failed to initialize NumPy"
 
 _INPLACE_MSG = "modified by an inplace operation"
 _LEAF_MSG = "a leaf Variable that requires grad"
@@ -119,6 +124,8 @@ class _Saved:
         "original",
         "node",
         "bump",
+        "storage",
+        "used",
         "__weakref__",
     )
 
@@ -147,6 +154,10 @@ class _Saved:
         self.original = original
         self.node = node  # grad_fn at save time, held only until its torch call returns
         self.bump: _Bump | None = None
+        # Where its memory lives: a write into that memory that leaves the version alone went
+        # through an alias autograd does not track (`.data`).
+        self.storage = _storage_of(tensor)
+        self.used = False  # backward unpacked it after a silent write
 
 
 # --------------------------------------------------------------------------- user frames
@@ -272,6 +283,125 @@ def _record_construction(frames: _UserFrames) -> Iterator[None]:
         torch.nn.Module.__init__ = original  # type: ignore[method-assign]
 
 
+# --------------------------------------------------------------------------- line coverage
+
+
+class _LinesRun:
+    """Which lines of one file run while it is active (``with``): line coverage of the target.
+
+    Cheap by design: on 3.12+ ``sys.monitoring`` calls back once per code location and each
+    callback disables its location (a line is recorded once, other files cost one call per
+    location); before 3.12 a ``sys.settrace`` tracer returns None for frames of other files, so
+    only the target file's frames get line events, and it is removed as soon as every line of
+    ``watch`` ran (a trace function slows every frame down: 3.11 checks it per instruction).
+    Yields nothing (``ran`` stays None) when another tool already traces this process:
+    coverage must not take a debugger's place.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        first: int,
+        last: int,
+        monitoring: bool | None = None,
+        watch: Collection[int] = (),
+    ) -> None:
+        self.names = {path, _norm(path)}
+        self.first = first
+        self.last = last
+        self.watch = frozenset(watch)
+        self.ran: set[int] | None = None
+        self._monitoring = hasattr(sys, "monitoring") if monitoring is None else monitoring
+        self._tool: int | None = None
+        self._previous: tuple[Any, Any] | None = None
+        self._calls: Any = None  # the settrace function, while it is installed
+        self._finished = False  # it removed itself: every watched line ran
+
+    def lines(self) -> list[int] | None:
+        """The lines of [first, last] that ran, or None when nothing was recorded."""
+        if self.ran is None:
+            return None
+        return sorted(n for n in self.ran if self.first <= n <= self.last)
+
+    def __enter__(self) -> _LinesRun:
+        if self._monitoring:
+            self._start_monitoring()
+        else:
+            self._start_settrace()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._tool is not None:
+            monitoring: Any = getattr(sys, "monitoring")  # noqa: B009 (3.12+; mypy reads 3.11)
+            monitoring.set_events(self._tool, 0)
+            monitoring.register_callback(self._tool, monitoring.events.LINE, None)
+            monitoring.free_tool_id(self._tool)
+            self._tool = None
+        if self._previous is not None:
+            import threading
+
+            if sys.gettrace() is not self._calls and not self._finished:
+                self.ran = None  # the user's code replaced the tracer: what ran is unknown
+            sys.settrace(self._previous[0])
+            threading.settrace(self._previous[1])
+            self._previous = None
+
+    def _start_monitoring(self) -> None:
+        monitoring: Any = getattr(sys, "monitoring")  # noqa: B009 (3.12+; mypy reads 3.11)
+        free = [t for t in range(6) if monitoring.get_tool(t) is None]
+        if not free:
+            return
+        tool = monitoring.COVERAGE_ID if monitoring.COVERAGE_ID in free else free[-1]
+        ran: set[int] = set()
+        names = self.names
+        disable = monitoring.DISABLE
+
+        def line(code: Any, number: int) -> object:
+            if code.co_filename in names:
+                ran.add(number)
+            return disable  # this location never calls back again
+
+        monitoring.use_tool_id(tool, "inplace-lsp verify")
+        monitoring.register_callback(tool, monitoring.events.LINE, line)
+        monitoring.restart_events()  # locations disabled by an earlier run in this process
+        monitoring.set_events(tool, monitoring.events.LINE)
+        self._tool = tool
+        self.ran = ran
+
+    def _start_settrace(self) -> None:
+        import threading
+
+        if sys.gettrace() is not None:
+            return
+        ran: set[int] = set()
+        names = self.names
+        pending = set(self.watch)
+
+        def local(frame: FrameType, event: str, arg: object) -> Any:
+            if event == "line":
+                number = frame.f_lineno
+                ran.add(number)
+                if number in pending:
+                    pending.discard(number)
+                    if not pending:  # every watched line ran: nothing more to learn
+                        self._finished = True
+                        sys.settrace(None)
+                        threading.settrace(None)  # type: ignore[arg-type]
+                        return None
+            return local
+
+        def calls(frame: FrameType, event: str, arg: object) -> Any:
+            if frame.f_code.co_filename not in names:
+                return None  # no line events in torch or anywhere else
+            return local
+
+        self._previous = (None, threading.gettrace() if hasattr(threading, "gettrace") else None)
+        sys.settrace(calls)
+        threading.settrace(calls)
+        self._calls = calls
+        self.ran = ran
+
+
 # --------------------------------------------------------------------------- tracer
 
 
@@ -359,6 +489,8 @@ class _Tracer:
     """State of one ``trace_call``: saved tensors, bumps, the failing saved tensor."""
 
     def __init__(self, frames: _UserFrames) -> None:
+        import torch
+
         self.frames = frames
         self.live: list[weakref.ref[_Saved]] = []
         self.bumps: list[_Bump] = []
@@ -366,6 +498,11 @@ class _Tracer:
         self.pending: list[_Saved] | None = None  # saved during the current torch call
         self.backward_seen = False
         self.unpacked = False
+        self.silent: list[_Saved] = []  # saved tensors written through `.data`
+        # The `.data` aliases handed out (id -> weak reference): writes through them, or a
+        # view of one, leave the saved tensor's version alone.
+        self.aliases: dict[int, weakref.ref[torch.Tensor]] = {}
+        self.data_property = torch.Tensor.data
 
     # saved_tensors_hooks ------------------------------------------------------------
     def pack(self, tensor: torch.Tensor) -> _Saved:
@@ -398,6 +535,8 @@ class _Tracer:
         import torch
 
         self.unpacked = True
+        if record.bump is not None and record.bump.silent == _DATA_WRITE:
+            record.used = True
         with torch._C.DisableTorchFunction():
             current = record.tensor._version
             if current != record.version:
@@ -447,15 +586,32 @@ class _Tracer:
                     record.original = None  # an output: torch names the node that saved it
                 record.node = None
         name = _func_name(func)
+        if name == "__get__" and getattr(func, "__self__", None) is self.data_property:
+            if len(self.aliases) > 4096:  # a loop over `p.data`: forget the dead ones
+                self.aliases = {k: r for k, r in self.aliases.items() if r() is not None}
+            with contextlib.suppress(TypeError):
+                self.aliases[id(result)] = weakref.ref(result)  # type: ignore[arg-type]
         if name == "backward" or (
             name == "grad" and getattr(func, "__module__", "") == "torch.autograd"
         ):
             self.backward_seen = True
         if _may_write(func, args, kwargs, name):
-            self.scan(caller)
-            if name.startswith("_fused_"):
+            fused = name.startswith("_fused_")
+            written = None
+            if self.aliases and not fused:
+                written = [t for t in _written(args, kwargs) if self.is_alias(t)]
+            self.scan(caller, written)
+            if fused:
                 self.scan_fused(name, args, kwargs, caller)
         return result
+
+    def is_alias(self, tensor: torch.Tensor) -> bool:
+        """Whether ``tensor`` is a `.data` alias or a view of one."""
+        for candidate in (tensor, tensor._base):
+            ref = self.aliases.get(id(candidate)) if candidate is not None else None
+            if ref is not None and ref() is candidate:
+                return True
+        return False
 
     def scan_fused(
         self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], frame: FrameType | None
@@ -482,23 +638,71 @@ class _Tracer:
             self.bumps.append(record.bump)
         self.live = still
 
-    def scan(self, frame: FrameType | None) -> None:
-        """Record the first version bump of every live saved tensor; called after writes."""
+    def scan(self, frame: FrameType | None, written: list[torch.Tensor] | None = None) -> None:
+        """Record the first version bump of every live saved tensor; called after writes.
+        ``written``: the tensors the call wrote into; one that overlaps a saved tensor whose
+        version did not move was written through `.data` (autograd cannot see it)."""
         still: list[weakref.ref[_Saved]] = []
         where: tuple[_Site | None, _Site | None, str | None] | None = None
+        storages = {_storage_of(t): t for t in written or ()}
+        storages.pop(0, None)
         for ref in self.live:
             record = ref()
             if record is None:
                 continue
+            silent: str | None = None
             if record.tensor._version == record.version:
-                still.append(ref)
-                continue
+                target = storages.get(record.storage) if storages else None
+                if target is None or not _overlap(target, record.tensor):
+                    still.append(ref)
+                    continue
+                silent = _DATA_WRITE
             if where is None:
                 where = _locate_write(_live_frames(frame), self.frames)
             mutation, call_site, module = where
-            record.bump = _Bump(record.site, record.op or "?", mutation, call_site, module)
+            record.bump = _Bump(
+                record.site, record.op or "?", mutation, call_site, module, silent=silent
+            )
             self.bumps.append(record.bump)
+            if silent is not None:
+                self.silent.append(record)
         self.live = still
+
+
+# _Bump.silent of a write through `.data` (the fused optimizer kernels name themselves).
+_DATA_WRITE = ".data"
+
+
+def _storage_of(tensor: torch.Tensor) -> int:
+    """The address of a tensor's memory; 0 for tensors without one (sparse, meta, nested)."""
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError, TypeError):
+        return 0
+
+
+def _written(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
+    """The tensors an in-place call writes into: ``out=``, else its first argument
+    (``x.add_``, ``x[i] = v``, ``F.relu(x, inplace=True)``, ``torch._foreach_add_(xs)``)."""
+    out = kwargs.get("out")
+    if out is not None:
+        return list(_tensors(out))
+    return list(_tensors(args[0])) if args else []
+
+
+def _overlap(written: torch.Tensor, saved: torch.Tensor) -> bool:
+    """Whether two tensors of one storage share any bytes (by the extent of each)."""
+
+    def extent(t: torch.Tensor) -> tuple[int, int]:
+        size = t.element_size()
+        start = int(t.storage_offset()) * size
+        if t.numel() == 0:
+            return start, start
+        span = sum((int(n) - 1) * abs(int(s)) for n, s in zip(t.shape, t.stride(), strict=True))
+        return start, start + (span + 1) * size
+
+    a, b = extent(written), extent(saved)
+    return a[0] < b[1] and b[0] < a[1]
 
 
 @functools.cache
@@ -507,7 +711,9 @@ def _torch_keeps_backward_suffix() -> bool:
     its version-check message: asked once, by making torch raise it."""
     import torch
 
-    with torch.enable_grad():
+    # Quietly: under the user's anomaly mode the probe's failure would print a traceback.
+    with torch.enable_grad(), torch.autograd.set_detect_anomaly(False), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         leaf = torch.ones(1, device="cpu", requires_grad=True)
         out = leaf.sigmoid()
         out.add_(1)
@@ -550,6 +756,68 @@ def _version_error(record: _Saved, current: int) -> str:
             " gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
         )
     return text
+
+
+_FRAME_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+')
+
+
+def _without_own_frames(text: str) -> str:
+    """A printed traceback (an exception's, or the forward traceback anomaly mode adds to its
+    "Error detected in ..." warning) without the frames of this harness and the worker: the
+    user reads their own code's frames (and torch's), never the tool's."""
+    kept: list[str] = []
+    skipping = False
+    for line in text.split("\n"):
+        match = _FRAME_LINE.match(line)
+        if match is not None:
+            skipping = _norm(match.group("path")) in _INTERNAL_FILES
+        elif not (skipping and line.startswith("    ")):  # not the skipped frame's source
+            skipping = False
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+@contextlib.contextmanager
+def _own_frames_hidden() -> Iterator[None]:
+    """Warnings shown meanwhile (anomaly mode's forward traceback) lose the tool's frames; one
+    attributed to a line of the harness (torch warns at the caller of ``backward()``, which is
+    the harness's) is shown without that location."""
+    original = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        text = str(message)
+        if 'File "' in text:
+            cleaned = _without_own_frames(text)
+            if cleaned != text:
+                message = category(cleaned)
+        if _norm(filename) in _INTERNAL_FILES:
+            stream = file if file is not None else sys.stderr
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                stream.write(f"{category.__name__}: {message}\n")
+            return
+        original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        if warnings.showwarning is show:  # the user's code may have installed its own
+            warnings.showwarning = original
+
+
+def _print_exception(exc: BaseException) -> None:
+    import traceback
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    print(_without_own_frames(text), end="", file=sys.stderr)
 
 
 def _live_frames(frame: FrameType | None) -> Iterator[tuple[FrameType, int]]:
@@ -678,13 +946,18 @@ def trace_call(
     *,
     user_files: Collection[str] | None = None,
     anomaly: bool = True,
+    coverage: tuple[str, int, int, Collection[int]] | None = None,
 ) -> dict[str, Any]:
     """Call ``fn()`` (and backward on its output if it did not), trace it, return the report.
 
     The report is JSON-able: ``status`` ("ok" | "inplace-error" | "leaf-error" | "error"),
     ``mutation`` and ``saved_by`` (both ends of a failing in-place bug, or null), ``related``
     (call sites, and writes on saved tensors that backward did not need), ``message``,
-    ``exception`` and ``duration_s``.
+    ``exception`` and ``duration_s``; ``silent: true`` when the in-place error is a write
+    through `.data` that torch did not raise for (backward used the new values).
+    ``coverage`` (path, first line, last line, lines to watch): also ``lines_run``, the lines
+    of that range of that file that ran (null when another tracer owns the process); it may
+    stop recording once every watched line ran.
     """
     import torch
 
@@ -698,8 +971,13 @@ def trace_call(
             stack.enter_context(torch.autograd.set_detect_anomaly(True, check_nan=False))
         stack.enter_context(_record_construction(frames))
         stack.enter_context(torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack))
+        stack.enter_context(_own_frames_hidden())
+        lines = None
+        if coverage is not None:
+            path, first, last, watch = coverage
+            lines = _LinesRun(path, first, last, watch=watch)
         try:
-            with _make_mode(tracer):
+            with _make_mode(tracer), lines or contextlib.nullcontext():
                 result = fn()
                 if not (tracer.backward_seen or tracer.unpacked):
                     _backward_on(result)
@@ -710,6 +988,8 @@ def trace_call(
     _prune_construction_sites()
     report = _report(tracer, error, frames)
     report["duration_s"] = round(duration, 6)
+    if lines is not None:
+        report["lines_run"] = lines.lines()
     return report
 
 
@@ -728,7 +1008,20 @@ def _report(tracer: _Tracer, error: BaseException | None, frames: _UserFrames) -
     related: list[dict[str, object]] = report["related"]
     primary: _Bump | None = None
 
-    if error is None:
+    used = [record for record in tracer.silent if record.used and record.bump is not None]
+    if error is None and used:
+        # Torch raised nothing, but backward read a saved tensor after a `.data` write.
+        report["status"] = "inplace-error"
+        report["silent"] = True
+        primary = used[0].bump
+        assert primary is not None
+        report["saved_by"] = _saved_json(primary)
+        if primary.mutation is not None:
+            report["mutation"] = primary.mutation.as_json()
+        report["message"] = _explain(primary)
+        if primary.call_site is not None:
+            related.append({**primary.call_site.as_json(), "message": "called here"})
+    elif error is None:
         report["message"] = "forward and backward ran without autograd errors"
     elif isinstance(error, RuntimeError) and _INPLACE_MSG in text:
         report["status"] = "inplace-error"
@@ -774,7 +1067,12 @@ def _report(tracer: _Tracer, error: BaseException | None, frames: _UserFrames) -
             continue
         seen.add(key)
         saved = f" at {bump.saved_site}" if bump.saved_site is not None else ""
-        if bump.silent:
+        if bump.silent == _DATA_WRITE:
+            message = (
+                f"a write through `.data` changed a tensor saved by {bump.op}{saved} (autograd "
+                "cannot see it); backward did not use it"
+            )
+        elif bump.silent:
             message = (
                 f"{bump.silent} overwrites a tensor saved by {bump.op}{saved} without bumping its"
                 " version: torch raises nothing and backward uses the NEW values"
@@ -805,6 +1103,12 @@ def _explain(bump: _Bump) -> str:
             "(the writing call was not seen)"
         )
     via = f" ({bump.module}(inplace=True) constructed here)" if bump.module else ""
+    if bump.silent == _DATA_WRITE:
+        return (
+            f"{bump.mutation} writes through `.data` into a tensor that {bump.op} saved{saved}: "
+            "torch raises nothing and backward used the NEW values, so the gradients are "
+            "silently wrong; write out of place, or into a `.detach().clone()`"
+        )
     return (
         f"{bump.mutation}{via} modifies in place a tensor that {bump.op} saved{saved}; "
         "backward needs its old value"
@@ -865,6 +1169,7 @@ def error_result(target: str, message: str = "") -> dict[str, Any]:
         "message": message,
         "exception": None,
         "duration_s": 0.0,
+        "not_run": [],
     }
 
 
@@ -1107,6 +1412,7 @@ def _run_module_target(
     spec: Mapping[str, Any],
     device: str,
     user_files: Collection[str] | None,
+    coverage: tuple[str, int, int, Collection[int]] | None = None,
 ) -> dict[str, Any]:
     import torch
 
@@ -1174,7 +1480,7 @@ def _run_module_target(
                     optimizer.step()
                     optimizer.zero_grad()
 
-        report = trace_call(run, user_files=user_files, anomaly=anomaly)
+        report = trace_call(run, user_files=user_files, anomaly=anomaly, coverage=coverage)
         report["inputs"] = state["inputs"]
         report["construct"] = construct.get("source") or "defaults"
         retry = (
@@ -1217,7 +1523,11 @@ def _run_module_target(
 
 
 def _run_function_target(
-    fn: Any, module: ModuleType, spec: Mapping[str, Any], user_files: Collection[str] | None
+    fn: Any,
+    module: ModuleType,
+    spec: Mapping[str, Any],
+    user_files: Collection[str] | None,
+    coverage: tuple[str, int, int, Collection[int]] | None = None,
 ) -> dict[str, Any]:
     import torch
 
@@ -1237,7 +1547,8 @@ def _run_function_target(
         state["inputs"] = _describe_inputs(args, kwargs)
         return fn(*args, **kwargs)
 
-    report = trace_call(run, user_files=user_files, anomaly=bool(spec.get("anomaly", True)))
+    anomaly = bool(spec.get("anomaly", True))
+    report = trace_call(run, user_files=user_files, anomaly=anomaly, coverage=coverage)
     report["inputs"] = state["inputs"]
     report["construct"] = construct.get("source") or "no arguments"
     return report
@@ -1252,9 +1563,13 @@ def run_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     started: ``inputs`` (what forward got) and ``construct`` (where constructor arguments
     came from). ``fallback`` (``device``, ``exception``): "auto" picked CUDA, the run failed
     there without an in-place error, and the result is that of a second run on the CPU.
+    ``silent``: true on an "inplace-error" that torch did not raise (a write through `.data`
+    that backward then read). With ``watch_lines`` in the spec: ``lines_run`` (see
+    ``trace_call``), which the runner turns into ``not_run``.
     """
     result = _base_result(spec)
     start = time.perf_counter()
+    warnings.filterwarnings("ignore", message=_NUMPY_WARNING, category=UserWarning)
 
     def failed(message: str, exc: BaseException | None = None) -> dict[str, Any]:
         result["message"] = message
@@ -1318,22 +1633,24 @@ def _load_and_run(path: str, spec: Mapping[str, Any], device: str) -> dict[str, 
         with _record_construction(frames):
             module = _load_user_module(path, spec.get("source"))
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the user's code raises anything
-        import traceback
-
-        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+        _print_exception(exc)
         raised = _site_of(_traceback_frames(exc.__traceback__), frames)
         related = [{**raised.as_json(), "message": "raised here"}] if raised is not None else []
         raise _ImportFailed(
             f"cannot import {path}: {type(exc).__name__}: {exc}", exc, related
         ) from None
     target = _resolve(module, str(spec.get("name")))
+    coverage = None
+    watch = [int(n) for n in spec.get("watch_lines") or ()]
+    if watch and isinstance(spec.get("end_line"), int):
+        coverage = (path, int(spec.get("line") or 1), int(spec["end_line"]), watch)
     with contextlib.ExitStack() as stack:
         if device != "cpu":
             stack.enter_context(torch.device(device))
         if spec.get("kind") == "function":
-            report = _run_function_target(target, module, spec, user_files)
+            report = _run_function_target(target, module, spec, user_files, coverage)
         else:
-            report = _run_module_target(target, module, spec, device, user_files)
+            report = _run_module_target(target, module, spec, device, user_files, coverage)
     report["device"] = device
     return report
 
@@ -1411,6 +1728,7 @@ def main(argv: list[str] | None = None) -> int:
     prints goes to stderr, so stdout carries only the report.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    warnings.filterwarnings("ignore", message=_NUMPY_WARNING, category=UserWarning)
     if args[:1] == ["--spec"]:
         return _main_spec(args[1:])
     if len(args) != 2:

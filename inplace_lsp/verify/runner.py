@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from inplace_lsp.config import Settings, VerifySettings
-from inplace_lsp.verify import targets
+from inplace_lsp.verify import coverage, targets
 from inplace_lsp.verify.harness import error_result
 
 __all__ = [
@@ -739,7 +739,9 @@ def run_verify(
     ``text`` is the editor's buffer (None: read the file); it is what runs, under the file's
     path. Returns the result object of DESIGN.md (``status``, ``target``, ``device``,
     ``mutation``, ``saved_by``, ``message``, ``duration_s``) plus ``related``,
-    ``stderr_tail``, ``python``, ``mode`` ("warm" | "cold"), ``wall_s``. Never raises for a
+    ``stderr_tail``, ``python``, ``mode`` ("warm" | "cold"), ``wall_s``, and ``not_run``: the
+    analysis's warnings and errors inside the target whose line the run never reached,
+    ``[{"line", "code", "reason"}]`` (``silent``: see ``harness.run_spec``). Never raises for a
     problem with the user's code or interpreter: those are ``status: "error"`` results.
     ``warm`` (default: on unless a launcher is set) reuses a worker per interpreter.
     """
@@ -761,6 +763,9 @@ def run_verify(
     spec["source"] = text
     spec["device"] = device or verify.device
     spec["train_step"] = train_step
+    flagged = _flagged(text, path, spec, settings)
+    if flagged:
+        spec["watch_lines"] = sorted({line for line, _ in flagged})
     interpreter = find_interpreter(path, verify, root)
     options = RunOptions(
         python=interpreter.path,
@@ -772,9 +777,42 @@ def run_verify(
     )
     preload = preload_modules(text, path, [root] if root else [])
     result = run_spec(spec, options, cancel, progress, preload)
+    lines_run = result.pop("lines_run", None)
+    if isinstance(lines_run, list):
+        result["not_run"] = coverage.not_run(text, spec, flagged, lines_run)
+        if result["not_run"] and result.get("status") == "ok":
+            result["message"] = f"{result.get('message')}, but {not_run_text(result)}"
     result["python_source"] = interpreter.source
     result["wall_s"] = round(time.monotonic() - started, 3)
     return result
+
+
+def _flagged(
+    text: str, path: str, spec: Mapping[str, Any], settings: Settings | VerifySettings | None
+) -> list[tuple[int, str]]:
+    """(line, code) of the analysis's warnings and errors inside the target, under the
+    project's settings and `# noqa` comments: the lines whose run the result must account for."""
+    from inplace_lsp import config
+    from inplace_lsp.analysis import engine
+    from inplace_lsp.analysis.findings import Severity
+
+    first, last = spec.get("line"), spec.get("end_line")
+    if not isinstance(first, int) or not isinstance(last, int):
+        return []
+    chosen = settings if isinstance(settings, Settings) else Settings()
+    try:
+        found = engine.analyze_document(text, path).findings
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # as ast numbers them
+    kept = config.apply(found, chosen, lines)
+    return sorted(
+        {
+            (f.line, f.code)
+            for f in kept
+            if first <= f.line <= last and f.severity in (Severity.ERROR, Severity.WARNING)
+        }
+    )
 
 
 def _error_result(path: str, message: str, started: float) -> dict[str, Any]:
@@ -845,6 +883,9 @@ def _describe_outcome(result: Mapping[str, Any], path: str | None) -> str:
         warnings = len(result.get("related") or [])
         if warnings:
             line += f" ({warnings} warning{'s' if warnings != 1 else ''})"
+        unproven = not_run_text(result)
+        if unproven:
+            line += f", but {unproven}"
         return line
     if status == "inplace-error":
         saved = result.get("saved_by")
@@ -853,6 +894,11 @@ def _describe_outcome(result: Mapping[str, Any], path: str | None) -> str:
             what = f"{_op_phrase(str(saved.get('op')))} saved at {_where(saved, path)}"
         else:
             what = "a tensor saved for backward"
+        if mutation and result.get("silent"):
+            return (
+                f"{target} computes wrong gradients: {_where(mutation, path)} writes through "
+                f"`.data` into {what}; torch raised nothing and backward used the new values"
+            )
         if mutation:
             return f"{target} fails: {_where(mutation, path)} overwrites {what}"
         return f"{target} fails: {what} was modified in place: {result.get('message')}"
@@ -868,6 +914,23 @@ def _describe_outcome(result: Mapping[str, Any], path: str | None) -> str:
     return f"{target}: error: {result.get('message')}"
 
 
+def not_run_text(result: Mapping[str, Any]) -> str:
+    """ "line 29 (IPL001) did not run: `pad_mask` was None; ..." for the result's flagged lines
+    that did not run, one clause per line ("" when every flagged line ran)."""
+    by_line: dict[int, tuple[list[str], str]] = {}
+    for entry in result.get("not_run") or []:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("line"), int):
+            continue
+        codes, _ = by_line.setdefault(entry["line"], ([], str(entry.get("reason") or "")))
+        if entry.get("code") and entry["code"] not in codes:
+            codes.append(str(entry["code"]))
+    clauses = []
+    for line, (codes, reason) in sorted(by_line.items()):
+        named = f" ({', '.join(codes)})" if codes else ""
+        clauses.append(f"line {line}{named} did not run" + (f": {reason}" if reason else ""))
+    return "; and ".join(clauses)
+
+
 def describe_lines(result: Mapping[str, Any], path: str | None = None) -> list[str]:
     """``describe`` plus the locations (and, for errors, the end of the output)."""
     lines = [describe(result, path)]
@@ -879,4 +942,8 @@ def describe_lines(result: Mapping[str, Any], path: str | None = None) -> list[s
         lines.append(f"  {saved.get('path')}:{saved.get('line')}: saved by {saved.get('op')}")
     for related in result.get("related") or []:
         lines.append(f"  {related.get('path')}:{related.get('line')}: {related.get('message')}")
+    if result.get("status") != "ok" and path:
+        for entry in result.get("not_run") or []:  # the one-line summary names them for ok
+            reason = f": {entry.get('reason')}" if entry.get("reason") else ""
+            lines.append(f"  {path}:{entry.get('line')}: {entry.get('code')} did not run{reason}")
     return lines

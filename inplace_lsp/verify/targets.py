@@ -1892,9 +1892,19 @@ def _module_spec(
         "kind": "module",
         "name": info.name,
         "line": _span(info.node)[0],
+        "end_line": _span(info.node)[1],
+        "parameters": _forward_parameters(info.node),
         "construct": construct,
         "inputs": inputs,
     }
+
+
+def _forward_parameters(node: ast.ClassDef) -> list[str]:
+    """The names ``forward`` takes besides ``self`` (none when it is inherited)."""
+    forward = _class_hook(node, "forward")
+    if forward is None:
+        return []
+    return [a.arg for a in (*_parameters(forward, skip_self=True), *forward.args.kwonlyargs)]
 
 
 def _function_ctx(
@@ -2011,6 +2021,8 @@ def _function_spec(
         "kind": "function",
         "name": fn.name,
         "line": _span(fn)[0],
+        "end_line": _span(fn)[1],
+        "parameters": [a.arg for a in (*_parameters(fn, skip_self=False), *fn.args.kwonlyargs)],
         "construct": construct,
         "inputs": None,
         "calls_backward": calls_backward(fn),

@@ -27,6 +27,7 @@ import select
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -357,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         "python": sys.executable,
         "fork": hasattr(os, "fork"),
     }
+    # torch's warning that numpy is missing (optional to torch and to verify) is not news to
+    # the user; every job forks from here, after this import.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     try:
         import torch
     except ImportError as exc:
