@@ -1,6 +1,7 @@
 // The extension in a real VS Code: code-server with the packaged .vsix installed, driven by
-// Playwright in headless Chromium. One workspace, one example file, steps that build on each
-// other: the IPL001 diagnostic shows (squiggle + Problems panel); the "Verify forward/backward"
+// Playwright in headless Chromium. One workspace, one example file and a notebook, steps that
+// build on each other: the IPL001 diagnostic shows (squiggle + Problems panel); a notebook's
+// bugs show in their cells (squiggles + Problems entries, once each); the "Verify forward/backward"
 // code lens on the broken block names the writing and the saving line (notification, status
 // item, Problems entry); the quick fix applies; the lens then reports OK; and a changed setting
 // restarts the server, which applies it.
@@ -47,6 +48,17 @@ const FIX_TITLE = 'Rewrite out of place (IPL001)';
 const LENS_TITLE = 'Verify forward/backward';
 const LENS_TARGET = 'class Encoder(nn.Module):';
 const BROKEN_TARGET = 'class GatedResidualBlock(nn.Module):';
+// A notebook with one bug inside a cell (the sigmoid's output written in the same cell) and
+// one across cells (exp in one cell, its output written in the next): the server analyses
+// the code cells as one program and reports each in the cell that holds the write.
+const NOTEBOOK = 'gates.ipynb';
+const NOTEBOOK_CELLS = [
+  ['code', 'import torch\n\nx = torch.ones(3, requires_grad=True)'],
+  ['markdown', '# Two in-place writes autograd needs undone'],
+  ['code', 'h = torch.sigmoid(x)\nh += 1  # same cell as the sigmoid'],
+  ['code', 'w = torch.exp(x)'],
+  ['code', 'w.mul_(2)  # the exp ran in the cell above\n(h.sum() + w.sum()).backward()'],
+];
 
 const t0 = Date.now();
 let lapAt = t0;
@@ -121,6 +133,7 @@ async function setUp() {
   const source = fs.readFileSync(path.join(repo, 'examples', EXAMPLE), 'utf8');
   assert.ok(source.includes(`${FLAGGED}\n`), `examples/${EXAMPLE} no longer has the line: ${FLAGGED}`);
   fs.writeFileSync(path.join(ws, EXAMPLE), source.replace(FLAGGED, MARKED));
+  fs.writeFileSync(path.join(ws, NOTEBOOK), notebookJson(NOTEBOOK_CELLS));
   fs.writeFileSync(settingsFile(), JSON.stringify(settings(), null, 2));
 
   // Everything code-server and Chromium write (config.yaml, logs, ipc sockets, crash dirs)
@@ -190,6 +203,24 @@ after(async () => {
   if (process.env.KEEP_RUN || failed) console.log(`# kept ${run}`);
   else fs.rmSync(run, { recursive: true, force: true });
 });
+
+/** An nbformat 4 notebook of (kind, source) cells, Python kernel. */
+function notebookJson(cells) {
+  return JSON.stringify({
+    cells: cells.map(([kind, text]) => ({
+      cell_type: kind,
+      metadata: {},
+      source: text.split(/(?<=\n)/),
+      ...(kind === 'code' ? { execution_count: null, outputs: [] } : {}),
+    })),
+    metadata: {
+      kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
+      language_info: { name: 'python' },
+    },
+    nbformat: 4,
+    nbformat_minor: 5,
+  }, null, 1);
+}
 
 function settingsFile() {
   return path.join(run, 'data', 'User', 'settings.json');
@@ -330,6 +361,57 @@ test('the IPL001 diagnostic shows: squiggle and Problems entry', async (t) => {
     // would give Col 22, UTF-8 bytes Col 26.
     assert.match(text, /\[Ln 22, Col 23\]/);
     lap(`screenshot ${await shot('diagnostic.png')}`);
+  });
+});
+
+test('a notebook shows its two bugs: squiggles in their cells and Problems entries', async (t) => {
+  await step(t, 'notebook', async () => {
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: NOTEBOOK }).click();
+    const notebook = page.locator('.notebook-editor');
+    await notebook.locator('.cell-list-container .code-cell-row').first().waitFor({ timeout: 30000 });
+    lap(`${NOTEBOOK} open in the notebook editor`);
+    // Each code cell is an editor of its own: the squiggles must be in the two cells that
+    // hold the writes, none elsewhere.
+    const cells = notebook.locator('.cell-list-container .code-cell-row');
+    const squiggled = async () => {
+      const found = [];
+      for (let i = 0; i < await cells.count(); i++) {
+        if (await cells.nth(i).locator('.squiggly-error').count() > 0) found.push(i);
+      }
+      return found;
+    };
+    const end = Date.now() + 90000;
+    let found = [];
+    while ((found = await squiggled()).length < 2) {
+      assert.ok(Date.now() < end, `error squiggles in code cells ${JSON.stringify(found)} only, after 90 s`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.deepEqual(found, [1, 3], 'squiggles in the 2nd and 4th code cells');
+    lap('error squiggles rendered in code cells 2 and 4');
+
+    const panel = page.locator('.markers-panel');
+    if (!await panel.isVisible()) await page.keyboard.press('Control+Shift+M');
+    const entries = panel.locator('.monaco-list-row', { hasText: 'IPL001' });
+    const inCell = entries.filter({ hasText: 'torch.sigmoid saved its output' }).first();
+    const acrossCells = entries.filter({ hasText: 'torch.exp saved its output' }).first();
+    await inCell.waitFor({ timeout: 30000 });
+    await acrossCells.waitFor({ timeout: 30000 });
+    const inText = (await inCell.innerText()).replace(/\s+/g, ' ');
+    const acrossText = (await acrossCells.innerText()).replace(/\s+/g, ' ');
+    lap(`Problems panel: ${inText} | ${acrossText}`);
+    // Once each: the cells' diagnostics come by one route (pulled), not pulled and pushed.
+    assert.equal(await entries.count(), 2, 'two IPL001 entries in the Problems panel');
+    // Positions are the cells' own: `h += 1` is line 2 of its cell, `w.mul_(2)` line 1.
+    assert.match(inText, /\(line 1\)/);
+    assert.match(inText, /\[Ln 2, Col 1\]/);
+    assert.match(acrossText, /\(line 1 of code cell 3\)/);
+    assert.match(acrossText, /\[Ln 1, Col 1\]/);
+    lap(`screenshot ${await shot('notebook.png')}`);
+    // Back to the Python file for the steps that follow (the notebook took its preview tab).
+    await page.keyboard.press('Control+W');
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: EXAMPLE }).click();
+    await page.locator('.tabs-container .tab.active', { hasText: EXAMPLE }).waitFor({ timeout: 10000 });
+    await page.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: 30000 });
   });
 });
 
