@@ -116,5 +116,5 @@ def test_extension_in_code_server() -> None:
             f"the VS Code e2e test failed (exit {process.returncode}); "
             f"screenshots in {SHOT_DIR.relative_to(REPO)}:\n{output[-12000:]}"
         )
-    for shot in ("diagnostic.png", "notebook.png", "verify.png"):
+    for shot in ("diagnostic.png", "notebook.png", "verify.png", "no-server.png"):
         assert (SHOT_DIR / shot).stat().st_size > 0, f"no screenshot {shot}"

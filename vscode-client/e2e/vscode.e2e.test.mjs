@@ -3,8 +3,10 @@
 // build on each other: the IPL001 diagnostic shows (squiggle + Problems panel); a notebook's
 // bugs show in their cells (squiggles + Problems entries, once each); the "Verify forward/backward"
 // code lens on the broken block names the writing and the saving line (notification, status
-// item, Problems entry); the quick fix applies; the lens then reports OK; and a changed setting
-// restarts the server, which applies it.
+// item, Problems entry); the quick fix applies; the lens then reports OK; a changed setting
+// restarts the server, which applies it; and a second workspace whose interpreter has no
+// inplace-lsp gets one notification naming it ("Install inplace-lsp into it", "Choose
+// interpreter"), whose "Choose interpreter" then starts the server with the one chosen.
 //
 // Run by tests/test_editor_vscode.py (scripts/ci_install_vscode_e2e.sh installs the tools), or:
 //   INPLACE_LSP_PYTHON=/path/to/venv/bin/python node --test --test-reporter=spec vscode.e2e.test.mjs
@@ -59,6 +61,10 @@ const NOTEBOOK_CELLS = [
   ['code', 'w = torch.exp(x)'],
   ['code', 'w.mul_(2)  # the exp ran in the cell above\n(h.sum() + w.sum()).backward()'],
 ];
+
+// The second workspace: its .vscode/settings.json names an interpreter without inplace-lsp.
+const NO_SERVER_WS = 'no-server';
+const NO_SERVER_FILE = 'model.py';
 
 const t0 = Date.now();
 let lapAt = t0;
@@ -134,6 +140,17 @@ async function setUp() {
   assert.ok(source.includes(`${FLAGGED}\n`), `examples/${EXAMPLE} no longer has the line: ${FLAGGED}`);
   fs.writeFileSync(path.join(ws, EXAMPLE), source.replace(FLAGGED, MARKED));
   fs.writeFileSync(path.join(ws, NOTEBOOK), notebookJson(NOTEBOOK_CELLS));
+  // A virtual environment of the same Python without inplace-lsp; run with -E, as the test's
+  // PYTHONPATH (the checkout under test, which the other workspace's server imports) would
+  // otherwise hand it one.
+  const bare = path.join(run, 'bare');
+  execFileSync(PYTHON, ['-m', 'venv', '--without-pip', bare]);
+  const other = path.join(run, NO_SERVER_WS);
+  fs.mkdirSync(path.join(other, '.vscode'), { recursive: true });
+  fs.writeFileSync(path.join(other, '.vscode', 'settings.json'),
+    JSON.stringify({ 'inplaceLsp.interpreter': [path.join(bare, 'bin', 'python'), '-E'] }, null, 2));
+  fs.writeFileSync(path.join(other, NO_SERVER_FILE), source);
+  lap('workspaces written');
   fs.writeFileSync(settingsFile(), JSON.stringify(settings(), null, 2));
 
   // Everything code-server and Chromium write (config.yaml, logs, ipc sockets, crash dirs)
@@ -548,5 +565,65 @@ test('a changed setting restarts the server, which applies it', async (t) => {
     await page.locator('.monaco-editor .squiggly-warning').first().waitFor({ timeout: 60000 });
     await page.locator('.monaco-editor .squiggly-error').first().waitFor({ state: 'detached', timeout: 30000 });
     lap('IPL001 is now a warning squiggle, from the new server');
+  });
+});
+
+test('an interpreter without inplace-lsp: one notification naming it, then Choose interpreter', async (t) => {
+  await step(t, 'no-server', async () => {
+    const other = path.join(run, NO_SERVER_WS);
+    const bare = `${path.join(run, 'bare', 'bin', 'python')} -E`;
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(other)}`);
+    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: NO_SERVER_FILE });
+    await row.waitFor({ timeout: 90000 });
+    await row.click();
+    await page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: 30000 });
+    lap(`${NO_SERVER_WS}/${NO_SERVER_FILE} open`);
+
+    const expected = `inplace-lsp is not installed in ${bare} (the inplaceLsp.interpreter setting).`;
+    const toasts = page.locator('.notifications-toasts .notification-toast');
+    const toast = toasts.filter({ hasText: expected }).first();
+    await toast.waitFor({ timeout: 60000 });
+    const buttons = (await toast.locator('.monaco-button').allInnerTexts()).map((b) => b.trim()).filter(Boolean);
+    lap(`notification: ${(await toast.locator('.notification-list-item-message').innerText()).trim()} [${buttons.join(' | ')}]`);
+    assert.deepEqual(buttons, ['Install inplace-lsp into it', 'Choose interpreter']);
+    const status = page.locator('.statusbar-item', { hasText: 'inplace-lsp: not installed' }).first();
+    await status.waitFor({ timeout: 10000 });
+    // (the status item's tooltip is its aria-label's second part)
+    const label = await status.locator('a').first().getAttribute('aria-label');
+    lap(`status item: ${(await status.innerText()).trim()} (${label})`);
+    // No language client was started: none of its generic toasts follow ("couldn't create
+    // connection", "connection got closed", "server crashed").
+    await new Promise((r) => setTimeout(r, 3000));
+    const all = (await toasts.allInnerTexts()).map((x) => x.replace(/\s+/g, ' ').trim());
+    assert.equal(all.length, 1, `one notification, not: ${JSON.stringify(all)}`);
+    lap(`screenshot ${await shot('no-server.png')}`);
+
+    // Choose interpreter: a file picker; the chosen one becomes the workspace's setting, and
+    // the server starts with it.
+    await toast.locator('.monaco-button', { hasText: 'Choose interpreter' }).click();
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: 10000 });
+    // It fills in the workspace's folder, and lists it, asynchronously: type over it after.
+    await page.waitForFunction(() => document.querySelector('.quick-input-widget input')?.value.endsWith('/'));
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: NO_SERVER_FILE }).first().waitFor({ timeout: 10000 });
+    lap(`file picker open at ${await input.inputValue()}`);
+    await input.press('Control+A');
+    await page.keyboard.insertText(PYTHON);
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'activate' }).first().waitFor({ timeout: 10000 });
+    assert.equal(await input.inputValue(), PYTHON);
+    lap(`typed ${PYTHON}`);
+    await page.locator('.quick-input-widget .monaco-button', { hasText: 'Use this interpreter' }).click();
+    const settingsJson = path.join(other, '.vscode', 'settings.json');
+    const end = Date.now() + 15000;
+    for (let chosen; JSON.stringify(chosen) !== JSON.stringify([PYTHON]);) {
+      assert.ok(Date.now() < end, `inplaceLsp.interpreter not set to ${PYTHON}: ${fs.readFileSync(settingsJson, 'utf8')}`);
+      await new Promise((r) => setTimeout(r, 100));
+      try { chosen = JSON.parse(fs.readFileSync(settingsJson, 'utf8'))['inplaceLsp.interpreter']; } catch { /* being written */ }
+    }
+    lap(`${NO_SERVER_WS}/.vscode/settings.json: "inplaceLsp.interpreter": ["${PYTHON}"]`);
+    await page.locator('.statusbar-item', { hasText: /^\W*inplace-lsp$/ }).first().waitFor({ timeout: 60000 });
+    await page.locator('.monaco-editor .squiggly-warning, .monaco-editor .squiggly-error').first().waitFor({ timeout: 60000 });
+    lap('the server runs: status item idle, the IPL001 squiggle shows');
+    lap(`screenshot ${await shot('no-server-chosen.png')}`);
   });
 });

@@ -15,7 +15,7 @@ let server: Server | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
     const log = vscode.window.createOutputChannel(EXTENSION_NAME, { log: true });
     const status = new StatusItem(Commands.showLogs);
-    server = new Server(log, status);
+    server = new Server(log, status, context.extensionPath);
     const restart = (why: string): void => {
         log.info(`Restarting the server: ${why}`);
         void server?.restart();
@@ -25,6 +25,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         status,
         server,
         ...registerCommands(server, log),
+        vscode.commands.registerCommand(Commands.showProblem, () => server?.showProblem()),
         vscode.workspace.onDidChangeConfiguration((event) => {
             if (needsRestart(event)) {
                 restart('an inplaceLsp setting changed');
