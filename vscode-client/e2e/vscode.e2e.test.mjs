@@ -18,6 +18,9 @@
 //   CHROMIUM            default: /usr/bin/chromium
 //   SHOT_DIR            screenshots; default: <repo>/test-artifacts/vscode
 //   KEEP_RUN=1          keep the run's folder (.vscode-e2e/runs/...) for a look afterwards
+//   INPLACE_LSP_E2E_PIP=1  also click "Install inplace-lsp into it" in a third workspace: pip
+//                       installs this checkout into a fresh venv (needs pip to reach an index
+//                       for its dependencies; skipped otherwise)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -65,6 +68,9 @@ const NOTEBOOK_CELLS = [
 // The second workspace: its .vscode/settings.json names an interpreter without inplace-lsp.
 const NO_SERVER_WS = 'no-server';
 const NO_SERVER_FILE = 'model.py';
+// The third: the same, with pip in the venv, for the Install button (INPLACE_LSP_E2E_PIP=1).
+const INSTALL_WS = 'install';
+const PIP = process.env.INPLACE_LSP_E2E_PIP === '1';
 
 const t0 = Date.now();
 let lapAt = t0;
@@ -150,6 +156,15 @@ async function setUp() {
   fs.writeFileSync(path.join(other, '.vscode', 'settings.json'),
     JSON.stringify({ 'inplaceLsp.interpreter': [path.join(bare, 'bin', 'python'), '-E'] }, null, 2));
   fs.writeFileSync(path.join(other, NO_SERVER_FILE), source);
+  if (PIP) {
+    const venv = path.join(run, 'pip-venv');
+    execFileSync(PYTHON, ['-m', 'venv', venv]);
+    const third = path.join(run, INSTALL_WS);
+    fs.mkdirSync(path.join(third, '.vscode'), { recursive: true });
+    fs.writeFileSync(path.join(third, '.vscode', 'settings.json'),
+      JSON.stringify({ 'inplaceLsp.interpreter': [path.join(venv, 'bin', 'python'), '-E'] }, null, 2));
+    fs.writeFileSync(path.join(third, NO_SERVER_FILE), source);
+  }
   lap('workspaces written');
   fs.writeFileSync(settingsFile(), JSON.stringify(settings(), null, 2));
 
@@ -625,5 +640,33 @@ test('an interpreter without inplace-lsp: one notification naming it, then Choos
     await page.locator('.monaco-editor .squiggly-warning, .monaco-editor .squiggly-error').first().waitFor({ timeout: 60000 });
     lap('the server runs: status item idle, the IPL001 squiggle shows');
     lap(`screenshot ${await shot('no-server-chosen.png')}`);
+  });
+});
+
+test('Install inplace-lsp into it: pip installs this checkout there, and the server starts', async (t) => {
+  if (!PIP) {
+    t.skip('INPLACE_LSP_E2E_PIP=1 not set (pip needs an index for the dependencies)');
+    return;
+  }
+  await step(t, 'install', async () => {
+    const third = path.join(run, INSTALL_WS);
+    const venvPython = path.join(run, 'pip-venv', 'bin', 'python');
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(third)}`);
+    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: NO_SERVER_FILE });
+    await row.waitFor({ timeout: 90000 });
+    await row.click();
+    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: `not installed in ${venvPython} -E` }).first();
+    await toast.waitFor({ timeout: 60000 });
+    await toast.locator('.monaco-button', { hasText: 'Install inplace-lsp into it' }).click();
+    // The checkout the .vsix was packaged from (dist/source.json): this repository.
+    const progress = page.locator('.notifications-toasts .notification-toast', { hasText: `-m pip install ${repo}` }).first();
+    await progress.waitFor({ timeout: 10000 });
+    lap(`progress: ${(await progress.innerText()).replace(/\s+/g, ' ').trim()}`);
+    await page.locator('.statusbar-item', { hasText: /^\W*inplace-lsp$/ }).first().waitFor({ timeout: 300000 });
+    await page.locator('.monaco-editor .squiggly-warning, .monaco-editor .squiggly-error').first().waitFor({ timeout: 60000 });
+    const installed = execFileSync(venvPython, ['-E', '-c', 'import inplace_lsp; print(inplace_lsp.__file__)'], { encoding: 'utf8' }).trim();
+    assert.ok(installed.startsWith(path.join(run, 'pip-venv')), `inplace_lsp imported from ${installed}`);
+    lap(`installed into the venv (${path.relative(run, installed)}); the server runs and the squiggle shows`);
+    lap(`screenshot ${await shot('installed.png')}`);
   });
 });
