@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import { registerCommands } from './common/commands';
 import { Commands, EXTENSION_NAME } from './common/constants';
 import { pythonExtensionApi } from './common/python';
-import { Server } from './common/server';
+import { getSettings, Server } from './common/server';
 import { needsRestart } from './common/settings';
 import { StatusItem } from './common/status';
 
@@ -37,7 +37,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const onEnvironment = python?.environments?.onDidChangeActiveEnvironmentPath;
     if (onEnvironment) {
         context.subscriptions.push(
-            onEnvironment(() => restart('the Python extension changed the interpreter')),
+            onEnvironment(() => {
+                // An inplaceLsp.interpreter setting wins: the server's interpreter is unchanged.
+                if (getSettings().interpreter.every((part) => part.trim() === '')) {
+                    restart('the Python extension changed the interpreter');
+                }
+            }),
         );
     }
     await server.restart();
