@@ -3,7 +3,9 @@
 with this interpreter as the server's, and keeps its screenshots in test-artifacts/vscode/.
 
 `bash scripts/ci_install_vscode_e2e.sh` installs the tools. Without them the test skips, unless
-INPLACE_LSP_REQUIRE_EDITORS=1 (CI) makes that a failure.
+INPLACE_LSP_REQUIRE_EDITORS=1 (CI) makes that a failure. INPLACE_LSP_E2E_PIP=1 adds the
+"Install inplace-lsp into it" step, which pip-installs this checkout into a fresh venv (pip
+must reach an index for the dependencies).
 """
 
 from __future__ import annotations
@@ -116,5 +118,8 @@ def test_extension_in_code_server() -> None:
             f"the VS Code e2e test failed (exit {process.returncode}); "
             f"screenshots in {SHOT_DIR.relative_to(REPO)}:\n{output[-12000:]}"
         )
-    for shot in ("diagnostic.png", "verify.png"):
+    shots = ["diagnostic.png", "notebook.png", "verify.png", "no-server.png"]
+    if os.environ.get("INPLACE_LSP_E2E_PIP") == "1":
+        shots.append("installed.png")
+    for shot in shots:
         assert (SHOT_DIR / shot).stat().st_size > 0, f"no screenshot {shot}"

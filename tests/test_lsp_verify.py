@@ -1,5 +1,6 @@
 """Verify through the language server, end to end, once per editor profile of test_lsp (VS Code:
-pulls diagnostics, refreshes code lenses; Neovim: diagnostics pushed, UTF-8 columns):
+pulls diagnostics, refreshes code lenses; eglot: diagnostics pushed, UTF-8 columns, verify
+through the source code action as it shows no code lenses):
 
 * a "Verify forward/backward" code lens above each nn.Module subclass and each function that
   calls backward(), and no user code run to find them;
@@ -14,6 +15,7 @@ Each server keeps one warm verify worker (torch imported once); every run forks 
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import os
@@ -37,6 +39,7 @@ pytestmark = [pytest.mark.lsp, pytest.mark.torch]
 in_module_loop = pytest.mark.asyncio(loop_scope="module")  # the server lives as long as the module
 
 VERIFY = "inplace-lsp.verify"
+ACTION_KIND = "source.verify.inplace-lsp"  # the verify code action, for editors without lenses
 TITLE = "Verify forward/backward"
 RUN_TIMEOUT_S = 60.0  # the first run starts the warm worker (imports torch)
 
@@ -135,6 +138,34 @@ async def lenses(client: base.Editor, uri: str) -> list[types.CodeLens]:
     return list(found or [])
 
 
+async def verify_arguments(client: base.Editor, uri: str, line: int) -> list[Any]:
+    """The verify command's arguments for the target around 0-based `line`, as the editor
+    gets them: the code lens above it where the editor shows lenses, else the source code
+    action there (lsprotocol reads an action with a `command` key as a plain Command)."""
+    if client.profile.shows_lenses:
+        found = [lens for lens in await lenses(client, uri) if lens.range.start.line <= line]
+        command = found[-1].command if found else None
+    else:
+        where = types.Range(types.Position(line, 0), types.Position(line, 0))
+        offered = await client.text_document_code_action_async(
+            types.CodeActionParams(
+                types.TextDocumentIdentifier(uri),
+                where,
+                types.CodeActionContext(diagnostics=[], only=[ACTION_KIND]),
+            )
+        )
+        # lsprotocol's client side reads the action ({title, kind, command: {...}}) as a
+        # Command whose `command` is the nested command's repr: take that back.
+        commands = [
+            types.Command(**ast.literal_eval(a.command))
+            for a in offered or []
+            if isinstance(a, types.Command) and a.command.startswith("{")
+        ]
+        command = commands[0] if commands else None
+    assert command is not None and command.command == VERIFY and command.arguments is not None
+    return list(command.arguments)
+
+
 async def verify(client: base.Editor, *arguments: Any) -> dict[str, Any]:
     result = await asyncio.wait_for(
         client.workspace_execute_command_async(types.ExecuteCommandParams(VERIFY, list(arguments))),
@@ -173,6 +204,8 @@ def progress_runs(client: base.Editor) -> dict[str, list[Any]]:
 async def test_code_lenses_above_modules_and_training_functions(
     client: base.Editor, workspace: Path
 ) -> None:
+    if not client.profile.shows_lenses:
+        pytest.skip(f"{client.profile.name} asks for no code lenses")
     assert client.init_result is not None
     capabilities = client.init_result.capabilities
     assert capabilities.code_lens_provider is not None
@@ -277,13 +310,12 @@ async def test_verify_names_the_lines_then_the_fix_verifies(
     path = uri.removeprefix("file://")
     base.open_document(client, uri, BROKEN)
     flagged = base.only(await base.diagnostics(client, uri, 1), "IPL001")
-    (lens, _) = await lenses(client, uri)
-    assert lens.command is not None and lens.command.arguments is not None
+    arguments = await verify_arguments(client, uri, MUTATION_LINE)
     messages, published = len(client.messages), len(client.published)
     runs = set(progress_runs(client))
 
     # 1. Verify the broken module: the mutating line and the saving line, three ways.
-    result = await verify(client, *lens.command.arguments)
+    result = await verify(client, *arguments)
     assert result["status"] == "inplace-error"
     assert result["target"] == "ResidualBlock"
     assert result["mutation"] == {"path": path, "line": MUTATION_LINE + 1}
@@ -385,7 +417,7 @@ async def test_verify_a_notebook_cell(client: base.Editor, workspace: Path) -> N
     """A cell's module runs with the notebook's imports, definitions and constants; other
     top-level code (here: a line that writes a file) does not run; lines are the cell's."""
     if client.profile.name != "vscode":
-        pytest.skip("notebook sync: VS Code only (Neovim has no notebooks)")
+        pytest.skip("notebook sync: VS Code only (eglot has no notebooks)")
     marker = workspace / "notebook_ran"
     cells = [
         (language, text.replace("MARKER", repr(str(marker)))) for language, text in NOTEBOOK_CELLS

@@ -1,9 +1,12 @@
 // The extension in a real VS Code: code-server with the packaged .vsix installed, driven by
-// Playwright in headless Chromium. One workspace, one example file, steps that build on each
-// other: the IPL001 diagnostic shows (squiggle + Problems panel); the "Verify forward/backward"
+// Playwright in headless Chromium. One workspace, one example file and a notebook, steps that
+// build on each other: the IPL001 diagnostic shows (squiggle + Problems panel); a notebook's
+// bugs show in their cells (squiggles + Problems entries, once each); the "Verify forward/backward"
 // code lens on the broken block names the writing and the saving line (notification, status
-// item, Problems entry); the quick fix applies; the lens then reports OK; and a changed setting
-// restarts the server, which applies it.
+// item, Problems entry); the quick fix applies; the lens then reports OK; a changed setting
+// restarts the server, which applies it; and a second workspace whose interpreter has no
+// inplace-lsp gets one notification naming it ("Install inplace-lsp into it", "Choose
+// interpreter"), whose "Choose interpreter" then starts the server with the one chosen.
 //
 // Run by tests/test_editor_vscode.py (scripts/ci_install_vscode_e2e.sh installs the tools), or:
 //   INPLACE_LSP_PYTHON=/path/to/venv/bin/python node --test --test-reporter=spec vscode.e2e.test.mjs
@@ -15,6 +18,9 @@
 //   CHROMIUM            default: /usr/bin/chromium
 //   SHOT_DIR            screenshots; default: <repo>/test-artifacts/vscode
 //   KEEP_RUN=1          keep the run's folder (.vscode-e2e/runs/...) for a look afterwards
+//   INPLACE_LSP_E2E_PIP=1  also click "Install inplace-lsp into it" in a third workspace: pip
+//                       installs this checkout into a fresh venv (needs pip to reach an index
+//                       for its dependencies; skipped otherwise)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -47,6 +53,24 @@ const FIX_TITLE = 'Rewrite out of place (IPL001)';
 const LENS_TITLE = 'Verify forward/backward';
 const LENS_TARGET = 'class Encoder(nn.Module):';
 const BROKEN_TARGET = 'class GatedResidualBlock(nn.Module):';
+// A notebook with one bug inside a cell (the sigmoid's output written in the same cell) and
+// one across cells (exp in one cell, its output written in the next): the server analyses
+// the code cells as one program and reports each in the cell that holds the write.
+const NOTEBOOK = 'gates.ipynb';
+const NOTEBOOK_CELLS = [
+  ['code', 'import torch\n\nx = torch.ones(3, requires_grad=True)'],
+  ['markdown', '# Two in-place writes autograd needs undone'],
+  ['code', 'h = torch.sigmoid(x)\nh += 1  # same cell as the sigmoid'],
+  ['code', 'w = torch.exp(x)'],
+  ['code', 'w.mul_(2)  # the exp ran in the cell above\n(h.sum() + w.sum()).backward()'],
+];
+
+// The second workspace: its .vscode/settings.json names an interpreter without inplace-lsp.
+const NO_SERVER_WS = 'no-server';
+const NO_SERVER_FILE = 'model.py';
+// The third: the same, with pip in the venv, for the Install button (INPLACE_LSP_E2E_PIP=1).
+const INSTALL_WS = 'install';
+const PIP = process.env.INPLACE_LSP_E2E_PIP === '1';
 
 const t0 = Date.now();
 let lapAt = t0;
@@ -121,6 +145,27 @@ async function setUp() {
   const source = fs.readFileSync(path.join(repo, 'examples', EXAMPLE), 'utf8');
   assert.ok(source.includes(`${FLAGGED}\n`), `examples/${EXAMPLE} no longer has the line: ${FLAGGED}`);
   fs.writeFileSync(path.join(ws, EXAMPLE), source.replace(FLAGGED, MARKED));
+  fs.writeFileSync(path.join(ws, NOTEBOOK), notebookJson(NOTEBOOK_CELLS));
+  // A virtual environment of the same Python without inplace-lsp; run with -E, as the test's
+  // PYTHONPATH (the checkout under test, which the other workspace's server imports) would
+  // otherwise hand it one.
+  const bare = path.join(run, 'bare');
+  execFileSync(PYTHON, ['-m', 'venv', '--without-pip', bare]);
+  const other = path.join(run, NO_SERVER_WS);
+  fs.mkdirSync(path.join(other, '.vscode'), { recursive: true });
+  fs.writeFileSync(path.join(other, '.vscode', 'settings.json'),
+    JSON.stringify({ 'inplaceLsp.interpreter': [path.join(bare, 'bin', 'python'), '-E'] }, null, 2));
+  fs.writeFileSync(path.join(other, NO_SERVER_FILE), source);
+  if (PIP) {
+    const venv = path.join(run, 'pip-venv');
+    execFileSync(PYTHON, ['-m', 'venv', venv]);
+    const third = path.join(run, INSTALL_WS);
+    fs.mkdirSync(path.join(third, '.vscode'), { recursive: true });
+    fs.writeFileSync(path.join(third, '.vscode', 'settings.json'),
+      JSON.stringify({ 'inplaceLsp.interpreter': [path.join(venv, 'bin', 'python'), '-E'] }, null, 2));
+    fs.writeFileSync(path.join(third, NO_SERVER_FILE), source);
+  }
+  lap('workspaces written');
   fs.writeFileSync(settingsFile(), JSON.stringify(settings(), null, 2));
 
   // Everything code-server and Chromium write (config.yaml, logs, ipc sockets, crash dirs)
@@ -190,6 +235,24 @@ after(async () => {
   if (process.env.KEEP_RUN || failed) console.log(`# kept ${run}`);
   else fs.rmSync(run, { recursive: true, force: true });
 });
+
+/** An nbformat 4 notebook of (kind, source) cells, Python kernel. */
+function notebookJson(cells) {
+  return JSON.stringify({
+    cells: cells.map(([kind, text]) => ({
+      cell_type: kind,
+      metadata: {},
+      source: text.split(/(?<=\n)/),
+      ...(kind === 'code' ? { execution_count: null, outputs: [] } : {}),
+    })),
+    metadata: {
+      kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
+      language_info: { name: 'python' },
+    },
+    nbformat: 4,
+    nbformat_minor: 5,
+  }, null, 1);
+}
 
 function settingsFile() {
   return path.join(run, 'data', 'User', 'settings.json');
@@ -333,6 +396,57 @@ test('the IPL001 diagnostic shows: squiggle and Problems entry', async (t) => {
   });
 });
 
+test('a notebook shows its two bugs: squiggles in their cells and Problems entries', async (t) => {
+  await step(t, 'notebook', async () => {
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: NOTEBOOK }).click();
+    const notebook = page.locator('.notebook-editor');
+    await notebook.locator('.cell-list-container .code-cell-row').first().waitFor({ timeout: 30000 });
+    lap(`${NOTEBOOK} open in the notebook editor`);
+    // Each code cell is an editor of its own: the squiggles must be in the two cells that
+    // hold the writes, none elsewhere.
+    const cells = notebook.locator('.cell-list-container .code-cell-row');
+    const squiggled = async () => {
+      const found = [];
+      for (let i = 0; i < await cells.count(); i++) {
+        if (await cells.nth(i).locator('.squiggly-error').count() > 0) found.push(i);
+      }
+      return found;
+    };
+    const end = Date.now() + 90000;
+    let found = [];
+    while ((found = await squiggled()).length < 2) {
+      assert.ok(Date.now() < end, `error squiggles in code cells ${JSON.stringify(found)} only, after 90 s`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.deepEqual(found, [1, 3], 'squiggles in the 2nd and 4th code cells');
+    lap('error squiggles rendered in code cells 2 and 4');
+
+    const panel = page.locator('.markers-panel');
+    if (!await panel.isVisible()) await page.keyboard.press('Control+Shift+M');
+    const entries = panel.locator('.monaco-list-row', { hasText: 'IPL001' });
+    const inCell = entries.filter({ hasText: 'torch.sigmoid saved its output' }).first();
+    const acrossCells = entries.filter({ hasText: 'torch.exp saved its output' }).first();
+    await inCell.waitFor({ timeout: 30000 });
+    await acrossCells.waitFor({ timeout: 30000 });
+    const inText = (await inCell.innerText()).replace(/\s+/g, ' ');
+    const acrossText = (await acrossCells.innerText()).replace(/\s+/g, ' ');
+    lap(`Problems panel: ${inText} | ${acrossText}`);
+    // Once each: the cells' diagnostics come by one route (pulled), not pulled and pushed.
+    assert.equal(await entries.count(), 2, 'two IPL001 entries in the Problems panel');
+    // Positions are the cells' own: `h += 1` is line 2 of its cell, `w.mul_(2)` line 1.
+    assert.match(inText, /\(line 1\)/);
+    assert.match(inText, /\[Ln 2, Col 1\]/);
+    assert.match(acrossText, /\(line 1 of code cell 3\)/);
+    assert.match(acrossText, /\[Ln 1, Col 1\]/);
+    lap(`screenshot ${await shot('notebook.png')}`);
+    // Back to the Python file for the steps that follow (the notebook took its preview tab).
+    await page.keyboard.press('Control+W');
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: EXAMPLE }).click();
+    await page.locator('.tabs-container .tab.active', { hasText: EXAMPLE }).waitFor({ timeout: 10000 });
+    await page.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: 30000 });
+  });
+});
+
 test('the Verify code lens on the broken block names the write and the saving line', async (t) => {
   await step(t, 'verify-broken', async () => {
     await clickLensAbove(14, BROKEN_TARGET);
@@ -466,5 +580,93 @@ test('a changed setting restarts the server, which applies it', async (t) => {
     await page.locator('.monaco-editor .squiggly-warning').first().waitFor({ timeout: 60000 });
     await page.locator('.monaco-editor .squiggly-error').first().waitFor({ state: 'detached', timeout: 30000 });
     lap('IPL001 is now a warning squiggle, from the new server');
+  });
+});
+
+test('an interpreter without inplace-lsp: one notification naming it, then Choose interpreter', async (t) => {
+  await step(t, 'no-server', async () => {
+    const other = path.join(run, NO_SERVER_WS);
+    const bare = `${path.join(run, 'bare', 'bin', 'python')} -E`;
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(other)}`);
+    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: NO_SERVER_FILE });
+    await row.waitFor({ timeout: 90000 });
+    await row.click();
+    await page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: 30000 });
+    lap(`${NO_SERVER_WS}/${NO_SERVER_FILE} open`);
+
+    const expected = `inplace-lsp is not installed in ${bare} (the inplaceLsp.interpreter setting).`;
+    const toasts = page.locator('.notifications-toasts .notification-toast');
+    const toast = toasts.filter({ hasText: expected }).first();
+    await toast.waitFor({ timeout: 60000 });
+    const buttons = (await toast.locator('.monaco-button').allInnerTexts()).map((b) => b.trim()).filter(Boolean);
+    lap(`notification: ${(await toast.locator('.notification-list-item-message').innerText()).trim()} [${buttons.join(' | ')}]`);
+    assert.deepEqual(buttons, ['Install inplace-lsp into it', 'Choose interpreter']);
+    const status = page.locator('.statusbar-item', { hasText: 'inplace-lsp: not installed' }).first();
+    await status.waitFor({ timeout: 10000 });
+    // (the status item's tooltip is its aria-label's second part)
+    const label = await status.locator('a').first().getAttribute('aria-label');
+    lap(`status item: ${(await status.innerText()).trim()} (${label})`);
+    // No language client was started: none of its generic toasts follow ("couldn't create
+    // connection", "connection got closed", "server crashed").
+    await new Promise((r) => setTimeout(r, 3000));
+    const all = (await toasts.allInnerTexts()).map((x) => x.replace(/\s+/g, ' ').trim());
+    assert.equal(all.length, 1, `one notification, not: ${JSON.stringify(all)}`);
+    lap(`screenshot ${await shot('no-server.png')}`);
+
+    // Choose interpreter: a file picker; the chosen one becomes the workspace's setting, and
+    // the server starts with it.
+    await toast.locator('.monaco-button', { hasText: 'Choose interpreter' }).click();
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: 10000 });
+    // It fills in the workspace's folder, and lists it, asynchronously: type over it after.
+    await page.waitForFunction(() => document.querySelector('.quick-input-widget input')?.value.endsWith('/'));
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: NO_SERVER_FILE }).first().waitFor({ timeout: 10000 });
+    lap(`file picker open at ${await input.inputValue()}`);
+    await input.press('Control+A');
+    await page.keyboard.insertText(PYTHON);
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'activate' }).first().waitFor({ timeout: 10000 });
+    assert.equal(await input.inputValue(), PYTHON);
+    lap(`typed ${PYTHON}`);
+    await page.locator('.quick-input-widget .monaco-button', { hasText: 'Use this interpreter' }).click();
+    const settingsJson = path.join(other, '.vscode', 'settings.json');
+    const end = Date.now() + 15000;
+    for (let chosen; JSON.stringify(chosen) !== JSON.stringify([PYTHON]);) {
+      assert.ok(Date.now() < end, `inplaceLsp.interpreter not set to ${PYTHON}: ${fs.readFileSync(settingsJson, 'utf8')}`);
+      await new Promise((r) => setTimeout(r, 100));
+      try { chosen = JSON.parse(fs.readFileSync(settingsJson, 'utf8'))['inplaceLsp.interpreter']; } catch { /* being written */ }
+    }
+    lap(`${NO_SERVER_WS}/.vscode/settings.json: "inplaceLsp.interpreter": ["${PYTHON}"]`);
+    await page.locator('.statusbar-item', { hasText: /^\W*inplace-lsp$/ }).first().waitFor({ timeout: 60000 });
+    await page.locator('.monaco-editor .squiggly-warning, .monaco-editor .squiggly-error').first().waitFor({ timeout: 60000 });
+    lap('the server runs: status item idle, the IPL001 squiggle shows');
+    lap(`screenshot ${await shot('no-server-chosen.png')}`);
+  });
+});
+
+test('Install inplace-lsp into it: pip installs this checkout there, and the server starts', async (t) => {
+  if (!PIP) {
+    t.skip('INPLACE_LSP_E2E_PIP=1 not set (pip needs an index for the dependencies)');
+    return;
+  }
+  await step(t, 'install', async () => {
+    const third = path.join(run, INSTALL_WS);
+    const venvPython = path.join(run, 'pip-venv', 'bin', 'python');
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(third)}`);
+    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: NO_SERVER_FILE });
+    await row.waitFor({ timeout: 90000 });
+    await row.click();
+    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: `not installed in ${venvPython} -E` }).first();
+    await toast.waitFor({ timeout: 60000 });
+    await toast.locator('.monaco-button', { hasText: 'Install inplace-lsp into it' }).click();
+    // The checkout the .vsix was packaged from (dist/source.json): this repository.
+    const progress = page.locator('.notifications-toasts .notification-toast', { hasText: `-m pip install ${repo}` }).first();
+    await progress.waitFor({ timeout: 10000 });
+    lap(`progress: ${(await progress.innerText()).replace(/\s+/g, ' ').trim()}`);
+    await page.locator('.statusbar-item', { hasText: /^\W*inplace-lsp$/ }).first().waitFor({ timeout: 300000 });
+    await page.locator('.monaco-editor .squiggly-warning, .monaco-editor .squiggly-error').first().waitFor({ timeout: 60000 });
+    const installed = execFileSync(venvPython, ['-E', '-c', 'import inplace_lsp; print(inplace_lsp.__file__)'], { encoding: 'utf8' }).trim();
+    assert.ok(installed.startsWith(path.join(run, 'pip-venv')), `inplace_lsp imported from ${installed}`);
+    lap(`installed into the venv (${path.relative(run, installed)}); the server runs and the squiggle shows`);
+    lap(`screenshot ${await shot('installed.png')}`);
   });
 });

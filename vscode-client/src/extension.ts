@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import { registerCommands } from './common/commands';
 import { Commands, EXTENSION_NAME } from './common/constants';
 import { pythonExtensionApi } from './common/python';
-import { Server } from './common/server';
+import { getSettings, Server } from './common/server';
 import { needsRestart } from './common/settings';
 import { StatusItem } from './common/status';
 
@@ -15,7 +15,7 @@ let server: Server | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
     const log = vscode.window.createOutputChannel(EXTENSION_NAME, { log: true });
     const status = new StatusItem(Commands.showLogs);
-    server = new Server(log, status);
+    server = new Server(log, status, context.extensionPath);
     const restart = (why: string): void => {
         log.info(`Restarting the server: ${why}`);
         void server?.restart();
@@ -25,6 +25,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         status,
         server,
         ...registerCommands(server, log),
+        vscode.commands.registerCommand(Commands.showProblem, () => server?.showProblem()),
         vscode.workspace.onDidChangeConfiguration((event) => {
             if (needsRestart(event)) {
                 restart('an inplaceLsp setting changed');
@@ -36,7 +37,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const onEnvironment = python?.environments?.onDidChangeActiveEnvironmentPath;
     if (onEnvironment) {
         context.subscriptions.push(
-            onEnvironment(() => restart('the Python extension changed the interpreter')),
+            onEnvironment(() => {
+                // An inplaceLsp.interpreter setting wins: the server's interpreter is unchanged.
+                if (getSettings().interpreter.every((part) => part.trim() === '')) {
+                    restart('the Python extension changed the interpreter');
+                }
+            }),
         );
     }
     await server.restart();

@@ -1,4 +1,4 @@
-/** Interpreter selection without VS Code: the Python extension, then the setting, then python3. */
+/** Interpreter selection without VS Code: the setting, then the Python extension, then python3. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
@@ -42,15 +42,16 @@ function pythonApi(executable: string | undefined): PythonExtensionApi {
 }
 
 describe('pickInterpreter', () => {
-    it("prefers the Python extension's environment, even over the setting", () => {
+    it("prefers the setting, with its arguments, over the Python extension's environment", () => {
         assert.deepEqual(pickInterpreter(['/opt/py/bin/python', '-X', 'utf8'], '/venv/bin/python'), {
-            command: ['/venv/bin/python'],
-            source: 'python extension',
+            command: ['/opt/py/bin/python', '-X', 'utf8'],
+            source: 'setting',
         });
         assert.deepEqual(pickInterpreter([], '/venv/bin/python'), { command: ['/venv/bin/python'], source: 'python extension' });
+        assert.deepEqual(pickInterpreter(['', ' '], '/venv/bin/python'), { command: ['/venv/bin/python'], source: 'python extension' });
     });
 
-    it('then the setting, with its arguments, then python3', () => {
+    it('without the Python extension: the setting, then python3', () => {
         assert.deepEqual(pickInterpreter(['/opt/py/bin/python', '-X', 'utf8'], undefined), {
             command: ['/opt/py/bin/python', '-X', 'utf8'],
             source: 'setting',
@@ -62,9 +63,17 @@ describe('pickInterpreter', () => {
 });
 
 describe('findInterpreter', () => {
-    it('asks the Python extension for the active environment first, even with the setting', async () => {
+    it('takes the setting over the Python extension, without activating it', async () => {
         const { registry, calls } = extensions(pythonApi('/venv/bin/python'));
         const found = await findInterpreter(['/usr/bin/python3.12'], registry);
+        assert.deepEqual(found, { command: ['/usr/bin/python3.12'], source: 'setting' });
+        assert.deepEqual(calls.lookups, []);
+        assert.equal(calls.activate, 0);
+    });
+
+    it("asks the Python extension for its active environment when the setting is empty", async () => {
+        const { registry, calls } = extensions(pythonApi('/venv/bin/python'));
+        const found = await findInterpreter([], registry);
         assert.deepEqual(found, { command: ['/venv/bin/python'], source: 'python extension' });
         assert.deepEqual(calls.lookups, [PYTHON_EXTENSION_ID]);
         assert.equal(calls.activate, 1);

@@ -9,6 +9,8 @@ export const Commands = {
     showDebugInfo: 'inplaceLsp.showDebugInfo',
     restart: 'inplaceLsp.restart',
     showLogs: 'inplaceLsp.showLogs',
+    /** The status item's command while the interpreter has no server (not in the palette). */
+    showProblem: 'inplaceLsp.showServerProblem',
 } as const;
 
 /** Commands the server provides (workspace/executeCommand); vscode-languageclient registers them. */

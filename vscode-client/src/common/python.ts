@@ -1,6 +1,6 @@
 /**
- * Which interpreter runs the server: the Python extension's active environment, else the
- * `inplaceLsp.interpreter` setting, else `python3`. The Python extension is reached through the
+ * Which interpreter runs the server: the `inplaceLsp.interpreter` setting, else the Python
+ * extension's active environment, else `python3`. The Python extension is reached through the
  * `extensions` object passed in, so this module runs (and tests) without VS Code.
  */
 
@@ -34,14 +34,22 @@ export interface Interpreter {
     source: InterpreterSource;
 }
 
-/** The choice itself: the Python extension's environment, then the setting, then python3. */
+/** The setting's interpreter and arguments, blanks dropped; empty when it names none. */
+function configured(setting: readonly string[]): string[] {
+    return setting.filter((part) => part.trim() !== '');
+}
+
+/**
+ * The choice itself: an explicit setting (the user named this interpreter for this server),
+ * then the Python extension's environment, then python3.
+ */
 export function pickInterpreter(setting: readonly string[], fromPythonExtension: string | undefined): Interpreter {
+    const named = configured(setting);
+    if (named.length > 0) {
+        return { command: named, source: 'setting' };
+    }
     if (fromPythonExtension) {
         return { command: [fromPythonExtension], source: 'python extension' };
-    }
-    const configured = setting.filter((part) => part.trim() !== '');
-    if (configured.length > 0) {
-        return { command: [...configured], source: 'setting' };
     }
     return { command: [...FALLBACK_INTERPRETER], source: 'default' };
 }
@@ -79,14 +87,30 @@ export async function pythonExtensionInterpreter(
     }
 }
 
-/** The interpreter for the server, and where it came from (shown in the logs). */
+/** The interpreter for the server, and where it came from (shown in the logs). The Python
+ *  extension is not asked (nor activated) when the setting names one. */
 export async function findInterpreter(
     setting: readonly string[],
     extensions: ExtensionsLike,
     resource?: unknown,
 ): Promise<Interpreter> {
+    if (configured(setting).length > 0) {
+        return pickInterpreter(setting, undefined);
+    }
     const api = await pythonExtensionApi(extensions);
     return pickInterpreter(setting, await pythonExtensionInterpreter(api, resource));
+}
+
+/** Where the interpreter came from, in words (for messages). */
+export function describeSource(source: InterpreterSource): string {
+    switch (source) {
+        case 'setting':
+            return 'the inplaceLsp.interpreter setting';
+        case 'python extension':
+            return "the Python extension's selected interpreter";
+        default:
+            return 'the default, python3 on the PATH';
+    }
 }
 
 /** The server's command line for an interpreter. */

@@ -1,7 +1,10 @@
 /**
- * The language server's lifecycle: start (`<python> -m inplace_lsp serve` on stdio), stop,
- * restart; the documents it sees (Python files and notebook cells); the settings it gets.
+ * The language server's lifecycle: start (`<python> -m inplace_lsp serve` on stdio, once the
+ * interpreter is known to import it), stop, restart; the documents it sees (Python files and
+ * notebook cells); the settings it gets; and the one notification when the interpreter has no
+ * server, with its two ways out (install it there, choose another interpreter).
  */
+import * as fs from 'fs';
 import * as os from 'os';
 import * as vscode from 'vscode';
 import {
@@ -10,8 +13,21 @@ import {
     type ServerOptions,
     RevealOutputChannelOn,
 } from 'vscode-languageclient/node';
-import { EXTENSION_NAME, ServerCommands } from './constants';
-import { findInterpreter, type Interpreter, serverCommand } from './python';
+import { Commands, EXTENSION_NAME, ServerCommands } from './constants';
+import {
+    CHOOSE_ACTION,
+    checkServer,
+    INSTALL_ACTION,
+    installCommand,
+    installFailure,
+    installSource,
+    interpreterLabel,
+    LOGS_ACTION,
+    type Preflight,
+    problemMessage,
+    processRunner,
+} from './preflight';
+import { findInterpreter, type Interpreter, pythonExtensionApi, serverCommand } from './python';
 import { resolveSettings, SECTION, serverSettings, type ISettings, type IServerSettings } from './settings';
 import type { StatusItem, VerifyResult } from './status';
 
@@ -44,14 +60,29 @@ function folderOf(scopeUri: string | undefined): vscode.WorkspaceFolder | undefi
     }
 }
 
+/** The import check's and pip's limits: a cold interpreter on a slow disk, a slow network. */
+const CHECK_TIMEOUT_MS = 30_000;
+const INSTALL_TIMEOUT_MS = 600_000;
+
+function readOrUndefined(file: string): string | undefined {
+    try {
+        return fs.readFileSync(file, 'utf8');
+    } catch {
+        return undefined;
+    }
+}
+
 export class Server implements vscode.Disposable {
     private client: LanguageClient | undefined;
     private starting: Promise<void> | undefined;
+    /** Why the last start did not happen (the interpreter has no server), for the status item. */
+    private problem: { text: string; actions: string[] } | undefined;
     interpreter: Interpreter | undefined;
 
     constructor(
         private readonly log: vscode.LogOutputChannel,
         private readonly status: StatusItem,
+        private readonly extensionPath: string,
     ) {}
 
     get running(): LanguageClient | undefined {
@@ -81,16 +112,22 @@ export class Server implements vscode.Disposable {
             vscode.extensions,
             vscode.workspace.workspaceFolders?.[0]?.uri,
         );
-        const { command, args } = serverCommand(this.interpreter);
-        this.log.info(`Starting server: ${[command, ...args].join(' ')} (interpreter from ${this.interpreter.source})`);
+        const interpreter = this.interpreter;
+        const { command, args } = serverCommand(interpreter);
         const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
+        const env = { ...process.env, PYTHONUNBUFFERED: '1' };
+        // Before the client: a server that cannot start makes the client show several
+        // generic errors of its own, and this one would come last.
+        const checked = await checkServer(interpreter, processRunner({ cwd, env, timeoutMs: CHECK_TIMEOUT_MS }));
+        if (checked.kind !== 'ok') {
+            this.cannotStart(checked, interpreter);
+            return;
+        }
+        this.problem = undefined;
+        this.log.info(`Starting server: ${[command, ...args].join(' ')} (interpreter from ${interpreter.source}; inplace_lsp from ${checked.location})`);
         // stdio, but no `transport`: with TransportKind.stdio the client appends `--stdio` to
         // the arguments, which `inplace_lsp serve` rejects.
-        const serverOptions: ServerOptions = {
-            command,
-            args,
-            options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
-        };
+        const serverOptions: ServerOptions = { command, args, options: { cwd, env } };
         const clientOptions: LanguageClientOptions = {
             documentSelector: DOCUMENT_SELECTOR,
             outputChannel: this.log,
@@ -142,11 +179,11 @@ export class Server implements vscode.Disposable {
         } catch (error) {
             const message = error instanceof Error ? error.message : String(error);
             this.log.error(`Server failed to start: ${message}`);
-            this.status.stopped(`${command} -m inplace_lsp serve failed (is inplace-lsp installed for it?)`);
+            this.status.stopped('failed to start', `${command} -m inplace_lsp serve failed: ${message}`, Commands.showLogs);
             void vscode.window
                 .showErrorMessage(
-                    `${EXTENSION_NAME}: the server did not start with ${command}. Is inplace-lsp installed for that interpreter? Set "inplaceLsp.interpreter" to choose another.`,
-                    'Show logs',
+                    `${EXTENSION_NAME}: the server did not start with ${interpreterLabel(interpreter)}: ${message}. Set "inplaceLsp.interpreter" to choose another.`,
+                    LOGS_ACTION,
                 )
                 .then((choice) => {
                     if (choice) {
@@ -154,6 +191,111 @@ export class Server implements vscode.Disposable {
                     }
                 });
         }
+    }
+
+    /** The interpreter cannot run the server: one error notification that names it, the
+     *  status item saying the same, and no language client. */
+    private cannotStart(problem: Exclude<Preflight, { kind: 'ok' }>, interpreter: Interpreter): void {
+        const message = problemMessage(problem, interpreter);
+        this.log.error(`${message.text} (${interpreterLabel(interpreter)}: ${problem.detail})`);
+        this.problem = { text: message.text, actions: message.actions };
+        this.status.stopped(message.short, message.text, Commands.showProblem);
+        void this.showProblem();
+    }
+
+    /** The notification of the last failed start (the status item's command); the logs when
+     *  the server runs. */
+    async showProblem(): Promise<void> {
+        const problem = this.problem;
+        if (!problem) {
+            this.log.show();
+            return;
+        }
+        const choice = await vscode.window.showErrorMessage(`${EXTENSION_NAME}: ${problem.text}`, ...problem.actions);
+        if (choice === INSTALL_ACTION) {
+            await this.install();
+        } else if (choice === CHOOSE_ACTION) {
+            await this.chooseInterpreter();
+        } else if (choice === LOGS_ACTION) {
+            this.log.show();
+        }
+    }
+
+    /** `<interpreter> -m pip install <this extension's checkout, or the package>`, then a
+     *  restart; pip's output goes to the log. */
+    private async install(): Promise<void> {
+        const interpreter = this.interpreter;
+        if (!interpreter) {
+            return;
+        }
+        const source = installSource(this.extensionPath, readOrUndefined);
+        const { command, args } = installCommand(interpreter, source);
+        const line = [command, ...args].join(' ');
+        this.log.info(`Running: ${line}`);
+        const run = processRunner({
+            cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir(),
+            env: { ...process.env, PYTHONUNBUFFERED: '1' },
+            timeoutMs: INSTALL_TIMEOUT_MS,
+            onOutput: (text) => this.log.info(text.trimEnd()),
+        });
+        const result = await vscode.window.withProgress(
+            { location: vscode.ProgressLocation.Notification, title: `${EXTENSION_NAME}: ${line}` },
+            () => run(command, args),
+        );
+        if (!result.error && result.code === 0) {
+            this.log.info(`Installed ${source} into ${interpreterLabel(interpreter)}; restarting the server`);
+            await this.restart();
+            return;
+        }
+        const why = installFailure(result);
+        this.log.error(`${line} failed: ${why}`);
+        const choice = await vscode.window.showErrorMessage(
+            `${EXTENSION_NAME}: installing inplace-lsp into ${interpreterLabel(interpreter)} failed: ${why}`,
+            CHOOSE_ACTION,
+            LOGS_ACTION,
+        );
+        if (choice === CHOOSE_ACTION) {
+            await this.chooseInterpreter();
+        } else if (choice === LOGS_ACTION) {
+            this.log.show();
+        }
+    }
+
+    /**
+     * The Python extension's interpreter picker when it chooses (no `inplaceLsp.interpreter`
+     * set); else a file picker whose choice becomes the setting, where it is set (the folder,
+     * the workspace, the user), else the workspace's. Either change restarts the server.
+     */
+    private async chooseInterpreter(): Promise<void> {
+        const folder = vscode.workspace.workspaceFolders?.[0];
+        if (getSettings(folder).interpreter.every((part) => part.trim() === '')) {
+            const python = await pythonExtensionApi(vscode.extensions);
+            if (python?.environments) {
+                await vscode.commands.executeCommand('python.setInterpreter');
+                return;
+            }
+        }
+        const picked = await vscode.window.showOpenDialog({
+            title: 'The Python interpreter that runs inplace-lsp',
+            openLabel: 'Use this interpreter',
+            canSelectFiles: true,
+            canSelectFolders: false,
+            canSelectMany: false,
+        });
+        const file = picked?.[0]?.fsPath;
+        if (!file) {
+            return;
+        }
+        const config = vscode.workspace.getConfiguration(SECTION, folder?.uri);
+        const where = config.inspect('interpreter');
+        let target = vscode.ConfigurationTarget.Global;
+        if (where?.workspaceFolderValue !== undefined) {
+            target = vscode.ConfigurationTarget.WorkspaceFolder;
+        } else if (where?.workspaceValue !== undefined || (where?.globalValue === undefined && folder && vscode.workspace.isTrusted)) {
+            target = vscode.ConfigurationTarget.Workspace;
+        }
+        this.log.info(`inplaceLsp.interpreter set to ${file}`);
+        await config.update('interpreter', [file], target);
     }
 
     async stop(): Promise<void> {

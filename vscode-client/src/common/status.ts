@@ -36,24 +36,26 @@ export class StatusItem implements vscode.Disposable {
     private readonly item: vscode.StatusBarItem;
     private busyCount = 0;
 
-    constructor(showLogsCommand: string) {
+    constructor(private readonly showLogsCommand: string) {
         this.item = vscode.window.createStatusBarItem('inplaceLsp.status', vscode.StatusBarAlignment.Right, 100);
         this.item.name = 'Inplace LSP';
-        this.item.command = showLogsCommand;
         this.idle();
     }
 
     idle(): void {
         this.item.text = '$(beaker) inplace-lsp';
         this.item.tooltip = 'Inplace LSP: click for the logs';
+        this.item.command = this.showLogsCommand;
         this.item.backgroundColor = undefined;
         this.item.show();
     }
 
-    stopped(reason: string): void {
-        this.item.text = '$(debug-disconnect) inplace-lsp';
+    /** Not running: `short` in the status bar, `reason` in the tooltip, `command` on a click. */
+    stopped(short: string, reason: string, command: string): void {
+        this.item.text = `$(error) inplace-lsp: ${short}`;
         this.item.tooltip = `Inplace LSP is not running: ${reason}`;
-        this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+        this.item.command = command;
+        this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
         this.item.show();
     }
 
