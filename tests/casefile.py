@@ -8,11 +8,17 @@ line 3 optionally `# far-apart`; `# error: IPL00N`, `# warning: IPL00N` and `# s
 from __future__ import annotations
 
 import ast
+import importlib.util
 import io
+import itertools
 import re
+import sys
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+
+_module_ids = itertools.count()
 
 CASES_DIR = Path(__file__).parent / "cases"
 OUTCOMES = ("ok", "inplace-error", "leaf-error")
@@ -154,3 +160,18 @@ def _shape_problems(path: Path) -> list[str]:
 
 def discover(directory: Path = CASES_DIR) -> list[Case]:
     return [parse_case(path) for path in sorted(directory.glob("[0-9][0-9][0-9]_*.py"))]
+
+
+def import_path(path: Path, prefix: str) -> ModuleType:
+    """Runs the file at `path` as a fresh module (a new name each time: a case and its fixed
+    version, or two runs of one file, never share state)."""
+    name = f"{prefix}_{path.stem.replace('.', '_')}_{next(_module_ids)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while it runs
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
+    return module

@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib.util
 import io
-import itertools
 import random
 import sys
 import tempfile
@@ -44,6 +42,11 @@ import torch
 
 from inplace_lsp.verify import targets
 
+try:
+    from casefile import import_path
+except ImportError:  # tests/ imported as a package
+    from tests.casefile import import_path
+
 ENTRY_NAMES = targets.ENTRY_NAMES
 # The errors a fix exists to remove: an in-place write autograd rejects.
 AUTOGRAD_ERRORS = (
@@ -52,7 +55,6 @@ AUTOGRAD_ERRORS = (
     "a view of a leaf Variable",
 )
 SEED = 0
-_ids = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -394,16 +396,7 @@ def candidate_runners(text: str) -> tuple[list[list[Runner]], list[str]]:
 
 
 def _import(path: Path) -> ModuleType:
-    name = f"_inplace_proof_{path.stem.replace('.', '_')}_{next(_ids)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[name]
-    return module
+    return import_path(path, "_inplace_proof")
 
 
 @contextlib.contextmanager

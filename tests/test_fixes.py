@@ -48,8 +48,6 @@ import ast
 import dataclasses
 import functools
 import importlib.util
-import itertools
-import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,9 +65,9 @@ from inplace_lsp.fixes.cstedit import stmt_span
 from inplace_lsp.fixes.source import Source
 
 try:
-    from casefile import Case, discover
+    from casefile import Case, discover, import_path
 except ImportError:  # tests/ imported as a package
-    from tests.casefile import Case, discover
+    from tests.casefile import Case, discover, import_path
 
 TESTS = Path(__file__).parent
 FIXTURES = TESTS / "fixes"
@@ -94,7 +92,6 @@ NOT_PREFERRED = {
 }
 # Findings the analysis gives no recipe yet: the recipe kind it should give.
 PENDING_RECIPES: dict[str, str] = {}
-_module_ids = itertools.count()
 
 
 # ---------------------------------------------------------------------- 1. fixtures
@@ -481,16 +478,7 @@ def test_a_positional_inplace_flag_of_a_module_is_found_and_fixed() -> None:
 
 
 def _import(path: Path) -> ModuleType:
-    name = f"_inplace_fixed_{path.stem}_{next(_module_ids)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[name]
-    return module
+    return import_path(path, "_inplace_fixed")
 
 
 def _with_pending_recipe(text: str, finding: Finding, kind: str) -> Finding:
