@@ -21,6 +21,11 @@ import pytest
 from inplace_lsp import cli, fixes, notebook
 from inplace_lsp.analysis.findings import Finding
 
+try:
+    from test_cli import run_cli
+except ImportError:  # tests/ imported as a package
+    from tests.test_cli import run_cli
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -79,20 +84,6 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "inplace_lsp", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

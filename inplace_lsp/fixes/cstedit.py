@@ -63,6 +63,23 @@ def clone_statement(name: str) -> cst.BaseSmallStatement:
     return line.body[0]
 
 
+def rebind_call(
+    statement: cst.Expr, call: cst.Call, args: Sequence[cst.Arg], name: str
+) -> cst.Assign:
+    """`name = call(args)` in place of the bare call statement `statement`: the call with the
+    arguments given (a trailing comma dropped), its result bound instead of thrown away."""
+    kept = list(args)
+    if kept:
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    target = cst.parse_expression(name)
+    assert isinstance(target, (cst.Name, cst.Attribute))
+    return cst.Assign(
+        targets=[cst.AssignTarget(target=target)],
+        value=call.with_changes(args=kept),
+        semicolon=statement.semicolon,
+    )
+
+
 def insert_before(
     source: Source,
     anchor: Located,

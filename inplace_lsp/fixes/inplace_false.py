@@ -12,7 +12,13 @@ import ast
 import libcst as cst
 
 from inplace_lsp.analysis.findings import Finding, Span
-from inplace_lsp.fixes.cstedit import clone_statement, find_statement, insert_before, stmt_span
+from inplace_lsp.fixes.cstedit import (
+    clone_statement,
+    find_statement,
+    insert_before,
+    rebind_call,
+    stmt_span,
+)
 from inplace_lsp.fixes.plan import plan_write
 from inplace_lsp.fixes.source import Edit, Located, Region, Source, region_for, walk_statements
 
@@ -109,16 +115,7 @@ def _rebind(
         kept = [a.with_changes(value=cst.Name("False")) if a is flag else a for a in call.args]
     else:
         kept = [a for a in call.args if a is not flag]
-        if kept:
-            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    target = cst.parse_expression(plan.name)
-    assert isinstance(target, (cst.Name, cst.Attribute))
-    assign = cst.Assign(
-        targets=[cst.AssignTarget(target=target)],
-        value=call.with_changes(args=kept),
-        semicolon=node.semicolon,
-    )
-    return region.replace(node, assign)
+    return region.replace(node, rebind_call(node, call, kept, plan.name))
 
 
 def inplace_off_edits(source: Source, line: int) -> list[Edit]:

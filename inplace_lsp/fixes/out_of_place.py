@@ -21,6 +21,7 @@ from inplace_lsp.fixes.cstedit import (
     find_expression,
     find_statement,
     insert_before,
+    rebind_call,
     receiver,
     right_operand,
     stmt_span,
@@ -355,13 +356,4 @@ def _out_argument(
         return None
     call = statement.value
     args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == "out")]
-    if args:
-        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    target = cst.parse_expression(site.name)
-    assert isinstance(target, (cst.Name, cst.Attribute))
-    assign = cst.Assign(
-        targets=[cst.AssignTarget(target=target)],
-        value=call.with_changes(args=args),
-        semicolon=statement.semicolon,
-    )
-    return site.region.replace(statement, assign)
+    return site.region.replace(statement, rebind_call(statement, call, args, site.name))

@@ -1015,12 +1015,7 @@ def _report(tracer: _Tracer, error: BaseException | None, frames: _UserFrames) -
         report["silent"] = True
         primary = used[0].bump
         assert primary is not None
-        report["saved_by"] = _saved_json(primary)
-        if primary.mutation is not None:
-            report["mutation"] = primary.mutation.as_json()
-        report["message"] = _explain(primary)
-        if primary.call_site is not None:
-            related.append({**primary.call_site.as_json(), "message": "called here"})
+        _report_bump(report, related, primary)
     elif error is None:
         report["message"] = "forward and backward ran without autograd errors"
     elif isinstance(error, RuntimeError) and _INPLACE_MSG in text:
@@ -1032,12 +1027,7 @@ def _report(tracer: _Tracer, error: BaseException | None, frames: _UserFrames) -
         if primary is None:
             report["message"] = first_line
         else:
-            report["saved_by"] = _saved_json(primary)
-            if primary.mutation is not None:
-                report["mutation"] = primary.mutation.as_json()
-            report["message"] = _explain(primary)
-            if primary.call_site is not None:
-                related.append({**primary.call_site.as_json(), "message": "called here"})
+            _report_bump(report, related, primary)
     elif isinstance(error, RuntimeError) and _LEAF_MSG in text:
         report["status"] = "leaf-error"
         mutation, call_site, module = _locate_write(_traceback_frames(error.__traceback__), frames)
@@ -1087,6 +1077,16 @@ def _report(tracer: _Tracer, error: BaseException | None, frames: _UserFrames) -
     if report["status"] == "ok" and len(related) > 0:
         report["message"] += f"; {len(related)} warning(s) about saved tensors in related"
     return report
+
+
+def _report_bump(report: dict[str, Any], related: list[dict[str, Any]], bump: _Bump) -> None:
+    """Both ends of the write that broke (or silently changed) a saved tensor, in `report`."""
+    report["saved_by"] = _saved_json(bump)
+    if bump.mutation is not None:
+        report["mutation"] = bump.mutation.as_json()
+    report["message"] = _explain(bump)
+    if bump.call_site is not None:
+        related.append({**bump.call_site.as_json(), "message": "called here"})
 
 
 def _saved_json(bump: _Bump) -> dict[str, object] | None:
