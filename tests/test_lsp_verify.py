@@ -507,12 +507,12 @@ async def test_verifying_one_class_keeps_the_other_classes_result(
     uri = base.new_uri(workspace, "two")
     base.open_document(client, uri, TWO_BROKEN)
     await base.diagnostics(client, uri, 1)
-    found_lenses = await lenses(client, uri)  # ResidualBlock, train_step, Gate
-    first, second = found_lenses[0].command, found_lenses[-1].command
-    assert first is not None and second is not None
-    assert (await verify(client, *first.arguments or []))["status"] == "inplace-error"
+    lines = TWO_BROKEN.splitlines()
+    first = await verify_arguments(client, uri, lines.index("class ResidualBlock(nn.Module):"))
+    second = await verify_arguments(client, uri, lines.index("class Gate(nn.Module):"))
+    assert (await verify(client, *first))["status"] == "inplace-error"
     published = len(client.published)
-    gate = await verify(client, *second.arguments or [])
+    gate = await verify(client, *second)
     assert (gate["status"], gate["target"]) == ("inplace-error", "Gate"), gate
     expected = [MUTATION_LINE, TWO_BROKEN.splitlines().index("        g *= 2")]
     found = await pushed_or_pulled(client, uri, 1, published)
