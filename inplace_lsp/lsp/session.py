@@ -15,6 +15,7 @@ import logging
 import re
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,6 +37,11 @@ from inplace_lsp.lsp.verification import LensTarget
 from inplace_lsp.verify import runner
 
 logger = logging.getLogger(__name__)
+
+# A change within BURST_GAP_S of the one before is part of a burst; its analysis waits
+# BURST_WAIT_S for the next change (a held key repeats every ~30 ms; people type slower).
+BURST_GAP_S = 0.03
+BURST_WAIT_S = 0.05
 
 Cells = Sequence[tuple[str, int | None, str]]  # (cell uri, cell version, text), in order
 
@@ -119,6 +125,7 @@ class _Document:
     path: str | None
     layout: Layout  # of the newest submitted version
     published: set[str] = field(default_factory=set)  # URIs holding pushed diagnostics
+    changed_at: float = 0.0  # monotonic time of the last change
 
 
 @dataclass
@@ -209,13 +216,16 @@ class Session:
         settings = self.settings.for_path(document.path).settings
         if saved != (settings.run == "onSave"):
             return  # onSave: changes wait for the save; onType: the save changed nothing
-        self.scheduler.submit(
-            document.key,
-            version,
-            text,
-            debounce_s=0.0 if saved else settings.debounce_ms / 1000,
-            attachment=layout,
-        )
+        debounce_s = 0.0 if saved else settings.debounce_ms / 1000
+        if not saved:
+            now = time.monotonic()
+            if now - document.changed_at < BURST_GAP_S:
+                # Changes closer together than any typist's (a paste replayed as keystrokes,
+                # a tool's edits): wait for the burst to end, so it costs one analysis of its
+                # last version, not thousands of analyses and publishes.
+                debounce_s = max(debounce_s, BURST_WAIT_S)
+            document.changed_at = now
+        self.scheduler.submit(document.key, version, text, debounce_s=debounce_s, attachment=layout)
 
     def close_document(self, uri: str) -> None:
         document = self._documents.pop(uri, None)
