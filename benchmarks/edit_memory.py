@@ -6,7 +6,8 @@ one large top-level block, through a real LSP client over stdio.
 Files: transformers' `trainer.py` (the `Trainer` class, ~4,500 of its 4,768 lines, from the
 transformers wheel, not committed) and a generated 2,000-line class. Each file gets N edits at
 random lines inside function bodies, the way a person types: a character inserted at a random
-column (often a syntax error for a moment) and deleted again by the next edit. The server's
+column (often a syntax error for a moment) and deleted again by the next edit, at most one
+edit every 60 ms. The server's
 resident memory is sampled every 50 edits; each edit waits for its publishDiagnostics.
 Targets (issue 10): RSS <= 300 MB at every sample, no publish slower than 1 s. Prints a table
 and a one-line summary; `ast.parse` of the same file, in this process, is the reference for
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import _sources
-from lsp_latency import CAPABILITIES, Client, open_params, percentile
+from lsp_latency import CAPABILITIES, Client, keystroke_pause, open_params, percentile
 
 TRANSFORMERS = {"transformers": "5.24.0"}
 RSS_TARGET_MB = 300.0
@@ -113,6 +114,7 @@ def run_edits(
             {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
         )
         latencies.append(client.published_at(uri, version) - start)
+        keystroke_pause(start)
         if (number + 1) % SAMPLE_EVERY == 0:
             samples.append(client.rss_mb())
     client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
