@@ -1775,7 +1775,7 @@ def kill_descendants(reap: bool = True) -> int:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
         time.sleep(0.01)
-    while reap and hasattr(os, "waitpid"):
+    while reap and hasattr(os, "WNOHANG"):  # no such call on Windows
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except (ChildProcessError, OSError):
