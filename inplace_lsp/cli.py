@@ -848,6 +848,37 @@ def _verify_target(value: str) -> tuple[str, int | None]:
     return value, None
 
 
+class _StopSignal(BaseException):
+    """SIGTERM or SIGHUP arrived during verify: unwinds like Ctrl-C, so that the runner kills
+    the job (and what it started) before the command exits 128 + the signal's number."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+        self.name = signal.Signals(number).name
+
+
+def _raise_stop(number: int, frame: object) -> None:
+    for other in _STOP_SIGNALS:  # a second signal must not interrupt the clean-up
+        signal.signal(other, signal.SIG_IGN)
+    raise _StopSignal(number)
+
+
+# SIGHUP does not exist on Windows.
+_STOP_SIGNALS = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+
+
+def _catch_stop_signals() -> dict[int, Any]:
+    """Install ``_raise_stop`` for SIGTERM and SIGHUP; the handlers it replaced."""
+    previous: dict[int, Any] = {}
+    for number in _STOP_SIGNALS:
+        try:
+            previous[number] = signal.signal(number, _raise_stop)
+        except ValueError:  # not the main thread (cli.main called from one): leave them
+            break
+    return previous
+
+
 def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Exit 0: forward and backward ran; 1: an in-place or leaf error; 2: error or timeout."""
     from inplace_lsp.verify import runner  # imported here: `check` does not pay for it
@@ -869,17 +900,25 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     settings, problems = config.load_settings(pyproject) if pyproject else (config.Settings(), [])
     for problem in problems:
         _error(f"warning: {problem}")
-    result = runner.run_verify(
-        path,
-        text,
-        line,
-        settings,  # all of it: the project's select/ignore decide which flagged lines count
-        root=str(pyproject.parent) if pyproject else None,
-        device=args.device,
-        timeout_s=args.timeout,
-        train_step=args.train_step,
-        warm=False,  # one job: a warm worker would only add a process
-    )
+    stop_signals = _catch_stop_signals()
+    try:
+        result = runner.run_verify(
+            path,
+            text,
+            line,
+            settings,  # all of it: the project's select/ignore decide which flagged lines count
+            root=str(pyproject.parent) if pyproject else None,
+            device=args.device,
+            timeout_s=args.timeout,
+            train_step=args.train_step,
+            warm=False,  # one job: a warm worker would only add a process
+        )
+    except _StopSignal as stop:  # the runner killed the job on the way out
+        _error(f"inplace-lsp: stopped by {stop.name}; the verify job was killed")
+        return 128 + stop.number
+    finally:
+        for number, handler in stop_signals.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
     if args.format == "json":
         _write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     else:

@@ -1499,3 +1499,275 @@ def test_flagged_lines_follow_the_projects_settings_and_noqa(tmp_path: Path) -> 
     assert runner._flagged(text, str(source), spec, Settings(ignore=("IPL001",))) == []
     quiet = text.replace("# flagged", "# noqa: IPL001")
     assert runner._flagged(quiet, str(source), spec, Settings()) == []
+
+
+# =========================================================================== processes
+# No process of a job outlives the request: not threads that keep the interpreter alive, not
+# processes the user's code detaches, not when verify itself is terminated or killed.
+
+SPAWN = """
+import os
+import subprocess
+import sys
+import time
+
+import torch
+from torch import nn
+
+PIDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pids")
+SLEEPER = (
+    "import os, sys, time; open(sys.argv[1], 'a').write(f'{os.getpid()}\\\\n'); time.sleep(600)"
+)
+
+
+def record(pid):
+    with open(PIDS, "a") as pids:
+        pids.write(f"{pid}\\n")
+
+
+def spawn_all():
+    record(os.getpid())  # the job itself
+    subprocess.Popen([sys.executable, "-c", SLEEPER, PIDS])  # in the job's process group
+    subprocess.Popen([sys.executable, "-c", SLEEPER, PIDS], start_new_session=True)
+    middle = os.fork()  # a daemon: double fork, new session, the middle process exits
+    if middle == 0:
+        os.setsid()
+        if os.fork() == 0:
+            record(os.getpid())
+            time.sleep(600)
+        os._exit(0)
+    os.waitpid(middle, 0)
+    while len(open(PIDS).read().split()) < 4:  # every process is running before we go on
+        time.sleep(0.01)
+
+
+class Spawn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        spawn_all()
+        LOOP
+        return self.fc(x)
+"""
+
+
+def spawning(tmp_path: Path, forever: bool) -> Path:
+    loop = "while True:\n            pass" if forever else "pass"
+    return write(tmp_path / "spawn.py", SPAWN.replace("LOOP", loop))
+
+
+def _job_pids(tmp_path: Path) -> list[int]:
+    path = tmp_path / "pids"
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def _wait_for_pids(tmp_path: Path, count: int, proc: subprocess.Popen[str]) -> list[int]:
+    deadline = time.monotonic() + 120  # a cold start imports torch
+    while time.monotonic() < deadline and proc.poll() is None:
+        pids = _job_pids(tmp_path)
+        if len(pids) >= count:
+            return pids
+        time.sleep(0.05)
+    raise AssertionError(f"the job did not start its processes: {_job_pids(tmp_path)}")
+
+
+def _kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="detaching needs Linux /proc")
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_detached_processes_do_not_outlive_the_job(tmp_path: Path, warm: bool) -> None:
+    source = spawning(tmp_path, forever=False)
+    try:
+        result = run_verify(str(source), None, None, SETTINGS, warm=warm)
+        assert result["status"] == "ok", result
+        pids = _job_pids(tmp_path)
+        assert len(pids) == 4
+        assert _wait_dead(pids), [pid for pid in pids if not _dead(pid)]
+    finally:
+        _kill_all(_job_pids(tmp_path))
+
+
+SERVER = """
+import sys
+from inplace_lsp.verify.runner import run_verify
+from inplace_lsp.config import VerifySettings
+print(run_verify(sys.argv[1], None, None, VerifySettings(python=sys.executable), warm=True))
+"""
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="detaching needs Linux /proc")
+@pytest.mark.parametrize(
+    ("how", "number"),
+    [
+        ("cli", signal.SIGTERM),
+        ("cli", signal.SIGHUP),
+        ("cli", signal.SIGKILL),
+        ("worker", signal.SIGKILL),  # the server dies; its warm worker runs the job
+    ],
+    ids=["cli-SIGTERM", "cli-SIGHUP", "cli-SIGKILL", "worker-SIGKILL"],
+)
+def test_stopping_verify_kills_every_process_of_the_job(
+    tmp_path: Path, how: str, number: int
+) -> None:
+    source = spawning(tmp_path, forever=True)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    )
+    if how == "cli":
+        command = [sys.executable, "-m", "inplace_lsp", "verify", str(source), "--timeout", "300"]
+    else:
+        command = [sys.executable, "-c", SERVER, str(source)]
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    pids: list[int] = []
+    try:
+        pids = _wait_for_pids(tmp_path, 4, proc)
+        proc.send_signal(number)
+        _, stderr = proc.communicate(timeout=10)
+        assert _wait_dead(pids), [pid for pid in pids if not _dead(pid)]
+        if number != signal.SIGKILL:
+            assert proc.returncode == 128 + number, stderr
+            name = signal.Signals(number).name
+            assert stderr.endswith(f"inplace-lsp: stopped by {name}; the verify job was killed\n")
+    finally:
+        proc.kill()
+        proc.communicate()
+        _kill_all(pids or _job_pids(tmp_path))
+
+
+THREAD = """
+import threading
+import time
+
+import torch
+from torch import nn
+
+
+class Threaded(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        threading.Thread(target=time.sleep, args=(600,)).start()  # not a daemon
+        return self.fc(x)
+"""
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_a_thread_left_running_does_not_hold_the_report(tmp_path: Path, warm: bool) -> None:
+    source = write(tmp_path / "threaded.py", THREAD)
+    limit = 3 + math.ceil(2 * _torch_import_seconds())
+    settings = VerifySettings(python=sys.executable, timeout_s=float(limit))
+    result = run_verify(str(source), None, None, settings, warm=warm)
+    assert result["status"] == "ok", result
+    assert result["message"] == "forward and backward ran without autograd errors"
+
+
+STOPS = """
+import sys
+
+import torch
+from torch import nn
+
+
+class Stops(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        STOP  # stop
+        return self.fc(x)
+"""
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.parametrize(
+    ("stop", "message"),
+    [
+        ("sys.exit(0)", "the code called sys.exit(0) during forward"),
+        ("sys.exit()", "the code called sys.exit() during forward"),
+        ("sys.exit('bye')", "the code called sys.exit('bye') during forward"),
+        ("raise KeyboardInterrupt", "the code raised KeyboardInterrupt during forward"),
+    ],
+)
+def test_sys_exit_and_keyboard_interrupt_are_the_users_code(
+    tmp_path: Path, stop: str, message: str
+) -> None:
+    text = STOPS.replace("STOP", stop)
+    source = write(tmp_path / "stops.py", text)
+    result = run_verify(str(source), None, None, SETTINGS)
+    assert (result["status"], result["message"]) == ("error", message), result
+    assert result["related"] == [
+        {
+            "path": norm(source),
+            "line": line_of(source.read_text(), "# stop"),
+            "message": "raised here",
+        }
+    ]
+
+
+EXITS = """
+import os
+import sys
+
+import torch
+from torch import nn
+
+
+class Exits(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        x = self.fc(x)
+        print("UserWarning: an unrelated warning", file=sys.stderr, flush=True)
+        os._exit(3)
+"""
+
+
+@needs_torch
+@skip_without_torch
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_an_exit_message_names_no_unrelated_output(tmp_path: Path, warm: bool) -> None:
+    source = write(tmp_path / "exits.py", EXITS)
+    result = run_verify(str(source), None, None, SETTINGS, warm=warm)
+    assert result["status"] == "error"
+    assert result["message"] == "the verify process exited with code 3 without a report"
+    assert "UserWarning: an unrelated warning" in result["stderr_tail"]
+
+
+def test_the_cause_of_an_exit_is_the_last_exception_line() -> None:
+    output = (
+        "Traceback (most recent call last):\n"
+        '  File "m.py", line 3, in <module>\n'
+        "    f()\n"
+        "ValueError: first\n"
+        "Traceback (most recent call last):\n"
+        '  File "m.py", line 9, in <module>\n'
+        "RuntimeError: the real one\n"
+        "/torch/__init__.py:1: UserWarning: unrelated\n"
+    )
+    assert runner._cause_line(output) == "RuntimeError: the real one"
+    assert runner._cause_line("Fatal Python error: Segmentation fault\n\nstack\n") == (
+        "Fatal Python error: Segmentation fault"
+    )
+    assert runner._cause_line("/torch/x.py:1: UserWarning: unrelated\n") is None

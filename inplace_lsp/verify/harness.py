@@ -947,6 +947,7 @@ def trace_call(
     user_files: Collection[str] | None = None,
     anomaly: bool = True,
     coverage: tuple[str, int, int, Collection[int]] | None = None,
+    phase: Callable[[], str] | None = None,
 ) -> dict[str, Any]:
     """Call ``fn()`` (and backward on its output if it did not), trace it, return the report.
 
@@ -957,7 +958,8 @@ def trace_call(
     through `.data` that torch did not raise for (backward used the new values).
     ``coverage`` (path, first line, last line, lines to watch): also ``lines_run``, the lines
     of that range of that file that ran (null when another tracer owns the process); it may
-    stop recording once every watched line ran.
+    stop recording once every watched line ran. ``phase()`` says where the code was when it
+    called ``sys.exit`` or raised ``KeyboardInterrupt`` ("during forward").
     """
     import torch
 
@@ -982,11 +984,13 @@ def trace_call(
                 if not (tracer.backward_seen or tracer.unpacked):
                     _backward_on(result)
                 del result
-        except (Exception, SystemExit) as exc:  # the user's code may raise anything
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the user's code: anything
             error = exc
     duration = time.perf_counter() - start
     _prune_construction_sites()
     report = _report(tracer, error, frames)
+    if isinstance(error, (SystemExit, KeyboardInterrupt)):
+        report["message"] = _stop_text(error, phase() if phase is not None else "")
     report["duration_s"] = round(duration, 6)
     if lines is not None:
         report["lines_run"] = lines.lines()
@@ -1077,6 +1081,27 @@ def _report(tracer: _Tracer, error: BaseException | None, frames: _UserFrames) -
     if report["status"] == "ok" and len(related) > 0:
         report["message"] += f"; {len(related)} warning(s) about saved tensors in related"
     return report
+
+
+def _stop_text(error: SystemExit | KeyboardInterrupt, phase: str) -> str:
+    """ "the code called sys.exit(0) during forward": what ended the user's code (its
+    ``str()`` is just the exit code, or empty)."""
+    if isinstance(error, SystemExit):
+        code = "" if error.code is None else repr(error.code)
+        text = f"the code called sys.exit({code})"
+    else:
+        detail = str(error).strip()
+        text = "the code raised KeyboardInterrupt" + (f": {detail}" if detail else "")
+    return f"{text} {phase}" if phase else text
+
+
+def _phase_of(state: Mapping[str, Any]) -> str:
+    return str(state.get("phase") or "")
+
+
+def _stopped(report: Mapping[str, Any]) -> bool:
+    """The user's code called sys.exit or raised KeyboardInterrupt."""
+    return str(report.get("exception") or "").startswith(("SystemExit", "KeyboardInterrupt"))
 
 
 def _report_bump(report: dict[str, Any], related: list[dict[str, Any]], bump: _Bump) -> None:
@@ -1430,7 +1455,12 @@ def _run_module_target(
     first: dict[str, Any] | None = None
     report: dict[str, Any] = {}
     for attempt, candidate in enumerate(candidates):
-        state: dict[str, Any] = {"constructed": False, "forward": False, "inputs": ""}
+        state: dict[str, Any] = {
+            "constructed": False,
+            "forward": False,
+            "inputs": "",
+            "phase": f"while constructing {cls.__name__}",
+        }
 
         def run(candidate: Any = candidate, state: dict[str, Any] = state) -> None:
             torch.manual_seed(_SEED)
@@ -1446,6 +1476,7 @@ def _run_module_target(
             model.to(device)
             model.train()
             state["constructed"] = True
+            state["phase"] = "while making the inputs"
             if input_hook:
                 value = _call_hook(input_hook, cls, module, model)
                 call_args, call_kwargs = _split_call_args(_to_device(value, device))
@@ -1464,8 +1495,10 @@ def _run_module_target(
             state["inputs"] = _describe_inputs(call_args, call_kwargs)
             optimizer = torch.optim.SGD(params, lr=1e-3) if train_step and params else None
             for step in range(2 if optimizer is not None else 1):
+                state["phase"] = "during forward"
                 output = model(*call_args, **call_kwargs)
                 state["forward"] = True
+                state["phase"] = "during backward"
                 loss = _reduce(output)
                 del output
                 if loss is None:
@@ -1477,16 +1510,24 @@ def _run_module_target(
                 del loss
                 if optimizer is not None and step == 0:
                     state["stepped"] = True
+                    state["phase"] = "during optimizer.step()"
                     optimizer.step()
                     optimizer.zero_grad()
 
-        report = trace_call(run, user_files=user_files, anomaly=anomaly, coverage=coverage)
+        report = trace_call(
+            run,
+            user_files=user_files,
+            anomaly=anomaly,
+            coverage=coverage,
+            phase=functools.partial(_phase_of, state),
+        )
         report["inputs"] = state["inputs"]
         report["construct"] = construct.get("source") or "defaults"
         retry = (
             report["status"] == "error"
             and state["constructed"]
             and not state["forward"]
+            and not _stopped(report)  # sys.exit / KeyboardInterrupt: not a shape problem
             and attempt + 1 < len(candidates)
         )
         if not retry:
@@ -1548,7 +1589,10 @@ def _run_function_target(
         return fn(*args, **kwargs)
 
     anomaly = bool(spec.get("anomaly", True))
-    report = trace_call(run, user_files=user_files, anomaly=anomaly, coverage=coverage)
+    name = getattr(fn, "__name__", None) or str(spec.get("name"))
+    report = trace_call(
+        run, user_files=user_files, anomaly=anomaly, coverage=coverage, phase=lambda: f"in {name}"
+    )
     report["inputs"] = state["inputs"]
     report["construct"] = construct.get("source") or "no arguments"
     return report
@@ -1655,6 +1699,129 @@ def _load_and_run(path: str, spec: Mapping[str, Any], device: str) -> dict[str, 
     return report
 
 
+# --------------------------------------------------------------------------- process guard
+# No process the user's code starts may outlive the verify request: not when the job ends,
+# not when verify is killed (even by SIGKILL, which nothing can catch in the killed process),
+# and not when the code detaches a process (a new session, a double fork) out of the process
+# group that the runner kills. On Linux the job process becomes a "child subreaper", so every
+# orphaned descendant is re-parented to it rather than to init and stays findable, and a
+# thread watches a pipe from the parent (the runner or the warm worker): its end means the
+# parent is gone, and the job kills its descendants and itself. Elsewhere these are no-ops and
+# the process group is what gets killed.
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, value: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0)) == 0
+    except (OSError, AttributeError, TypeError, ValueError):
+        return False
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants of this process its children (Linux; False elsewhere)."""
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def descendants(root: int | None = None) -> list[int]:
+    """The live (not zombie) descendants of ``root`` (default: this process), from /proc;
+    [] where there is no /proc."""
+    root = os.getpid() if root is None else root
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                data = stat.read()
+        except OSError:
+            continue
+        fields = data[data.rfind(b")") + 2 :].split()
+        if len(fields) < 2 or fields[0] in (b"Z", b"X"):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(name))
+    found: list[int] = []
+    pending = list(children.get(root, ()))
+    while pending:
+        pid = pending.pop()
+        found.append(pid)
+        pending.extend(children.get(pid, ()))
+    return found
+
+
+def kill_descendants(reap: bool = True) -> int:
+    """SIGKILL every descendant of this process until none is left (a process may fork while
+    it is being killed); ``reap``: collect the exit status of this process's dead children
+    too. The number of processes killed."""
+    import signal
+
+    killed = 0
+    for _ in range(50):
+        found = descendants()
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        time.sleep(0.01)
+    while reap and hasattr(os, "WNOHANG"):  # no such call on Windows
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except (ChildProcessError, OSError):
+            break
+        if pid == 0:
+            break
+    return killed
+
+
+def watch_lifeline(fd: int) -> None:
+    """Read ``fd`` in a daemon thread; at its end (the parent closed it, or died), kill this
+    process's descendants and exit at once, whatever the user's code is doing."""
+    import threading
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            while os.read(fd, 4096):
+                pass
+        kill_descendants()
+        os._exit(_LIFELINE_EXIT)
+
+    threading.Thread(target=watch, name="inplace-lsp-lifeline", daemon=True).start()
+
+
+# The exit code of a job whose parent went away (the parent is not there to read it).
+_LIFELINE_EXIT = 70
+
+
+def guard(lifeline: int | None) -> None:
+    """Everything above for the process about to run the user's code."""
+    become_subreaper()
+    if lifeline is not None:
+        watch_lifeline(lifeline)
+
+
+def end_process(code: int) -> None:
+    """Exit now with ``code``, after killing what the user's code left running and flushing
+    the standard streams: never wait for threads the user's code started (a non-daemon thread
+    would keep the process alive after its report was written)."""
+    kill_descendants()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 # --------------------------------------------------------------------------- script
 
 
@@ -1682,14 +1849,24 @@ def _report_channel() -> tuple[Any, Callable[[], None]]:
 
 
 def _main_spec(args: list[str]) -> int:
-    """``harness.py --spec JSON|- [--device D] [--train-step]``."""
+    """``harness.py --spec JSON|- [--device D] [--train-step] [--watch-stdin]``.
+
+    ``--watch-stdin`` (with ``-``): the spec is the first line of stdin, which then stays
+    open; its end means the runner is gone, and the job kills what it started and exits."""
     if not args:
         print(
-            "usage: harness.py --spec JSON|- [--device auto|cuda|cpu] [--train-step]",
+            "usage: harness.py --spec JSON|- [--device auto|cuda|cpu] [--train-step]"
+            " [--watch-stdin]",
             file=sys.stderr,
         )
         return 2
-    text = sys.stdin.read() if args[0] == "-" else args[0]
+    lifeline: int | None = None
+    if args[0] == "-" and "--watch-stdin" in args[1:]:
+        text = sys.stdin.buffer.readline().decode("utf-8")
+        lifeline = _take_stdin()
+    else:
+        text = sys.stdin.read() if args[0] == "-" else args[0]
+    guard(lifeline)
     try:
         spec = json.loads(text)
     except ValueError as exc:
@@ -1718,6 +1895,19 @@ def _main_spec(args: list[str]) -> int:
     finally:
         restore()
     return 0
+
+
+def _take_stdin() -> int | None:
+    """A private duplicate of stdin (not inherited by the user's subprocesses); stdin itself
+    then reads from the null device, so the user's code cannot consume the lifeline."""
+    try:
+        private = os.dup(0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    except OSError:
+        return None
+    return private
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1766,4 +1956,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    end_process(main())

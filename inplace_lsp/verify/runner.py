@@ -53,6 +53,7 @@ STDERR_TAIL_CHARS = 4000  # of that, in the result
 REPORT_LIMIT = 8 * 1024 * 1024  # a cold run's stdout (the report line) beyond this is dropped
 START_TIMEOUT_S = 120.0  # starting a worker (importing torch) on a slow file system
 KILL_GRACE_S = 3.0
+LIFELINE_GRACE_S = 1.0  # for a job to kill what it started once its stdin ends
 WORKER_IDLE_S = 900.0
 MAX_PRELOAD = 32
 
@@ -261,19 +262,31 @@ def _exit_text(code: int | None) -> str:
 def _run_cold(
     spec: Mapping[str, Any], options: RunOptions, cancel: Cancel
 ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """(harness result or None, runner facts) for one job in a new interpreter."""
+    """(harness result or None, runner facts) for one job in a new interpreter.
+
+    Without a launcher, the job's stdin is its lifeline: the spec is its first line and it
+    stays open until the job is over, so that the job kills what it started and exits when
+    this process ends by any means, SIGKILL included (see ``harness.guard``). A launcher
+    (srun, ...) cancels its own remote step, and may not pass the end of stdin on."""
+    watch = not options.launcher
     command = [*options.launcher, options.python, str(HARNESS_PATH), "--spec", "-"]
+    if watch:
+        command.append("--watch-stdin")
     proc = _popen(command, options.cwd)
     if isinstance(proc, dict):
         return None, {"failed": proc["message"], "output": "", "output_bytes": 0}
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    payload = json.dumps(spec).encode()
+    payload = json.dumps(spec).encode() + b"\n"  # one line: json.dumps escapes newlines
     stdin = proc.stdin
+    fed = threading.Event()
 
     def feed() -> None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):
             stdin.write(payload)
-            stdin.close()
+            stdin.flush()
+            if not watch:
+                stdin.close()
+            fed.set()
 
     threading.Thread(target=feed, daemon=True).start()
     report = bytearray()
@@ -312,6 +325,14 @@ def _run_cold(
         raise
     finally:
         selector.close()
+        if watch and fed.is_set():
+            # The end of the lifeline: the job kills its descendants, even those that left
+            # its process group, and exits; the group is killed below in any case.
+            with contextlib.suppress(OSError, ValueError):
+                stdin.close()
+            if stopped is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(LIFELINE_GRACE_S)
         if stopped is not None:
             _kill_group(proc, gentle=bool(options.launcher))
         else:
@@ -625,6 +646,22 @@ def preload_modules(text: str, path: str | None, roots: Iterable[str] = ()) -> f
     return frozenset(kept)
 
 
+def _cause_line(output: str) -> str | None:
+    """The line of the job's output that says why it ended: the exception line of its last
+    traceback, or a "Fatal Python error"; None when there is none (the output's last line
+    is then often an unrelated warning, which stays in ``stderr_tail``)."""
+    cause: str | None = None
+    in_traceback = False
+    for line in output.splitlines():
+        if line.startswith("Fatal Python error:"):
+            cause, in_traceback = line.strip(), False
+        elif line.startswith("Traceback (most recent call last):"):
+            in_traceback = True
+        elif in_traceback and line.strip() and not line[:1].isspace():
+            cause, in_traceback = line.strip(), False
+    return cause
+
+
 def _finish(
     spec: Mapping[str, Any],
     result: dict[str, Any] | None,
@@ -652,9 +689,9 @@ def _finish(
     elif result is None:
         exit_text = facts.get("exit") or "ended"
         final["message"] = f"the verify process {exit_text} without a report"
-        last = [line for line in output.strip().splitlines() if line.strip()]
-        if last:
-            final["message"] += f": {last[-1].strip()[:300]}"
+        cause = _cause_line(output)
+        if cause:
+            final["message"] += f": {cause[:300]}"
     else:
         final.update(result)
         final["target"] = result.get("target") or target

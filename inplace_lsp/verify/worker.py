@@ -170,13 +170,17 @@ class Worker:
         limit = int(message.get("output_limit") or DEFAULT_OUTPUT_LIMIT)
         out_r, out_w = os.pipe()
         res_r, res_w = os.pipe()
+        # The child's lifeline: this end stays open while the worker lives (see harness.guard).
+        life_r, life_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            self._child(message.get("spec") or {}, out_r, out_w, res_r, res_w)
+            os.close(life_w)
+            self._child(message.get("spec") or {}, out_r, out_w, res_r, res_w, life_r)
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)
         os.close(out_w)
         os.close(res_w)
+        os.close(life_r)
         for fd in (out_r, res_r):
             os.set_blocking(fd, False)
         output = _Tail(limit)
@@ -222,7 +226,9 @@ class Worker:
                     break
                 (output.feed if fd == out_r else result.extend)(chunk)
             os.close(fd)
-        _kill_group(pid)  # whatever the job left running
+        _kill_group(pid)  # whatever the job left running, in its group and detached from it
+        self.harness.kill_descendants()
+        os.close(life_w)
         parsed: Any = None
         if result:
             try:
@@ -260,10 +266,13 @@ class Worker:
             self.pending.append(message)
         return None
 
-    def _child(self, spec: dict[str, Any], out_r: int, out_w: int, res_r: int, res_w: int) -> None:
+    def _child(
+        self, spec: dict[str, Any], out_r: int, out_w: int, res_r: int, res_w: int, life_r: int
+    ) -> None:
         payload = b""
         try:
             os.setpgid(0, 0)
+            self.harness.guard(life_r)
             os.close(out_r)
             os.close(res_r)
             with contextlib.suppress(OSError, ValueError):
@@ -294,7 +303,7 @@ class Worker:
                 while view:
                     written = os.write(res_w, view)
                     view = view[written:]
-            os._exit(0)
+            self.harness.end_process(0)
 
 
 def _read(fd: int) -> bytes | None:
@@ -373,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
         close()
         return 0
     harness = _load_harness()
+    # Processes a job detaches (a new session, a double fork) become the worker's children
+    # when their parent dies, so the worker can kill them after the job.
+    harness.become_subreaper()
     # What every job needs, imported once here; torch.cuda is left alone (no CUDA before fork).
     import torch.autograd.graph  # noqa: F401
     import torch.optim  # noqa: F401
@@ -397,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         Worker(harness, channel, idle_s).serve()
     finally:
+        harness.kill_descendants()
         with contextlib.suppress(OSError, ValueError):
             close()
     return 0
