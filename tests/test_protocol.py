@@ -103,7 +103,7 @@ class Server:
         try:
             message = self.received.get(timeout=TIMEOUT_S)
         except queue.Empty:
-            raise AssertionError(f"no {what} within {TIMEOUT_S} s: the server is deaf") from None
+            raise AssertionError(f"no {what} within {TIMEOUT_S} s") from None
         assert message is not None, f"the server closed its output before {what}"
         self.seen.append(message)
         return message
@@ -364,4 +364,51 @@ def test_a_second_initialize_is_rejected_and_changes_nothing(server: Server) -> 
     _replace_text(server, uri, 2, FLAGGED.replace("h += 1", "h = h + 1"))
     assert _published(server, uri, 2) == []  # the document was still open: no KeyError
     assert not server.popups()
+    assert server.stop() == 0
+
+
+# ---------------------------------------------------------------- versions (issue 10, item 6)
+
+
+def _apply(text: str, edits: list[dict[str, Any]]) -> str:
+    """TextEdits applied as an editor does (ASCII text: UTF-16 columns are characters)."""
+    lines = text.splitlines(keepends=True)
+
+    def offset(where: dict[str, int]) -> int:
+        return sum(len(line) for line in lines[: where["line"]]) + where["character"]
+
+    for edit in sorted(edits, key=lambda e: offset(e["range"]["start"]), reverse=True):
+        start, end = offset(edit["range"]["start"]), offset(edit["range"]["end"])
+        text = text[:start] + edit["newText"] + text[end:]
+    return text
+
+
+def test_a_version_going_backwards_is_analysed_and_fixed_as_the_buffer_is(server: Server) -> None:
+    """The buffer takes every change; the analysis dropped one whose version went backwards,
+    and the quick fix computed from the old text then rewrote the wrong characters."""
+    server.initialize()
+    uri = (server.workspace / "model.py").as_uri()
+    item = {"uri": uri, "languageId": "python", "version": 5, "text": FLAGGED}
+    server.send(notification("textDocument/didOpen", {"textDocument": item}))
+    assert [d["range"]["start"]["line"] for d in _published(server, uri, 5)] == [5]
+    buffer = "# a line above\n" + FLAGGED
+    _replace_text(server, uri, 3, buffer)  # version 3 after 5
+    found = _published(server, uri, 3)
+    assert [(d["code"], d["range"]["start"]["line"]) for d in found] == [("IPL001", 6)]
+    everywhere = {"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}}
+    context = {"diagnostics": found, "only": ["quickfix"]}
+    server.send(
+        request(
+            4,
+            "textDocument/codeAction",
+            {"textDocument": {"uri": uri}, "range": everywhere, "context": context},
+        )
+    )
+    offered = server.reply(4)["result"]
+    fixes = [a for a in offered if a.get("isPreferred")] or offered
+    assert fixes, offered
+    fixed = _apply(buffer, fixes[0]["edit"]["changes"][uri])
+    kept = [line for line in buffer.splitlines() if line != "    h += 1"]
+    assert [line for line in fixed.splitlines() if line in kept] == kept, fixed
+    assert "h += 1" not in fixed
     assert server.stop() == 0

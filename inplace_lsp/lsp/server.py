@@ -516,9 +516,12 @@ def build_server() -> InplaceLanguageServer:
             code_action_kinds=[*actions.KINDS, verification.ACTION_KIND], resolve_provider=True
         ),
     )
-    def code_action(
+    async def code_action(
         ls: InplaceLanguageServer, params: types.CodeActionParams
     ) -> list[types.CodeAction]:
+        # The analysis of the newest change first: actions are only offered for the text
+        # in the buffer.
+        await ls.session.settled(params.text_document.uri)
         kinds = params.context.only
         only = [str(getattr(kind, "value", kind)) for kind in kinds] if kinds else None
         return ls.session.code_actions(params.text_document.uri, params.range, only)
