@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from inplace_lsp.lsp.framing import FrameReader, Skipped
+
 pytestmark = pytest.mark.lsp
 
 REPO = Path(__file__).resolve().parents[1]
@@ -194,6 +196,22 @@ def test_an_unreadable_frame_costs_only_itself(server: Server, data: bytes) -> N
     log = server.log.read_text(errors="replace")
     assert log.count("skipped") <= 1, log  # said once, not once per line of junk
     assert not server.popups()
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 20])
+def test_frames_are_found_however_the_reads_split_them(chunk: int) -> None:
+    """The reader alone: what the pipe hands over in any pieces, the same messages."""
+    good = frame(hover(3))
+    for name, data in {**READABLE, **UNREADABLE}.items():
+        stream = data + good + good
+        reader, events = FrameReader(), []
+        for start in range(0, len(stream), chunk):
+            events += reader.feed(stream[start : start + chunk])
+        bodies = [e for e in events if isinstance(e, bytes)]
+        assert bodies[-2:] == [good.partition(b"\r\n\r\n")[2]] * 2, name
+        assert sum(isinstance(e, Skipped) for e in events) <= 1, name
+        if name in READABLE:
+            assert bodies == [BODY] + bodies[-2:], name
 
 
 def test_unreadable_frame_before_initialize(server: Server) -> None:

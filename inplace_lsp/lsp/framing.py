@@ -60,8 +60,10 @@ class FrameReader:
         found = _CONTENT_LENGTH.search(buffer)
         end: re.Match[bytes] | None = None
         while found is not None:
-            later = _CONTENT_LENGTH.search(buffer, found.end())
             end = _END.match(buffer, found.end())
+            # Only a header block's own lines are searched: its body may be megabytes.
+            limit = end.end() if end is not None else len(buffer)
+            later = _CONTENT_LENGTH.search(buffer, found.end(), limit)
             if end is not None and (later is None or later.start() >= end.end()):
                 break  # a whole header block
             if later is not None:  # a broken block, or the same header again: the later one
