@@ -831,8 +831,7 @@ def _cmd_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     # Imported here: `check` does not pay for pygls.
     from inplace_lsp.lsp.server import serve
 
-    serve(tcp=args.tcp)
-    return EXIT_CLEAN
+    return serve(tcp=args.tcp)  # LSP: 1 after an exit without shutdown
 
 
 def _cmd_not_yet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

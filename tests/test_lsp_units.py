@@ -463,6 +463,40 @@ def test_lazy_code_actions_resolve_with_versioned_edits(tmp_path: Path, stub_fix
     assert stale.edit is None
 
 
+def test_a_version_going_backwards_is_analysed(tmp_path: Path) -> None:
+    """The buffer took the change (the editor sent it); the analysis must describe it too."""
+    session, client = _session(tmp_path)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 5, DOC)
+    fixed = DOC.replace("h += 1", "h = h + 1")
+    session.change_document(uri, 3, fixed, saved=False)
+    snapshot = session.scheduler.snapshot(uri)
+    assert snapshot is not None and (snapshot.version, snapshot.text) == (3, fixed)
+    assert client.last(uri) == (3, ["IPL003"])
+    session.change_document(uri, 4, DOC, saved=False)  # and on from there
+    assert client.last(uri) == (4, ["IPL001", "IPL003"])
+
+
+def test_no_code_action_for_a_text_other_than_the_buffer(tmp_path: Path, stub_fixes: None) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.inplace-lsp]\nrun = "onSave"\n')
+    session, client = _session(tmp_path, lazy_edits=True)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, DOC)
+    flagged = next(d for d in client.published[-1][2] if d.code == "IPL001")
+    offered = session.code_actions(uri, flagged.range, [actions.QUICKFIX])
+    assert offered
+    moved = "# a line above\n" + DOC
+    session.change_document(uri, 2, moved, saved=False)  # onSave: not analysed yet
+    assert session.code_actions(uri, flagged.range, None) == []
+    assert session.resolve_code_action(offered[0]).edit is None
+    session.change_document(uri, 2, moved, saved=True)
+    flagged = next(d for d in client.published[-1][2] if d.code == "IPL001")
+    assert flagged.range.start.line == 12
+    fix = session.resolve_code_action(session.code_actions(uri, flagged.range, None)[0])
+    assert fix.edit is not None and fix.edit.changes is not None
+    assert [e.range for e in fix.edit.changes[uri]] == [flagged.range]
+
+
 def test_no_fixes_no_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("edits_for", "apply_safe_fixes", "noqa_edit", "inplace_off_edits"):
         monkeypatch.delattr(fixes, name, raising=False)

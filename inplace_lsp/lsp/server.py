@@ -1,25 +1,40 @@
 """The language server: wires LSP messages to the session (the only module importing pygls).
 
 Each handler fetches what the message names, calls one session method and returns or sends
-the result. `InplaceProtocol` adds two things pygls does not do: the position encoding follows
+the result. `InplaceProtocol` adds what pygls does not do: the position encoding follows
 LSP 3.17's "the server picks from the client's list" with UTF-8 preferred; a request whose
 params do not match its method's schema gets an InvalidParams error response, and a request
-after `shutdown` an InvalidRequest one (pygls would drop both, leaving the client waiting).
+after `shutdown` an InvalidRequest one (pygls would drop both, leaving the client waiting);
+invalid JSON gets ParseError, a message that is no JSON-RPC 2.0 message InvalidRequest where
+it has an id (a log line otherwise), a request before `initialize` ServerNotInitialized, a
+second `initialize` InvalidRequest. The transport is ours too (`framing`): pygls's reader went
+deaf after one malformed frame.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
+import os
+import sys
 import threading
 import uuid
-from collections.abc import Callable, Generator
-from typing import Any
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, BinaryIO
+from urllib.parse import unquote
 
 import attrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcParseError,
+    JsonRpcServerNotInitialized,
+)
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -28,6 +43,7 @@ from pygls.workspace.text_document import TextDocument
 from inplace_lsp import __version__
 from inplace_lsp.analysis.engine import DocumentAnalysis
 from inplace_lsp.lsp import actions, convert, verification
+from inplace_lsp.lsp.framing import FrameReader, Skipped
 from inplace_lsp.lsp.session import Cells, Features, Session, uri_to_path
 from inplace_lsp.lsp.settings import SECTION, format_debug_info
 from inplace_lsp.verify import runner
@@ -65,7 +81,95 @@ class _MalformedRequest:
     jsonrpc: str = "2.0"
 
 
+def _usable_id(value: object) -> bool:
+    """An id LSP allows: an integer or a string (bool is no integer in JSON)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _invalid(data: object) -> tuple[str, object] | None:
+    """Why `data` is no JSON-RPC 2.0 message, and the id to answer that to (None: nobody
+    waits for an answer, or the id itself is the problem); None when it is a message."""
+    if not isinstance(data, dict):
+        return f"a {type(data).__name__} is no JSON-RPC message", None
+    request_id = data.get("id")
+    is_call = "method" in data
+    if is_call and "id" in data and not _usable_id(request_id):
+        return f"the id {json.dumps(request_id)[:40]} is neither an integer nor a string", None
+    answer_to = request_id if is_call and _usable_id(request_id) else None
+    if data.get("jsonrpc") != "2.0":
+        return 'no "jsonrpc": "2.0"', answer_to
+    if is_call and not isinstance(data["method"], str):
+        return "the method is not a string", answer_to
+    if not is_call and not ("result" in data or "error" in data):
+        return "neither a request, a notification nor a response", None
+    if not is_call and request_id is not None and not _usable_id(request_id):
+        return "a response whose id is neither an integer nor a string", None
+    return None
+
+
 class InplaceProtocol(LanguageServerProtocol):
+    _initialized = False  # an initialize request was accepted
+
+    def receive(self, body: bytes) -> None:
+        """One message body from the client: parsed, checked, handled. A body that is no
+        message gets the spec's error where a client waits for an answer, a log line
+        otherwise; never a popup."""
+        try:
+            data = json.loads(body)
+        except ValueError as exc:  # also UnicodeDecodeError
+            logger.warning("a message that is no JSON: %s", exc)
+            self._send_error(None, JsonRpcParseError.CODE, f"parse error: {exc}")
+            return
+        if isinstance(data, list):  # LSP has no batches
+            logger.warning("a batch of %d messages: LSP has no batches", len(data))
+            for item in data:
+                if isinstance(item, dict) and "method" in item and _usable_id(item.get("id")):
+                    self._send_error(
+                        item["id"], JsonRpcInvalidRequest.CODE, "batches are not supported"
+                    )
+            return
+        problem = _invalid(data)
+        if problem is not None:
+            why, answer_to = problem
+            logger.warning("invalid message: %s", why)
+            calls = isinstance(data, dict) and "method" in data and "id" in data
+            if answer_to is not None or (calls and not _usable_id(data.get("id"))):
+                self._send_error(answer_to, JsonRpcInvalidRequest.CODE, f"invalid request: {why}")
+            return
+        try:
+            message = self.structure_message(data)
+        except JsonRpcException as exc:  # a notification or response that does not fit its type
+            logger.warning("ignored %s: %s", data.get("method", "a response"), exc.__cause__ or exc)
+            return
+        self.handle_message(message)
+
+    def _send_error(self, request_id: object, code: int, message: str) -> None:
+        self._send_data(
+            {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+        )
+
+    def is_open(self, uri: str) -> bool:
+        return unquote(uri) in self.workspace.text_documents
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(
+        self, params: types.DidChangeTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        if not self.is_open(params.text_document.uri):
+            logger.warning("didChange of %s ignored: it is not open", params.text_document.uri)
+            return
+        yield from super().lsp_text_document__did_change(params)
+
+    @lsp_method(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def lsp_notebook_document__did_change(
+        self, params: types.DidChangeNotebookDocumentParams
+    ) -> Generator[Any, Any, None]:
+        uri = params.notebook_document.uri
+        if unquote(uri) not in self.workspace.notebook_documents:
+            logger.warning("didChange of the notebook %s ignored: it is not open", uri)
+            return
+        yield from super().lsp_notebook_document__did_change(params)
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(
         self, params: types.InitializeParams
@@ -93,6 +197,24 @@ class InplaceProtocol(LanguageServerProtocol):
     def handle_message(self, message: Any) -> None:
         method = getattr(message, "method", None)
         request_id = getattr(message, "id", None)
+        is_request = method is not None and request_id is not None
+        if not self._initialized and method not in (None, types.INITIALIZE, types.EXIT):
+            if is_request:
+                self._send_error(
+                    request_id,
+                    JsonRpcServerNotInitialized.CODE,
+                    f"{method}: the server is not initialized",
+                )
+            return  # a notification before initialize is dropped (LSP 3.17)
+        if method == types.INITIALIZE and is_request:
+            if self._initialized:
+                self._send_error(
+                    request_id,
+                    JsonRpcInvalidRequest.CODE,
+                    "initialize: the server is already initialized",
+                )
+                return
+            self._initialized = not isinstance(message, _MalformedRequest)
         if self._shutdown and method not in (None, types.EXIT) and request_id is not None:
             self._send_response(
                 request_id,
@@ -137,6 +259,9 @@ class InplaceLanguageServer(LanguageServer):
 
     def start(self, session: Session) -> None:
         self._session = session
+
+    def is_open(self, uri: str) -> bool:
+        return unquote(uri) in self.workspace.text_documents
 
     def text_of(self, uri: str) -> tuple[int | None, str]:
         document = self.workspace.get_text_document(uri)
@@ -337,6 +462,9 @@ def build_server() -> InplaceLanguageServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: InplaceLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        if not ls.is_open(params.text_document.uri):
+            logger.warning("didSave of %s ignored: it is not open", params.text_document.uri)
+            return
         version, text = ls.text_of(params.text_document.uri)
         ls.session.change_document(params.text_document.uri, version, text, saved=True)
 
@@ -388,9 +516,12 @@ def build_server() -> InplaceLanguageServer:
             code_action_kinds=[*actions.KINDS, verification.ACTION_KIND], resolve_provider=True
         ),
     )
-    def code_action(
+    async def code_action(
         ls: InplaceLanguageServer, params: types.CodeActionParams
     ) -> list[types.CodeAction]:
+        # The analysis of the newest change first: actions are only offered for the text
+        # in the buffer.
+        await ls.session.settled(params.text_document.uri)
         kinds = params.context.only
         only = [str(getattr(kind, "value", kind)) for kind in kinds] if kinds else None
         return ls.session.code_actions(params.text_document.uri, params.range, only)
@@ -458,10 +589,102 @@ def build_server() -> InplaceLanguageServer:
     return server
 
 
-def serve(tcp: tuple[str, int] | None = None) -> None:
-    """Runs the server on stdio, or on a TCP port, until the client says exit."""
+CHUNK = 1 << 16  # bytes read at a time
+
+
+async def _pump(read: Callable[[], Awaitable[bytes]], protocol: InplaceProtocol) -> int:
+    """Hands the client's messages to `protocol` until the input ends or the client says exit;
+    the exit code (LSP: 0 after shutdown, 1 without)."""
+    frames = FrameReader()
+    while data := await read():
+        for event in frames.feed(data):
+            if isinstance(event, Skipped):
+                logger.warning(
+                    "skipped %d bytes that were no readable message (%s)", event.size, event.why
+                )
+                continue
+            try:
+                protocol.receive(event)
+            except SystemExit as exc:  # pygls's exit handler
+                return exc.code if isinstance(exc.code, int) else 0
+            except Exception:  # a bug here must not end the server
+                logger.exception("handling a message failed")
+    return 0
+
+
+def _stdin_reader(stream: BinaryIO) -> Callable[[], Awaitable[bytes]]:
+    """Reads stdin in a daemon thread (an exit does not wait for the client to close it),
+    one chunk ahead of the event loop. From the file descriptor: a thread blocked in a
+    buffered read holds its lock, which the interpreter's exit then waits for and aborts."""
+    chunks: asyncio.Queue[bytes] = asyncio.Queue(maxsize=1)
+    loop = asyncio.get_running_loop()
+    fd = stream.fileno()
+
+    def run() -> None:
+        data = b"x"
+        while data:
+            try:
+                data = os.read(fd, CHUNK)
+            except OSError:
+                data = b""
+            try:
+                asyncio.run_coroutine_threadsafe(chunks.put(data), loop).result()
+            except BaseException:  # the loop is gone: the server is exiting
+                return
+
+    threading.Thread(target=run, name="inplace-lsp-stdin", daemon=True).start()
+    return chunks.get
+
+
+def _serve_stdio(server: InplaceLanguageServer) -> int:
+    protocol = server.protocol
+    assert isinstance(protocol, InplaceProtocol)
+    protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+
+    async def main() -> int:
+        return await _pump(_stdin_reader(sys.stdin.buffer), protocol)
+
+    try:
+        return asyncio.run(main())
+    except BrokenPipeError:
+        logger.error("the connection to the client is lost")
+        return 1
+    finally:
+        server.shutdown()
+
+
+def _serve_tcp(server: InplaceLanguageServer, host: str, port: int) -> int:
+    protocol = server.protocol
+    assert isinstance(protocol, InplaceProtocol)
+    code = 0
+
+    async def main() -> None:
+        done = asyncio.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal code
+            protocol.set_writer(writer)  # type: ignore[arg-type]
+            try:
+                code = await _pump(lambda: reader.read(CHUNK), protocol)
+            finally:
+                done.set()
+
+        listening = await asyncio.start_server(connection, host, port)
+        logger.info("serving on %s", ", ".join(str(s.getsockname()) for s in listening.sockets))
+        async with listening:
+            await done.wait()
+
+    try:
+        asyncio.run(main())
+    finally:
+        server.shutdown()
+    return code
+
+
+def serve(tcp: tuple[str, int] | None = None) -> int:
+    """Runs the server on stdio, or on a TCP port (one client), until the client says exit
+    or goes; the exit code."""
     server = build_server()
     if tcp is None:
-        server.start_io()
-    else:
-        server.start_tcp(*tcp)
+        return _serve_stdio(server)
+    return _serve_tcp(server, *tcp)

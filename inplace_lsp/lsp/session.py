@@ -123,7 +123,9 @@ class Features:
 class _Document:
     key: str  # the file's URI, or the notebook's
     path: str | None
-    layout: Layout  # of the newest submitted version
+    layout: Layout  # of the editor's buffer (the newest version received)
+    text: str = ""  # the buffer's program (a notebook: its code cells joined)
+    submitted: int | None = None  # the version last handed to the scheduler
     published: set[str] = field(default_factory=set)  # URIs holding pushed diagnostics
     changed_at: float = 0.0  # monotonic time of the last change
 
@@ -196,7 +198,7 @@ class Session:
     def open_document(self, uri: str, version: int | None, text: str) -> None:
         path = uri_to_path(uri)
         layout = Layout.single(uri, version)
-        self._documents[uri] = _Document(uri, path, layout)
+        self._documents[uri] = _Document(uri, path, layout, text, version)
         self._published_version.pop(uri, None)  # a reopened document counts from 1 again
         self._report_project_problems(path)
         self.scheduler.open(uri, path, version, text, attachment=layout)
@@ -212,10 +214,20 @@ class Session:
     def _submit(
         self, document: _Document, version: int | None, text: str, layout: Layout, *, saved: bool
     ) -> None:
-        document.layout = layout
+        document.layout, document.text = layout, text
         settings = self.settings.for_path(document.path).settings
         if saved != (settings.run == "onSave"):
             return  # onSave: changes wait for the save; onType: the save changed nothing
+        before, document.submitted = document.submitted, version
+        if version is not None and before is not None and version < before:
+            # The editor's version went backwards (a client bug or a reset): its text is
+            # still the buffer, which the scheduler, keeping the highest version, would
+            # drop. The document starts again from it.
+            logger.warning("%s: version %s after %s", document.key, version, before)
+            for cell in layout.cells:
+                self._published_version.pop(cell.uri, None)
+            self.scheduler.open(document.key, document.path, version, text, attachment=layout)
+            return
         debounce_s = 0.0 if saved else settings.debounce_ms / 1000
         if not saved:
             now = time.monotonic()
@@ -251,7 +263,7 @@ class Session:
         text, layout = notebook_program(cells)
         self._cell_owner.update((cell.uri, uri) for cell in layout.cells)
         path = uri_to_path(uri)
-        self._documents[uri] = _Document(uri, path, layout)
+        self._documents[uri] = _Document(uri, path, layout, text, version)
         self._report_project_problems(path)
         self.scheduler.open(uri, path, version, text, attachment=layout)
 
@@ -286,6 +298,24 @@ class Session:
         return self._cell_owner.get(uri)
 
     # ------------------------------------------------------------------ results
+
+    def current_view(self, key: str) -> View | None:
+        """`view(key)` when it is of the text in the editor's buffer, else None: an edit
+        computed from another text would land on the wrong characters."""
+        view = self.view(key)
+        document = self._documents.get(key)
+        if view is None or document is None:
+            return None
+        snapshot = view.snapshot
+        if snapshot.attachment != document.layout or snapshot.text != document.text:
+            return None
+        return view
+
+    async def settled(self, uri: str) -> None:
+        """Waits for the analysis of the newest version handed to the scheduler."""
+        key = self.key_of(uri)
+        if key is not None:
+            await asyncio.wrap_future(self.scheduler.latest(key))
 
     def view(self, key: str) -> View | None:
         """The newest analysed version of a document, settings applied (cached)."""
@@ -410,13 +440,13 @@ class Session:
         self, uri: str, where: types.Range, only: Sequence[str] | None
     ) -> list[types.CodeAction]:
         key = self.key_of(uri)
-        view = self.view(key) if key is not None else None
+        view = self.current_view(key) if key is not None else None
         if key is None or view is None:
-            return []
+            return []  # nothing analysed, or not the buffer's text (onSave before the save)
         span = convert.to_span(self._lines(view, uri), where, self.features.encoding)
         found = actions.code_actions(view, uri, span, only, self._client_edits())
-        snapshot = self.scheduler.snapshot(key)
-        if snapshot is not None and actions.wanted(verification.ACTION_KIND, only):
+        snapshot = view.snapshot
+        if actions.wanted(verification.ACTION_KIND, only):
             targets, _ = _in_document(snapshot, uri, _lens_targets(snapshot) or ())
             verify = verification.code_action(uri, targets, where.start.line)
             if verify is not None:
@@ -427,9 +457,9 @@ class Session:
         data = action.data if isinstance(action.data, dict) else {}
         uri = data.get("uri")
         key = self.key_of(uri) if isinstance(uri, str) else None
-        view = self.view(key) if key is not None else None
+        view = self.current_view(key) if key is not None else None
         if view is None:
-            return action
+            return action  # no edit: the buffer is not the text analysed
         # Against the newest analysed version: a finding that moved or went away since the
         # action was offered gets no edit (actions.find_item matches by code and range).
         return actions.resolve(view, action, self._client_edits())

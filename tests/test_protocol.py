@@ -1,0 +1,432 @@
+"""The wire protocol of the real server (`python -m inplace_lsp serve`, over pipes): frames that
+cannot be read cost only themselves (the server reads the next one), and messages that are no
+valid request get the error JSON-RPC 2.0 and LSP 3.17 name, a log line where nobody waits for
+an answer, never a popup in the editor or silence.
+
+Each test writes raw bytes, reads the server's frames in a thread, waits for a reply at most
+TIMEOUT_S and ends the server itself (killed if it has not exited by then).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import random
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inplace_lsp.lsp.framing import FrameReader, Skipped
+
+pytestmark = pytest.mark.lsp
+
+REPO = Path(__file__).resolve().parents[1]
+SERVER_ENV = dict(
+    os.environ,
+    PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p),
+)
+TIMEOUT_S = 30.0
+POPUP = "window/showMessage"
+
+
+def frame(message: object, header: str = "Content-Length: {}\r\n\r\n") -> bytes:
+    body = json.dumps(message).encode()
+    return header.format(len(body)).encode() + body
+
+
+def request(request_id: object, method: str, params: object = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def notification(method: str, params: object = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def hover(request_id: object, uri: str = "file:///nowhere.py") -> dict[str, Any]:
+    where = {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}
+    return request(request_id, "textDocument/hover", where)
+
+
+class Server:
+    """The server as a subprocess; what it writes, frame by frame, in a queue."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.log = workspace / "server.log"
+        self._stderr = self.log.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "inplace_lsp", "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=SERVER_ENV,
+            cwd=workspace,
+        )
+        self.workspace = workspace
+        self.received: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []  # everything read so far, replies included
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        while True:
+            length = 0
+            while (line := stream.readline()) not in (b"\r\n", b""):
+                name, _, value = line.decode("ascii").partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            body = stream.read(length) if line else b""
+            if not body:
+                self.received.put(None)
+                return
+            self.received.put(json.loads(body))
+
+    def write(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def send(self, message: object) -> None:
+        self.write(frame(message))
+
+    def next_message(self, what: str) -> dict[str, Any]:
+        try:
+            message = self.received.get(timeout=TIMEOUT_S)
+        except queue.Empty:
+            raise AssertionError(f"no {what} within {TIMEOUT_S} s") from None
+        assert message is not None, f"the server closed its output before {what}"
+        self.seen.append(message)
+        return message
+
+    def reply(self, request_id: object) -> dict[str, Any]:
+        """The response to `request_id` (messages before it are kept in `seen`)."""
+        while True:
+            message = self.next_message(f"reply to id {request_id!r}")
+            if "method" not in message and message.get("id") == request_id:
+                return message
+
+    def initialize(self, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+        params = {"processId": None, "rootUri": self.workspace.as_uri()}
+        self.send(request(1, "initialize", {**params, "capabilities": capabilities or {}}))
+        answer = self.reply(1)
+        assert "result" in answer, answer
+        self.send(notification("initialized", {}))
+        return answer
+
+    def stop(self) -> int:
+        """shutdown, then exit: the server's exit code."""
+        self.send(request("bye", "shutdown"))
+        assert "result" in self.reply("bye")
+        self.send(notification("exit"))
+        return self.process.wait(TIMEOUT_S)
+
+    def popups(self) -> list[str]:
+        return [str(m["params"]["message"]) for m in self.seen if m.get("method") == POPUP]
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(TIMEOUT_S)
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+        self._stderr.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    running = Server(tmp_path)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+# ---------------------------------------------------------------- frames (issue 10, item 4)
+
+BODY = json.dumps(hover(2)).encode()
+
+# Frames the server must read as they are: the request in them is answered.
+READABLE: dict[str, bytes] = {
+    "lowercase header name": frame(hover(2), "content-length: {}\r\n\r\n"),
+    "no space after the colon": frame(hover(2), "Content-Length:{}\r\n\r\n"),
+    "Content-Type first": frame(
+        hover(2),
+        "Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: {}\r\n\r\n",
+    ),
+}
+
+# Frames that cannot be read: the server skips them and reads the next frame.
+UNREADABLE: dict[str, bytes] = {
+    "Content-Length too small": f"Content-Length: {len(BODY) // 3}\r\n\r\n".encode() + BODY,
+    "Content-Length too large": f"Content-Length: {len(BODY) * 3}\r\n\r\n".encode() + BODY,
+    "no header": BODY,
+    "no Content-Length header": b"Content-Type: application/vscode-jsonrpc\r\n\r\n" + BODY,
+    "64 KB of binary junk": random.Random(10).randbytes(64 * 1024),
+}
+
+
+@pytest.mark.parametrize("data", READABLE.values(), ids=READABLE.keys())
+def test_header_variants_are_read(server: Server, data: bytes) -> None:
+    server.initialize()
+    server.write(data)
+    assert server.reply(2) == {"jsonrpc": "2.0", "id": 2, "result": None}
+    assert server.stop() == 0
+
+
+@pytest.mark.parametrize("data", UNREADABLE.values(), ids=UNREADABLE.keys())
+def test_an_unreadable_frame_costs_only_itself(server: Server, data: bytes) -> None:
+    server.initialize()
+    server.write(data)
+    server.send(hover(3))
+    assert server.reply(3) == {"jsonrpc": "2.0", "id": 3, "result": None}
+    assert server.stop() == 0  # not even shutdown was answered before
+    log = server.log.read_text(errors="replace")
+    assert log.count("skipped") <= 1, log  # said once, not once per line of junk
+    assert not server.popups()
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 20])
+def test_frames_are_found_however_the_reads_split_them(chunk: int) -> None:
+    """The reader alone: what the pipe hands over in any pieces, the same messages."""
+    good = frame(hover(3))
+    for name, data in {**READABLE, **UNREADABLE}.items():
+        stream = data + good + good
+        reader, events = FrameReader(), []
+        for start in range(0, len(stream), chunk):
+            events += reader.feed(stream[start : start + chunk])
+        bodies = [e for e in events if isinstance(e, bytes)]
+        assert bodies[-2:] == [good.partition(b"\r\n\r\n")[2]] * 2, name
+        assert sum(isinstance(e, Skipped) for e in events) <= 1, name
+        if name in READABLE:
+            assert bodies == [BODY] + bodies[-2:], name
+
+
+def test_unreadable_frame_before_initialize(server: Server) -> None:
+    server.write(UNREADABLE["64 KB of binary junk"] + UNREADABLE["Content-Length too large"])
+    server.initialize()
+    assert server.stop() == 0
+
+
+# ---------------------------------------------------------------- messages (issue 10, item 5)
+
+
+def _error(reply: dict[str, Any], code: int) -> dict[str, Any]:
+    assert reply.get("jsonrpc") == "2.0" and "result" not in reply, reply
+    error = reply["error"]
+    assert error["code"] == code, reply
+    assert "Traceback" not in json.dumps(reply), reply
+    return dict(error)
+
+
+def _null_id_error(server: Server) -> dict[str, Any]:
+    message = server.next_message("an error reply with id null")
+    assert message.get("id", "absent") is None, message
+    return message
+
+
+def test_invalid_json_gets_a_parse_error(server: Server) -> None:
+    server.initialize()
+    server.write(b'Content-Length: 30\r\n\r\n{"jsonrpc": "2.0", "id": 7, "m')
+    _error(_null_id_error(server), -32700)
+    server.write(b"Content-Length: 4\r\n\r\n\xff\xfe\x00\x01")  # not even UTF-8
+    _error(_null_id_error(server), -32700)
+    assert server.stop() == 0
+    assert not server.popups()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"42", b'"text"', b"null", b"[]", b"{}", b'{"id": 5}', b'{"jsonrpc": "2.0"}'],
+    ids=["number", "string", "null", "empty batch", "empty object", "no method", "no id"],
+)
+def test_no_message_and_no_id_is_logged(server: Server, body: bytes) -> None:
+    server.initialize()
+    before = len(server.seen)
+    server.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    server.send(hover(3))
+    assert server.reply(3)["result"] is None
+    assert [m["id"] for m in server.seen[before:] if "id" in m] == [3]  # no reply before it
+    assert not server.popups()
+    assert server.stop() == 0
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"id": 8, "method": "textDocument/hover"},  # no "jsonrpc"
+        {"jsonrpc": "1.0", "id": 8, "method": "textDocument/hover"},
+        {"jsonrpc": "2.0", "id": 8, "method": 12},
+    ],
+    ids=["no jsonrpc", "jsonrpc 1.0", "method not a string"],
+)
+def test_an_invalid_request_with_an_id_gets_invalid_request(
+    server: Server, message: dict[str, Any]
+) -> None:
+    server.initialize()
+    server.send(message)
+    _error(server.reply(8), -32600)
+    assert not server.popups()  # was: "Error in server: 'dict' object has no attribute ..."
+    assert server.stop() == 0
+
+
+def test_a_batch_gets_invalid_request_for_each_request_in_it(server: Server) -> None:
+    server.initialize()
+    server.send([hover(10), notification("initialized", {}), hover(11)])
+    _error(server.reply(10), -32600)
+    _error(server.reply(11), -32600)
+    assert not server.popups()
+    assert server.stop() == 0
+
+
+@pytest.mark.parametrize("bad_id", [{"a": 1}, [1], 1.5, True, None], ids=str)
+def test_an_id_that_is_no_id_gets_invalid_request_with_id_null(
+    server: Server, bad_id: object
+) -> None:
+    server.initialize()
+    server.send(hover(bad_id))
+    _error(_null_id_error(server), -32600)
+    assert server.stop() == 0
+
+
+def test_changes_and_saves_of_documents_not_open_are_ignored(server: Server) -> None:
+    server.initialize()
+    uri = (server.workspace / "never_opened.py").as_uri()
+    change = {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}}
+    server.send(
+        notification(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": 2},
+                "contentChanges": [{**change, "text": "x = 1\n"}],
+            },
+        )
+    )
+    server.send(notification("textDocument/didSave", {"textDocument": {"uri": uri}}))
+    server.send(hover(3, uri))
+    assert server.reply(3)["result"] is None
+    assert not server.popups()  # was: KeyError, FileNotFoundError
+    assert server.stop() == 0
+    assert "not open" in server.log.read_text()
+
+
+def test_a_request_before_initialize_gets_server_not_initialized(server: Server) -> None:
+    server.send(hover(2))
+    _error(server.reply(2), -32002)
+    server.send(request(3, "shutdown"))
+    _error(server.reply(3), -32002)
+    server.initialize()
+    assert server.stop() == 0
+
+
+def test_exit_without_shutdown_exits_1(server: Server) -> None:
+    server.initialize()
+    server.send(notification("exit"))
+    assert server.process.wait(TIMEOUT_S) == 1
+
+
+def test_exit_after_shutdown_exits_0(server: Server) -> None:
+    server.initialize()
+    assert server.stop() == 0
+
+
+def _replace_text(server: Server, uri: str, version: int, text: str) -> None:
+    whole = {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 99, "character": 0}}}
+    server.send(
+        notification(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{**whole, "text": text}],
+            },
+        )
+    )
+
+
+def _published(server: Server, uri: str, version: int) -> list[dict[str, Any]]:
+    while True:
+        message = server.next_message(f"diagnostics of version {version}")
+        params: dict[str, Any] = message.get("params") or {}
+        if (
+            message.get("method") == "textDocument/publishDiagnostics"
+            and params["uri"] == uri
+            and params.get("version") == version
+        ):
+            return list(params["diagnostics"])
+
+
+FLAGGED = "import torch\n\n\ndef f(x):\n    h = torch.sigmoid(x)\n    h += 1\n    return h\n"
+
+
+def test_a_second_initialize_is_rejected_and_changes_nothing(server: Server) -> None:
+    server.initialize()
+    uri = (server.workspace / "model.py").as_uri()
+    item = {"uri": uri, "languageId": "python", "version": 1, "text": FLAGGED}
+    server.send(notification("textDocument/didOpen", {"textDocument": item}))
+    assert [d["code"] for d in _published(server, uri, 1)] == ["IPL001"]
+    params: dict[str, Any] = {"processId": None, "rootUri": None, "capabilities": {}}
+    server.send(request(9, "initialize", params))
+    _error(server.reply(9), -32600)
+    _replace_text(server, uri, 2, FLAGGED.replace("h += 1", "h = h + 1"))
+    assert _published(server, uri, 2) == []  # the document was still open: no KeyError
+    assert not server.popups()
+    assert server.stop() == 0
+
+
+# ---------------------------------------------------------------- versions (issue 10, item 6)
+
+
+def _apply(text: str, edits: list[dict[str, Any]]) -> str:
+    """TextEdits applied as an editor does (ASCII text: UTF-16 columns are characters)."""
+    lines = text.splitlines(keepends=True)
+
+    def offset(where: dict[str, int]) -> int:
+        return sum(len(line) for line in lines[: where["line"]]) + where["character"]
+
+    for edit in sorted(edits, key=lambda e: offset(e["range"]["start"]), reverse=True):
+        start, end = offset(edit["range"]["start"]), offset(edit["range"]["end"])
+        text = text[:start] + edit["newText"] + text[end:]
+    return text
+
+
+def test_a_version_going_backwards_is_analysed_and_fixed_as_the_buffer_is(server: Server) -> None:
+    """The buffer takes every change; the analysis dropped one whose version went backwards,
+    and the quick fix computed from the old text then rewrote the wrong characters."""
+    server.initialize()
+    uri = (server.workspace / "model.py").as_uri()
+    item = {"uri": uri, "languageId": "python", "version": 5, "text": FLAGGED}
+    server.send(notification("textDocument/didOpen", {"textDocument": item}))
+    assert [d["range"]["start"]["line"] for d in _published(server, uri, 5)] == [5]
+    buffer = "# a line above\n" + FLAGGED
+    _replace_text(server, uri, 3, buffer)  # version 3 after 5
+    found = _published(server, uri, 3)
+    assert [(d["code"], d["range"]["start"]["line"]) for d in found] == [("IPL001", 6)]
+    everywhere = {"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}}
+    context = {"diagnostics": found, "only": ["quickfix"]}
+    server.send(
+        request(
+            4,
+            "textDocument/codeAction",
+            {"textDocument": {"uri": uri}, "range": everywhere, "context": context},
+        )
+    )
+    offered = server.reply(4)["result"]
+    fixes = [a for a in offered if a.get("isPreferred")] or offered
+    assert fixes, offered
+    fixed = _apply(buffer, fixes[0]["edit"]["changes"][uri])
+    kept = [line for line in buffer.splitlines() if line != "    h += 1"]
+    assert [line for line in fixed.splitlines() if line in kept] == kept, fixed
+    assert "h += 1" not in fixed
+    assert server.stop() == 0
