@@ -570,11 +570,14 @@ def _walk(top: str, excluded: Callable[[str], bool], found: Callable[[str], None
             path = os.path.join(directory, entry.name)
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
+                linked_dir = not is_dir and entry.is_symlink() and entry.is_dir()
             except OSError:
-                is_dir = False
+                is_dir = linked_dir = False
             if is_dir:
                 if not excluded(path):
                     subdirectories.append(path)
+            elif linked_dir:
+                continue  # a link to a directory, even one named x.py: not followed
             elif entry.name.endswith((".py", ".ipynb")):
                 found(path)
         todo.extend(reversed(subdirectories))

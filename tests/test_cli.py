@@ -716,6 +716,8 @@ def test_fifos_and_device_links_are_skipped_not_read(tmp_path: Path) -> None:
     write(tmp_path / "model.py", "import torch\n")
     os.mkfifo(tmp_path / "pipe.py")
     (tmp_path / "zero.py").symlink_to("/dev/zero")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "linked.py").symlink_to("sub")  # a directory link: not followed, not said
     walked = run_cli_bytes("check", cwd=tmp_path)
     assert walked.stderr.decode().splitlines() == [
         "pipe.py: not a regular file (a FIFO), skipped",
