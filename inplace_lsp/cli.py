@@ -16,8 +16,9 @@ import json
 import math
 import os
 import signal
+import stat
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
@@ -184,6 +185,8 @@ class FileResult:
     checked: bool = False  # the analysis ran to the end
     failed: bool = False  # an internal or read error: exit 2
     fixed: int = 0
+    skipped: str | None = None  # why the file was not analysed ("not UTF-8"), for the summary
+    too_deep: int = 0  # functions the analysis gave up on (each one said in messages)
     # A notebook: where each program line lives, and each layout cell's notebook cell number.
     layout: notebook.Layout | None = None
     cell_numbers: tuple[int, ...] = ()
@@ -245,7 +248,8 @@ def _safe_fixer() -> Callable[[str, list[Finding]], str] | None:
 def _findings(
     text: str, path: str, settings: config.Settings, result: FileResult | None = None
 ) -> list[Finding]:
-    """The findings of `text` (the file's program); syntax errors go to result's messages."""
+    """The findings of `text` (the file's program); syntax errors and the functions too deep
+    to analyse go to result's messages."""
     analysis = engine.analyze_document(text, path)
     if result is not None:
         for problem in analysis.syntax_errors:
@@ -254,6 +258,10 @@ def _findings(
                 f"{where.label()}: syntax error: {problem.message} "
                 "(this statement was skipped; the rest of the file was checked)"
             )
+        for note in analysis.notes:
+            where = result.place(Span(note.line, note.col, note.line, note.col))
+            result.messages.append(f"{where.label()}: note: {note.message}")
+        result.too_deep = len(analysis.notes)
     return config.apply(analysis.findings, settings, source_lines(text))
 
 
@@ -261,14 +269,70 @@ def _is_notebook(path: str) -> bool:
     return path.lower().endswith(".ipynb")
 
 
+class Unreadable(Exception):
+    """A file that is not analysed: `reason` is the summary's short word for why, the
+    message says it in full."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:.1f} MB"
+
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_source(path: str, max_bytes: int) -> bytes:
+    """The bytes of a regular file (a symlink's target) of at most `max_bytes`. Anything else
+    raises Unreadable: a FIFO would block the read forever, /dev/zero would fill memory."""
+    try:
+        # O_NONBLOCK: opening a FIFO without a writer returns at once (and is refused below).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise Unreadable("unreadable", f"cannot read: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "special")
+            raise Unreadable("not a regular file", f"not a regular file ({kind}), skipped")
+        if info.st_size > max_bytes:
+            raise Unreadable("too large", _too_large(info.st_size, max_bytes))
+        with os.fdopen(fd, "rb", closefd=False) as stream:
+            data = stream.read(max_bytes + 1)  # the file may grow while it is read
+    except OSError as exc:
+        raise Unreadable("unreadable", f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise Unreadable("too large", _too_large(len(data), max_bytes))
+    return data
+
+
+def _too_large(size: int, max_bytes: int) -> str:
+    return (
+        f"file too large to analyse ({_megabytes(size)} > {_megabytes(max_bytes)}, "
+        "setting max_file_bytes), skipped"
+    )
+
+
 def check_file(path: str, settings: config.Settings, fix: bool = False) -> FileResult:
     """Reads, analyses and (with fix) rewrites one file; never raises for a bad file."""
     result = FileResult(path)
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        result.messages.append(f"{path}: cannot read: {exc.strerror or exc}")
-        result.failed = True
+        data = read_source(path, settings.max_file_bytes)
+    except Unreadable as exc:
+        result.messages.append(f"{path}: {exc}")
+        result.skipped = exc.reason
+        result.failed = exc.reason == "unreadable"
         return result
     if b"torch" not in data:  # cheap: most files of a project never touch torch
         return result
@@ -279,6 +343,7 @@ def check_file(path: str, settings: config.Settings, fix: bool = False) -> FileR
         result.messages.append(
             f"{path}: not UTF-8 (byte 0x{byte:02x} at offset {exc.start}), skipped"
         )
+        result.skipped = "not UTF-8"
         if _is_notebook(path):  # nbformat files are UTF-8 JSON: this one is broken
             result.failed = True
         return result
@@ -296,8 +361,10 @@ def check_file(path: str, settings: config.Settings, fix: bool = False) -> FileR
         line = exc.lineno or 1
         where = result.place(Span(line, max(0, (exc.offset or 1) - 1), line, 0)).label()
         result.messages.append(f"{where}: syntax error: {exc.msg}, skipped")
+        result.skipped = "syntax error"
     except RecursionError:
         result.messages.append(f"{path}: too deeply nested to analyze (RecursionError), skipped")
+        result.skipped = "too deep"
         result.failed = True
     except Exception as exc:
         result.messages.append(f"{path}: internal error: {_describe(exc)} (please report)")
@@ -346,6 +413,7 @@ def _check_notebook(
         return
     if not nb.language.startswith(("python", "ipython")):
         result.messages.append(f"{path}: not a Python notebook ({nb.language}), skipped")
+        result.skipped = "not a Python notebook"
         return
     program = _notebook_program(path, nb, result)
     if "torch" not in program:  # only its outputs or markdown mention torch
@@ -484,11 +552,46 @@ def _check_isolated(path: str, settings: config.Settings, fix: bool) -> FileResu
         _stop(pool, kill=kill)
 
 
+def _walk(top: str, excluded: Callable[[str], bool], found: Callable[[str], None]) -> None:
+    """The Python files and notebooks under `top`, sorted, depth first, without recursion (a
+    directory nested 1,000 deep must not exhaust Python's stack). Symlinked directories are
+    not followed (as os.walk); anything else named *.py is kept, and check_file says what it
+    skips (a FIFO, a link to a device)."""
+    todo = [top]
+    while todo:
+        directory = todo.pop()
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError:
+            continue  # as os.walk: an unreadable directory is passed over
+        subdirectories: list[str] = []
+        for entry in entries:
+            path = os.path.join(directory, entry.name)
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                linked_dir = not is_dir and entry.is_symlink() and entry.is_dir()
+            except OSError:
+                is_dir = linked_dir = False
+            if is_dir:
+                if not excluded(path):
+                    subdirectories.append(path)
+            elif linked_dir:
+                continue  # a link to a directory, even one named x.py: not followed
+            elif entry.name.endswith((".py", ".ipynb")):
+                found(path)
+        todo.extend(reversed(subdirectories))
+
+
 def discover(
-    paths: Sequence[str], settings: config.Settings, root: Path
+    paths: Sequence[str],
+    settings: config.Settings,
+    root: Path,
+    excluded_files: list[str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Python files and Jupyter notebooks under `paths` (directories walked, excluded names
-    pruned; files named on the command line always kept), and the paths that do not exist."""
+    pruned; files named on the command line always kept), and the paths that do not exist.
+    The files that exclude patterns left out are added to `excluded_files`."""
     root = Path(os.path.abspath(root))
 
     def excluded(path: str) -> bool:
@@ -500,17 +603,17 @@ def discover(
 
     files: list[str] = []
     missing: list[str] = []
+
+    def found(path: str) -> None:
+        if not excluded(path):
+            files.append(os.path.normpath(path))
+        elif excluded_files is not None:
+            excluded_files.append(os.path.normpath(path))
+
     for given in paths:
         if os.path.isdir(given):
-            for directory, subdirectories, names in os.walk(given):
-                subdirectories[:] = sorted(
-                    d for d in subdirectories if not excluded(os.path.join(directory, d))
-                )
-                for name in sorted(names):
-                    path = os.path.join(directory, name)
-                    if name.endswith((".py", ".ipynb")) and not excluded(path):
-                        files.append(os.path.normpath(path))
-        elif os.path.exists(given):
+            _walk(given, excluded, found)
+        elif os.path.exists(given) or os.path.islink(given):
             files.append(os.path.normpath(given))
         else:
             missing.append(given)
@@ -524,6 +627,21 @@ def discover(
 class Summary:
     files_checked: int
     fixed: int = 0
+    skipped: Mapping[str, int] = field(default_factory=dict)  # why -> how many files
+    too_deep: int = 0  # functions too deep to analyse
+
+    def unchecked(self) -> str:
+        """What the run left out, for the summary line: " (1 skipped: not UTF-8)"."""
+        parts = []
+        if self.skipped:
+            reasons = ", ".join(  # one reason: it covers them all
+                f"{n} {why}" if len(self.skipped) > 1 else why
+                for why, n in sorted(self.skipped.items())
+            )
+            parts.append(f"{sum(self.skipped.values())} skipped: {reasons}")
+        if self.too_deep:
+            parts.append(f"{_plural(self.too_deep, 'function')} too deep to analyse")
+        return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _plural(count: int, word: str) -> str:
@@ -556,10 +674,12 @@ def format_text(items: Sequence[Located], summary: Summary) -> str:
         files_with = len({item.path for item in items})
         lines.append(
             f"Found {_plural(len(items), 'problem')} ({', '.join(parts)}) "
-            f"in {files_with} of {_plural(summary.files_checked, 'file')}."
+            f"in {files_with} of {_plural(summary.files_checked, 'file')}{summary.unchecked()}."
         )
     else:
-        lines.append(f"All checks passed: {_plural(summary.files_checked, 'file')}.")
+        lines.append(
+            f"All checks passed: {_plural(summary.files_checked, 'file')}{summary.unchecked()}."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -640,8 +760,10 @@ _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning"}
 
 def _sarif_uri(path: str) -> str:
     if os.path.isabs(path):
-        return Path(path).as_uri()
-    return quote(PurePath(path).as_posix())
+        return Path(path).as_uri()  # percent-encodes the name's bytes, as below
+    # From the name's bytes: a name that is not UTF-8 (decoded with surrogateescape) is
+    # percent-encoded byte for byte (quote() of the str would raise UnicodeEncodeError).
+    return quote(os.fsencode(PurePath(path).as_posix()))
 
 
 def _sarif_location(place: Place) -> dict[str, Any]:
@@ -784,9 +906,20 @@ def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         _error("--fix: no fixer available in this build")
         return EXIT_ERROR
     settings, root = _load_settings(args, parser)
-    files, missing = discover(args.paths, settings, root)
+    if not any(settings.is_selected(code) for code in rule_infos()):
+        _error(
+            f"warning: nothing selected (select = {list(settings.select)!r}, ignore = "
+            f"{list(settings.ignore)!r}): no rule will report anything"
+        )
+    excluded: list[str] = []
+    files, missing = discover(args.paths, settings, root, excluded)
     for path in missing:
         _error(f"{path}: no such file or directory")
+    if excluded and not files:
+        _error(
+            f"warning: every file excluded ({_plural(len(excluded), 'file')} matched the "
+            "exclude patterns): nothing to check"
+        )
     results = check_files(files, settings, fix=args.fix)
     for result in results:
         for message in result.messages:
@@ -809,7 +942,16 @@ def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             item.finding.code,
         ),
     )
-    summary = Summary(files_checked=checked, fixed=sum(result.fixed for result in results))
+    skipped: dict[str, int] = {}
+    for result in results:
+        if result.skipped is not None:
+            skipped[result.skipped] = skipped.get(result.skipped, 0) + 1
+    summary = Summary(
+        files_checked=checked,
+        fixed=sum(result.fixed for result in results),
+        skipped=skipped,
+        too_deep=sum(result.too_deep for result in results),
+    )
     _write(FORMATS[args.format](items, summary))
     if missing or any(result.failed for result in results):
         return EXIT_ERROR
@@ -887,18 +1029,22 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         parser.error(f"{args.target}: lines are numbered from 1")
     if args.timeout is not None and not 0 < args.timeout < 1e9:
         parser.error(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         _error(f"{path}: no such file")
-        return EXIT_ERROR
-    except (OSError, UnicodeDecodeError) as exc:
-        _error(f"{path}: cannot read: {exc}")
         return EXIT_ERROR
     pyproject = config.find_pyproject(Path(path))
     settings, problems = config.load_settings(pyproject) if pyproject else (config.Settings(), [])
     for problem in problems:
         _error(f"warning: {problem}")
+    try:
+        # A FIFO or a link to /dev/zero is refused here: verify must not hang or fill memory.
+        text = read_source(path, settings.max_file_bytes).decode("utf-8")
+    except Unreadable as exc:
+        _error(f"{path}: {exc}")
+        return EXIT_ERROR
+    except UnicodeDecodeError as exc:
+        _error(f"{path}: cannot read: {exc}")
+        return EXIT_ERROR
     stop_signals = _catch_stop_signals()
     try:
         result = runner.run_verify(

@@ -53,6 +53,8 @@ Device = Literal["auto", "cuda", "cpu"]
 RunMode = Literal["onType", "onSave"]
 
 _CODE = re.compile(r"IPL[0-9]{0,3}")
+# Above this size a file is not analysed (a 20 MB file took minutes and gigabytes).
+MAX_FILE_BYTES = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class Settings:
     exclude: tuple[str, ...] = ()  # glob patterns, on top of DEFAULT_EXCLUDE
     run: RunMode = "onType"
     debounce_ms: float = 0.0  # the language server waits this long after a change (0: not)
+    max_file_bytes: int = MAX_FILE_BYTES  # larger files are said to be too large, not analysed
     verify: VerifySettings = field(default_factory=VerifySettings)
     explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
@@ -230,6 +233,12 @@ def _milliseconds(value: object) -> float:
     return float(value)
 
 
+def _byte_count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise _Invalid(f"expected a positive number of bytes, got {_describe(value)}")
+    return value
+
+
 def _python(value: object) -> str | None:
     if value is None or value == "":
         return None
@@ -299,6 +308,7 @@ _SETTINGS = _Table(
         "exclude": _patterns,
         "run": _choice("onType", "onSave"),
         "debounce_ms": _milliseconds,
+        "max_file_bytes": _byte_count,
         "verify": _Table(
             VerifySettings,
             {
@@ -366,7 +376,33 @@ def load_settings(path: Path) -> tuple[Settings, list[str]]:
     if not isinstance(table, dict):
         return Settings(), [f"{path}: [tool.{TOOL_KEY}] must be a table; using defaults"]
     settings, problems = from_wire(table)
+    problems = _strings_for_lists(table) + problems
     return settings, [f"{path}: {problem}" for problem in problems]
+
+
+# TOML settings that take a list, and how a plain string there is read all the same.
+_LISTS = {"select": "comma-separated codes", "ignore": "comma-separated codes"}
+_LISTS_OF_PATTERNS = {"exclude": "one pattern"}
+
+
+def _strings_for_lists(table: Mapping[str, object]) -> list[str]:
+    """Warnings for a string where the file should have a list (`select = "IPL001"`): it is
+    accepted as the command line would read it, but said, since it is easy to mean a list."""
+    problems = []
+    for key, value in table.items():
+        name = _snake(str(key))
+        if not isinstance(value, str) or name not in _LISTS | _LISTS_OF_PATTERNS:
+            continue
+        if name in _LISTS:
+            items = [item.strip() for item in value.split(",") if item.strip()]
+        else:
+            items = [value]
+        wanted = "[" + ", ".join(f'"{item}"' for item in items) + "]"
+        read_as = _LISTS.get(name) or _LISTS_OF_PATTERNS[name]
+        problems.append(
+            f"setting '{key}': expected a list like {wanted}, got a string; read as {read_as}"
+        )
+    return problems
 
 
 def _merge_dataclass(low: T, high: T) -> T:

@@ -424,10 +424,11 @@ def test_non_utf8_does_not_change_the_exit_code(
     code, out, err = run_main(capsys, "check")
     assert code == 0
     assert err == "latin.py: not UTF-8 (byte 0xe9 at offset 18), skipped\n"
-    assert out == "All checks passed: 1 file.\n"
+    assert out == "All checks passed: 1 file (1 skipped: not UTF-8).\n"
 
 
 def test_ten_megabyte_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(project / "pyproject.toml", "[tool.inplace-lsp]\nmax_file_bytes = 20_000_000\n")
     body = "x = torch.zeros(3)\n" * (10 * 1024 * 1024 // 19)
     write(project / "big.py", "import torch\n" + body + "x += 1  #! IPL008 warning\n")
     code, out, _ = run_main(capsys, "check", "--format", "json")
@@ -586,7 +587,7 @@ def test_subprocess_walk_exclude_skip_and_non_utf8(tmp_path: Path) -> None:
     assert result.stderr == (
         f"{os.path.join('pkg', 'latin1.py')}: not UTF-8 (byte 0xff at offset 18), skipped\n"
     )
-    assert result.stdout == "All checks passed: 1 file.\n"
+    assert result.stdout == "All checks passed: 1 file (1 skipped: not UTF-8).\n"
     assert result.returncode == 0
     # A file named on the command line is checked even inside an excluded directory.
     result = run_cli("check", "build/lib/model.py", "pkg/util.py", cwd=tmp_path)
@@ -598,3 +599,167 @@ def test_subprocess_json_on_real_engine(tmp_path: Path) -> None:
     result = run_cli("check", "--format", "json", "a.py", cwd=tmp_path)
     assert result.returncode in (0, 1)
     assert isinstance(json.loads(result.stdout), list)
+
+
+# ---------------------------------------------------------------- issue 10: hostile input
+
+
+def test_summary_says_what_was_skipped_and_why(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "latin.py").write_bytes(b"import torch\n# caf\xe9\n")
+    code, out, _ = run_main(capsys, "check", "latin.py")
+    assert (code, out) == (0, "All checks passed: 0 files (1 skipped: not UTF-8).\n")
+    (project / "latin2.py").write_bytes(b"import torch\n# \xff\n")
+    write(project / "big.py", "import torch\n" + "x = 1\n" * 100)
+    write(project / "pyproject.toml", "[tool.inplace-lsp]\nmax_file_bytes = 500\n")
+    write(project / "model.py", MODEL)
+    code, out, err = run_main(capsys, "check")
+    assert "big.py: file too large to analyse (0.0 MB > 0.0 MB, setting max_file_bytes)" in err
+    assert out.splitlines()[-1] == (
+        "Found 2 problems (1 error, 1 warning) in 1 of 1 file "
+        "(3 skipped: 2 not UTF-8, 1 too large)."
+    )
+
+
+def test_a_file_above_max_file_bytes_is_not_read_whole(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(project / "pyproject.toml", "[tool.inplace-lsp]\nmax_file_bytes = 1000\n")
+    write(project / "big.py", "import torch\n" + "x = torch.zeros(3)\n" * 100)
+    analysed: list[str] = []
+    patch_analyzer(monkeypatch, lambda text, path: analysed.append(text) or [])
+    code, out, err = run_main(capsys, "check", "big.py")
+    assert (code, analysed) == (0, [])
+    assert err == (
+        "big.py: file too large to analyse (0.0 MB > 0.0 MB, setting max_file_bytes), skipped\n"
+    )
+    assert out == "All checks passed: 0 files (1 skipped: too large).\n"
+
+
+def test_nothing_selected_and_every_file_excluded_are_said(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(project / "model.py", MODEL)
+    code, out, err = run_main(capsys, "check", "--select", "")
+    assert code == 0
+    assert err.startswith("warning: nothing selected")
+    write(project / "pyproject.toml", '[tool.inplace-lsp]\nexclude = ["*"]\n')
+    code, out, err = run_main(capsys, "check")
+    assert (code, out) == (0, "All checks passed: 0 files.\n")
+    assert (
+        err
+        == "warning: every file excluded (1 file matched the exclude patterns): nothing to check\n"
+    )
+    write(project / "pyproject.toml", '[tool.inplace-lsp]\nselect = "IPL008"\n')
+    code, out, err = run_main(capsys, "check")
+    assert "setting 'select': expected a list like [\"IPL008\"], got a string" in err
+    assert "IPL008" in out and "IPL001" not in out  # the string is still read
+
+
+def _remove_nested(top: Path) -> None:
+    """Removes top/d/d/.../d one level at a time (shutil.rmtree, and so pytest's clean-up of
+    old temporary directories, recurses once per level and would fail on it)."""
+    while (top / "d").exists():
+        if (top / "d" / "d").exists():
+            (top / "d" / "d").rename(top / "next")
+        for leftover in (top / "d").iterdir():
+            leftover.unlink()
+        (top / "d").rmdir()
+        if (top / "next").exists():
+            (top / "next").rename(top / "d")
+
+
+def test_a_directory_nested_a_thousand_deep_is_walked(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Built with dir_fd: os.makedirs itself recurses once per level.
+    fd = os.open(project, os.O_RDONLY)
+    try:
+        for _ in range(1000):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        with open(os.open("m.py", os.O_WRONLY | os.O_CREAT, dir_fd=fd), "w") as stream:
+            stream.write(MODEL)
+        os.close(fd)
+        write(project / "top.py", MODEL)
+        code, out, err = run_main(capsys, "check", "--format", "json")
+        assert (code, err) == (1, "")
+        paths = [r["path"] for r in json.loads(out)]
+        assert paths.count(os.path.join(*["d"] * 1000, "m.py")) == 2
+        assert paths.count("top.py") == 2
+    finally:
+        _remove_nested(project)
+
+
+def run_cli_bytes(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    """`python -m inplace_lsp` with a timeout (a hang fails the test instead of the suite)."""
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "inplace_lsp", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        timeout=timeout,
+    )
+
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+
+
+@needs_fifo
+def test_fifos_and_device_links_are_skipped_not_read(tmp_path: Path) -> None:
+    write(tmp_path / "model.py", "import torch\n")
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "zero.py").symlink_to("/dev/zero")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "linked.py").symlink_to("sub")  # a directory link: not followed, not said
+    walked = run_cli_bytes("check", cwd=tmp_path)
+    assert walked.stderr.decode().splitlines() == [
+        "pipe.py: not a regular file (a FIFO), skipped",
+        "zero.py: not a regular file (a character device), skipped",
+    ]
+    assert walked.stdout == b"All checks passed: 1 file (2 skipped: not a regular file).\n"
+    assert walked.returncode == 0
+    named = run_cli_bytes("check", "pipe.py", "zero.py", cwd=tmp_path)
+    assert named.stdout == b"All checks passed: 0 files (2 skipped: not a regular file).\n"
+    verified = run_cli_bytes("verify", "pipe.py", cwd=tmp_path)
+    assert (verified.returncode, verified.stderr) == (
+        2,
+        b"pipe.py: not a regular file (a FIFO), skipped\n",
+    )
+
+
+def test_sarif_escapes_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
+    name = os.fsdecode(b"caf\xe9.py")
+    try:
+        (tmp_path / name).write_text(
+            "import torch\nx = torch.ones(3, requires_grad=True)\nx.add_(1)\n"
+        )
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system takes only UTF-8 names")
+    result = run_cli_bytes("check", "--format", "sarif", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    log = json.loads(result.stdout)
+    (finding,) = log["runs"][0]["results"]
+    assert finding["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "caf%E9.py"
+    absolute = run_cli_bytes("check", "--format", "sarif", str(tmp_path / name), cwd=tmp_path)
+    uri = json.loads(absolute.stdout)["runs"][0]["results"][0]["locations"][0]
+    assert uri["physicalLocation"]["artifactLocation"]["uri"].endswith("/caf%E9.py")
+
+
+def test_a_function_too_deep_to_analyse_is_said_and_counted(tmp_path: Path) -> None:
+    write(
+        tmp_path / "deep.py",
+        "import torch\n\n\ndef deep(x):\n    h = torch.sigmoid(x)\n    h.mul_(2)\n"
+        "    return h" + ".clone()" * 400 + "\n",
+    )
+    result = run_cli_bytes("check", "deep.py", cwd=tmp_path)
+    assert result.stderr.decode().startswith(
+        "deep.py:4:1: note: function `deep` is too deep to analyse"
+    )
+    assert result.stdout == b"All checks passed: 1 file (1 function too deep to analyse).\n"

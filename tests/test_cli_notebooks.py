@@ -329,7 +329,9 @@ def test_check_dot_finds_notebooks_and_skips_checkpoints(
     assert (code, err) == (1, "r.ipynb: not a Python notebook (r), skipped\n")
     *findings, summary = [line for line in out.splitlines() if not line.startswith(" ")]
     assert {line.split(":", 1)[0] for line in findings} == {os.path.join("notebooks", "nb.ipynb")}
-    assert summary == "Found 2 problems (2 errors, 0 warnings) in 1 of 1 file."
+    assert summary == (
+        "Found 2 problems (2 errors, 0 warnings) in 1 of 1 file (1 skipped: not a Python notebook)."
+    )
 
 
 def test_a_fix_that_would_cross_cells_is_left_out(

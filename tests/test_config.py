@@ -384,3 +384,44 @@ def test_noqa(line: str, code: str, expected: bool) -> None:
 )
 def test_is_excluded(path: str, patterns: tuple[str, ...], expected: bool) -> None:
     assert Settings(exclude=patterns).is_excluded(PurePath(path)) is expected
+
+
+# ---------------------------------------------------------------- issue 10: limits, lists
+
+
+def test_max_file_bytes_default_and_spellings(tmp_path: Path) -> None:
+    assert Settings().max_file_bytes == 2_000_000
+    assert from_wire({"maxFileBytes": 5000}) == (Settings(max_file_bytes=5000), [])
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text("[tool.inplace-lsp]\nmax-file-bytes = 10_000_000\n", encoding="utf-8")
+    assert config.load_settings(pyproject)[0].max_file_bytes == 10_000_000
+
+
+@pytest.mark.parametrize("value", [0, -1, "2MB", True, 1.5, None])
+def test_max_file_bytes_must_be_a_positive_integer(value: object) -> None:
+    settings, problems = from_wire({"maxFileBytes": value})
+    assert settings.max_file_bytes == 2_000_000
+    assert len(problems) == 1
+    assert "'maxFileBytes': expected a positive number of bytes" in problems[0]
+
+
+def test_a_string_where_the_file_wants_a_list_is_read_but_said(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[tool.inplace-lsp]\nselect = "IPL001,IPL003"\nexclude = "gen"\nignore = ["IPL008"]\n',
+        encoding="utf-8",
+    )
+    settings, problems = config.load_settings(pyproject)
+    assert (settings.select, settings.exclude, settings.ignore) == (
+        ("IPL001", "IPL003"),
+        ("gen",),
+        ("IPL008",),
+    )
+    assert problems == [
+        f'{pyproject}: setting \'select\': expected a list like ["IPL001", "IPL003"], got '
+        "a string; read as comma-separated codes",
+        f"{pyproject}: setting 'exclude': expected a list like [\"gen\"], got a string; "
+        "read as one pattern",
+    ]
+    # The command line's --select takes comma-separated text: no warning there.
+    assert from_wire({"select": "IPL001,IPL003"})[1] == []

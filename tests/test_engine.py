@@ -5,6 +5,7 @@ count code points after non-ASCII text."""
 from __future__ import annotations
 
 import ast
+import logging
 import os
 import random
 import subprocess
@@ -167,6 +168,8 @@ def test_cli_on_a_ten_megabyte_file(tmp_path: Path) -> None:
     body = "".join(block.replace("{n}", str(i)) for i in range(10 * 1024 * 1024 // len(block) + 1))
     path = tmp_path / "huge.py"
     path.write_text(body, encoding="utf-8")
+    # Above the default max_file_bytes (2 MB): a project can raise it.
+    (tmp_path / "pyproject.toml").write_text("[tool.inplace-lsp]\nmax_file_bytes = 20_000_000\n")
     run = subprocess.run(
         [sys.executable, "-m", "inplace_lsp", "check", "--format", "json", str(path)],
         capture_output=True,
@@ -250,3 +253,35 @@ def test_what_is_kept_for_old_texts_is_bounded() -> None:
         doc.update("".join(lines))
         assert cache.chars <= 3 * len(text) + len(text)  # the trees kept, and the first split
         assert len(doc._results) <= 2 + 32
+
+
+# A method chain 400 calls long: the interpreter runs out of Python's stack on it.
+_DEEP_CHAIN = (
+    "import torch\n"
+    "\n"
+    "def deep(x):\n"
+    "    h = torch.sigmoid(x)\n"
+    "    h.mul_(2)\n"
+    "    return h" + ".clone()" * 400 + "\n"
+    "\n"
+    "def shallow(x):\n"
+    "    h = torch.sigmoid(x)\n"
+    "    h.mul_(2)\n"
+    "    return h\n"
+)
+
+
+def test_a_function_too_deep_to_analyse_is_said_not_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    result = analyze_document(_DEEP_CHAIN)
+    assert [(n.line, n.subject) for n in result.notes] == [(3, "function `deep`")]
+    assert "too deep to analyse" in result.notes[0].message
+    assert "line 6" in result.notes[0].message  # the statement that was too deep
+    assert [(f.code, f.span.line) for f in result.findings] == [("IPL001", 10)]  # shallow's
+    # The language server's analysis logs it, once per function, not per keystroke.
+    analysis = DocumentAnalysis()
+    with caplog.at_level(logging.WARNING, logger="inplace_lsp.analysis.engine"):
+        analysis.update(_DEEP_CHAIN)
+        analysis.update(_DEEP_CHAIN.replace("mul_(2)", "mul_(3)"))
+    assert [r.getMessage() for r in caplog.records] == ["<document>:3: " + result.notes[0].message]

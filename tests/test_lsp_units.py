@@ -938,3 +938,21 @@ def test_incremental_edits_after_form_feed_and_line_separator() -> None:
     )
     document.apply_change(change)
     assert document.source == "a = 1\f# x\u2028y\nh = h + 1\n"
+
+
+def test_a_document_above_max_file_bytes_gets_one_note_and_no_analysis(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.inplace-lsp]\nmax_file_bytes = 2000\n")
+    session, client = _session(tmp_path)
+    uri = (tmp_path / "m.py").as_uri()
+    big = DOC + "# padding\n" * 200  # about 2.3 KB: over the limit
+    session.open_document(uri, 1, big)
+    version, found = next((v, d) for u, v, d in reversed(client.published) if u == uri)
+    assert version == 1
+    assert [
+        (d.message.split(" (")[0], d.range.start.line, d.severity, d.source) for d in found
+    ] == [("file too large to analyse", 0, types.DiagnosticSeverity.Information, "inplace-lsp")]
+    assert "MB > 0.0 MB" in found[0].message
+    session.change_document(uri, 2, big + "x = 1\n", saved=False)
+    assert len(client.last(uri)[1]) == 1  # still only the note
+    session.change_document(uri, 3, DOC, saved=False)  # below the limit: analysed again
+    assert client.last(uri) == (3, ["IPL001", "IPL003"])

@@ -397,6 +397,7 @@ class Interpreter:
         self.group_names: dict[int, set[str]] = {}
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
         self.work = 0
+        self.too_deep_line: int | None = None  # the statement Python's stack could not take
 
     # ------------------------------------------------------------------ entry points
 
@@ -523,7 +524,11 @@ class Interpreter:
             try:
                 self.exec_stmt(stmt, frame)
             except RecursionError:
-                return
+                # Too deep for Python's stack: the caller says so for the whole function.
+                # Only an assignment here: a call could overflow again.
+                if self.too_deep_line is None:
+                    self.too_deep_line = getattr(stmt, "lineno", 1) + frame.start - 1
+                raise
 
     def exec_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
         method = _STMT_HANDLERS.get(type(stmt))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import gc
 import hashlib
+import logging
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -27,6 +28,8 @@ from inplace_lsp.analysis.rules.base import DocContext, Rule
 from inplace_lsp.analysis.rules.ipl006_anomaly_left_on import AnomalyLeftOn
 from inplace_lsp.analysis.workspace import Workspace
 
+logger = logging.getLogger(__name__)
+
 _SELF_ATTR = re.compile(r"\bself\.(\w+)")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFORMATION: 2, Severity.HINT: 3}
@@ -40,6 +43,17 @@ class SyntaxProblem:
 
 
 @dataclass(frozen=True)
+class Note:
+    """Code the analysis gave up on (nested too deep for Python's stack): its findings are
+    not reported, and the user is told so, at the function's (or statement's) line."""
+
+    line: int
+    col: int
+    message: str
+    subject: str  # what was given up on ("function `Net.forward`"): said once per subject
+
+
+@dataclass(frozen=True)
 class DocumentResult:
     findings: list[Finding]
     syntax_errors: list[SyntaxProblem]
@@ -47,6 +61,10 @@ class DocumentResult:
     # What `verify` can run: ("module" | "function", name, 1-based line of class / def), for
     # nn.Module subclasses and top-level functions that call backward().
     targets: tuple[tuple[str, str, int, int], ...] = ()
+    notes: tuple[Note, ...] = ()
+
+
+_Analysed = tuple[list[Finding], tuple[Note, ...]]  # a block's findings and notes
 
 
 _OLD_RESULTS = 32  # findings of texts the document no longer has, kept for an undo
@@ -70,7 +88,12 @@ class DocumentAnalysis:
         self.splitter = Splitter(self.parse_cache)
         self._fragments: dict[tuple[str, int, int], model_mod.Fragment] = {}
         self._imports: dict[str, list[tuple[str, str]]] = {}
-        self._results: OrderedDict[tuple[str, int, str], list[Finding]] = OrderedDict()
+        self._results: OrderedDict[tuple[str, int, str], _Analysed] = OrderedDict()
+        # A caller that reports DocumentResult.notes itself (the CLI) turns this off; the
+        # language server has them logged, once per function (each keystroke in a function
+        # analyses it again).
+        self.log_notes = True
+        self._logged: set[str] = set()
         self._rules: list[Rule] = [rule() for rule in RULES]
         self._candidates: frozenset[str] = frozenset()
         self._candidate_functions: frozenset[str] = frozenset()
@@ -109,6 +132,7 @@ class DocumentAnalysis:
             + (str(self.workspace.generation) if self.workspace else "")
         )
         findings: list[Finding] = []
+        notes: list[Note] = []
         analysed = used = 0
         dependencies = _Dependencies(defs, texts, self._edges)
         for block in parsed:
@@ -125,8 +149,14 @@ class DocumentAnalysis:
             else:
                 self._results.move_to_end(cache_key)
             used += 1
-            findings.extend(cached)
-        findings.extend(self._analyse_script(parsed, model, ctx, texts, dependencies, imports_key))
+            findings.extend(cached[0])
+            notes.extend(cached[1])
+        script_findings, script_notes = self._analyse_script(
+            parsed, model, ctx, texts, dependencies, imports_key
+        )
+        findings.extend(script_findings)
+        notes.extend(script_notes)
+        self._log(notes)
         self._forget_old_results(used + 1)
         errors = [
             SyntaxProblem(
@@ -137,7 +167,17 @@ class DocumentAnalysis:
             for block in blocks
             if block.tree is None
         ]
-        return DocumentResult(_dedupe(findings), errors, analysed, _verify_targets(parsed, model))
+        return DocumentResult(
+            _dedupe(findings), errors, analysed, _verify_targets(parsed, model), tuple(notes)
+        )
+
+    def _log(self, notes: list[Note]) -> None:
+        if not self.log_notes:
+            return
+        for note in notes:
+            if note.subject not in self._logged:
+                self._logged.add(note.subject)
+                logger.warning("%s:%d: %s", self.path or "<document>", note.line, note.message)
 
     def _analyse_script(
         self,
@@ -147,7 +187,7 @@ class DocumentAnalysis:
         texts: dict[str, _TextFacts],
         dependencies: _Dependencies,
         imports_key: str,
-    ) -> list[Finding]:
+    ) -> _Analysed:
         """The module-level statements of the whole document, interpreted as one program (a
         training script's loop uses names bound statements earlier)."""
         loose = [b for b in blocks if texts[b.key].script]
@@ -155,7 +195,7 @@ class DocumentAnalysis:
             texts[b.key].candidate or not self._candidate_functions.isdisjoint(texts[b.key].names)
             for b in loose
         ):
-            return []
+            return [], ()
         names = frozenset().union(*(texts[b.key].names for b in loose))
         deps = dependencies.digest(names)
         key = _digest(imports_key + repr([(b.key, b.start_line) for b in loose]) + deps)
@@ -166,9 +206,11 @@ class DocumentAnalysis:
             interp = Interpreter(model, self.knowledge)
             try:
                 facts = interp.run_module_code(pieces)
-                cached = [f for rule in self._rules for f in rule.check(facts, ctx)]
+                cached = ([f for rule in self._rules for f in rule.check(facts, ctx)], ())
             except RecursionError:
-                cached = []
+                line = interp.too_deep_line or loose[0].start_line
+                what = "the module-level code"
+                cached = ([], (Note(line, 0, _too_deep(what, line), what),))
             self._results[cache_key] = cached
         else:
             self._results.move_to_end(cache_key)
@@ -315,9 +357,10 @@ class DocumentAnalysis:
 
     def _analyse_block(
         self, block: Block, model: model_mod.ModuleModel, ctx: DocContext
-    ) -> list[Finding]:
+    ) -> _Analysed:
         tree = block.tree
         assert tree is not None
+        notes: list[Note] = []
         block_lines = block.text.splitlines()
         findings: list[Finding] = []
         for rule in self._rules:
@@ -342,11 +385,18 @@ class DocumentAnalysis:
             try:
                 facts = interp.run_function(fn, block.start, owner)
             except RecursionError:
+                # Said, never a silent loss: the findings of a half-interpreted function
+                # could be wrong either way, so none are reported for it.
+                line = fn.lineno + block.start - 1
+                name = f"{owner.name}.{fn.name}" if owner is not None else fn.name
+                where = interp.too_deep_line or line
+                what = f"function `{name}`"
+                notes.append(Note(line, fn.col_offset, _too_deep(what, where), what))
                 continue
             _drop_intended_accumulations(facts, fn)
             for rule in self._rules:
                 findings.extend(rule.check(facts, ctx))
-        return findings
+        return findings, tuple(notes)
 
 
 @dataclass(frozen=True)
@@ -436,6 +486,13 @@ def _candidate_defs(
                 candidates.add(name)
                 changed = True
     return frozenset(candidates)
+
+
+def _too_deep(what: str, line: int) -> str:
+    return (
+        f"{what} is too deep to analyse (an expression or call chain nested too deep, "
+        f"line {line}): its in-place problems are not reported"
+    )
 
 
 def _drop_intended_accumulations(facts: Facts, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -542,7 +599,11 @@ def analyze_document(text: str, path: str | None = None) -> DocumentResult:
     """Findings and syntax errors of one source text; `path` lets it read the files it
     imports from."""
     if path is None:
-        return DocumentAnalysis().update(text)
-    workspace = default_workspace()
-    analysis = DocumentAnalysis(parse_cache=workspace.parse_cache, path=path, workspace=workspace)
+        analysis = DocumentAnalysis()
+    else:
+        workspace = default_workspace()
+        analysis = DocumentAnalysis(
+            parse_cache=workspace.parse_cache, path=path, workspace=workspace
+        )
+    analysis.log_notes = False  # the caller has them in the result
     return analysis.update(text)

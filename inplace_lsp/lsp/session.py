@@ -192,6 +192,8 @@ class Session:
         self._verify_runs: set[threading.Event] = set()  # cancel events of runs in flight
         # The code lenses of the newest snapshot (written by the scheduler's worker threads).
         self._lenses: dict[str, tuple[Snapshot, tuple[LensTarget, ...]]] = {}
+        # uri -> (version, size in bytes, limit) of a document above max_file_bytes
+        self._too_large: dict[str, tuple[int | None, int, int]] = {}
 
     # ------------------------------------------------------------------ documents
 
@@ -201,6 +203,7 @@ class Session:
         self._documents[uri] = _Document(uri, path, layout, text, version)
         self._published_version.pop(uri, None)  # a reopened document counts from 1 again
         self._report_project_problems(path)
+        text = self._sized(uri, path, version, text)
         self.scheduler.open(uri, path, version, text, attachment=layout)
 
     def change_document(self, uri: str, version: int | None, text: str, *, saved: bool) -> None:
@@ -209,7 +212,38 @@ class Session:
         if document is not None:
             if not saved:  # first: the analysis of the new version may be published at once
                 self._follow_verified(uri, version, text)
+            text = self._sized(uri, document.path, version, text)
             self._submit(document, version, text, Layout.single(uri, version), saved=saved)
+
+    def _sized(self, uri: str, path: str | None, version: int | None, text: str) -> str:
+        """The text to analyse: a document above max_file_bytes (a 20 MB one took 150 s and
+        4 GB) is analysed as an empty text, so it has no findings, lenses or fixes, and one
+        diagnostic says why; below the limit again, it is analysed as usual."""
+        limit = self.settings.for_path(path).settings.max_file_bytes
+        # UTF-8 takes at most 4 bytes per character (a lone surrogate 3, with surrogatepass).
+        size = len(text) if len(text) * 4 <= limit else len(text.encode("utf-8", "surrogatepass"))
+        if size <= limit:
+            self._too_large.pop(uri, None)
+            return text
+        self._too_large[uri] = (version, size, limit)
+        return ""
+
+    def _size_diagnostics(self, uri: str, version: int | None) -> list[types.Diagnostic]:
+        too_large = self._too_large.get(uri)
+        if too_large is None or too_large[0] != version:
+            return []
+        _, size, limit = too_large
+        return [
+            types.Diagnostic(
+                range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+                message=(
+                    f"file too large to analyse ({size / 1e6:.1f} MB > {limit / 1e6:.1f} MB, "
+                    "setting maxFileBytes): inplace-lsp skips it"
+                ),
+                severity=types.DiagnosticSeverity.Information,
+                source=convert.SOURCE,
+            )
+        ]
 
     def _submit(
         self, document: _Document, version: int | None, text: str, layout: Layout, *, saved: bool
@@ -242,6 +276,7 @@ class Session:
     def close_document(self, uri: str) -> None:
         document = self._documents.pop(uri, None)
         self.scheduler.close(uri)
+        self._too_large.pop(uri, None)
         self._views.pop(uri, None)
         self._lenses.pop(uri, None)
         verified = self._verified.pop(uri, None)
@@ -387,6 +422,7 @@ class Session:
                 continue  # never an older version's diagnostics over a newer one's
             found = view.diagnostics_for(cell.uri)
             found += self._verify_diagnostics(cell.uri, cell.version)
+            found += self._size_diagnostics(cell.uri, cell.version)
             self.client.publish(cell.uri, cell.version, found)
             self._published_version[cell.uri] = cell.version
             uris.add(cell.uri)
@@ -412,8 +448,9 @@ class Session:
         verified = []
         if cell is not None and not self.features.verify_pushed:
             verified = self._verify_diagnostics(uri, cell.version)
+        sized = self._size_diagnostics(uri, cell.version) if cell is not None else []
         return types.RelatedFullDocumentDiagnosticReport(
-            items=view.diagnostics_for(uri) + verified, result_id=result_id
+            items=view.diagnostics_for(uri) + verified + sized, result_id=result_id
         )
 
     def _lines_of_file(self, path: str) -> list[str] | None:
