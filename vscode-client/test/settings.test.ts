@@ -46,6 +46,7 @@ describe('resolveSettings', () => {
                 showHints: true,
                 run: 'onSave',
                 debounceMs: 250,
+                maxFileBytes: 5000000,
                 'verify.device': 'cpu',
                 'verify.timeoutS': 30,
                 'verify.python': '${env:VENV}/bin/python',
@@ -62,6 +63,7 @@ describe('resolveSettings', () => {
             showHints: true,
             run: 'onSave',
             debounceMs: 250,
+            maxFileBytes: 5000000,
             verify: { device: 'cpu', timeoutS: 30, python: '/venvs/torch/bin/python', launcher: ['srun', '--chdir=/ws'] },
         });
     });
@@ -76,6 +78,7 @@ describe('resolveSettings', () => {
                 showHints: 1,
                 run: 'always',
                 debounceMs: Number.NaN,
+                maxFileBytes: 'big',
                 'verify.device': 'tpu',
                 'verify.timeoutS': '10',
                 'verify.python': '   ',
@@ -95,7 +98,7 @@ describe('serverSettings', () => {
     it('leaves out interpreter, which the server would report as unknown', () => {
         const sent = serverSettings({ ...DEFAULTS, interpreter: ['/usr/bin/python3'] });
         assert.equal('interpreter' in sent, false);
-        assert.deepEqual(Object.keys(sent).sort(), ['debounceMs', 'ignore', 'run', 'select', 'severity', 'showHints', 'strict', 'verify']);
+        assert.deepEqual(Object.keys(sent).sort(), ['debounceMs', 'ignore', 'maxFileBytes', 'run', 'select', 'severity', 'showHints', 'strict', 'verify']);
     });
 });
 

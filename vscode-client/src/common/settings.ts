@@ -26,6 +26,7 @@ export interface ISettings {
     showHints: boolean;
     run: RunMode;
     debounceMs: number;
+    maxFileBytes: number;
     verify: IVerifySettings;
 }
 
@@ -41,6 +42,7 @@ export const DEFAULTS: ISettings = {
     showHints: false,
     run: 'onType',
     debounceMs: 0,
+    maxFileBytes: 2_000_000,
     verify: { device: 'auto', timeoutS: 120, python: null, launcher: [] },
 };
 
@@ -102,6 +104,7 @@ export function resolveSettings(config: ConfigurationLike, context: VariableCont
         showHints: config.get<unknown>('showHints') === true,
         run: oneOf(config.get('run'), ['onType', 'onSave'] as const, DEFAULTS.run),
         debounceMs: finiteNumber(config.get('debounceMs'), DEFAULTS.debounceMs),
+        maxFileBytes: finiteNumber(config.get('maxFileBytes'), DEFAULTS.maxFileBytes),
         verify: {
             device: oneOf(config.get('verify.device'), ['auto', 'cuda', 'cpu'] as const, DEFAULTS.verify.device),
             timeoutS: finiteNumber(config.get('verify.timeoutS'), DEFAULTS.verify.timeoutS),
