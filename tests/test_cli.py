@@ -517,7 +517,8 @@ def test_worker_crash_is_reported(project: Path, monkeypatch: pytest.MonkeyPatch
 # ---------------------------------------------------------------- subprocess smoke tests
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_cli_bytes(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    """`python -m inplace_lsp` with a timeout (a hang fails the test instead of the suite)."""
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
     )
@@ -526,8 +527,14 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         cwd=cwd,
         env=env,
         capture_output=True,
-        text=True,
-        timeout=120,
+        timeout=timeout,
+    )
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    result = run_cli_bytes(*args, cwd=cwd, timeout=120)
+    return subprocess.CompletedProcess(
+        result.args, result.returncode, result.stdout.decode(), result.stderr.decode()
     )
 
 
@@ -692,20 +699,6 @@ def test_a_directory_nested_a_thousand_deep_is_walked(
         assert paths.count("top.py") == 2
     finally:
         _remove_nested(project)
-
-
-def run_cli_bytes(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
-    """`python -m inplace_lsp` with a timeout (a hang fails the test instead of the suite)."""
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "inplace_lsp", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        timeout=timeout,
-    )
 
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")

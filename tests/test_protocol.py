@@ -430,3 +430,35 @@ def test_a_version_going_backwards_is_analysed_and_fixed_as_the_buffer_is(server
     assert [line for line in fixed.splitlines() if line in kept] == kept, fixed
     assert "h += 1" not in fixed
     assert server.stop() == 0
+
+
+# ---------------------------------------------------------------- bursts (issue 10, item 3)
+
+BURST_TEXT = "import torch\n\n\ndef f(x):\n    h = torch.sigmoid(x)\n    h += 1\n    return h  # \n"
+BURST = 2000
+
+
+def test_a_burst_of_changes_is_analysed_once(server: Server) -> None:
+    """2,000 didChange in one write, faster than any analysis (each types a character into the
+    comment of line 7), end in one analysis of the last version; before, 1,994 publishes."""
+    server.initialize({"textDocument": {"publishDiagnostics": {"versionSupport": True}}})
+    uri = (server.workspace / "burst.py").as_uri()
+    document = {"uri": uri, "languageId": "python", "version": 1, "text": BURST_TEXT}
+    frames = [frame(notification("textDocument/didOpen", {"textDocument": document}))]
+    for n in range(BURST):
+        end = {"line": 6, "character": 15 + n}
+        change = {"range": {"start": end, "end": end}, "text": "x"}
+        params = {"textDocument": {"uri": uri, "version": n + 2}, "contentChanges": [change]}
+        frames.append(frame(notification("textDocument/didChange", params)))
+    server.write(b"".join(frames))
+    last = BURST + 1
+    published: list[dict[str, Any]] = []
+    while not any(p.get("version") == last for p in published):
+        message = server.next_message(f"diagnostics of version {last}")
+        if message.get("method") == "textDocument/publishDiagnostics":
+            if message["params"]["uri"] == uri:
+                published.append(message["params"])
+    # One, where nothing else runs; a loaded machine may split the burst a few times.
+    assert len(published) <= 20, f"{len(published)} publishes for one burst"
+    assert [d["code"] for d in published[-1]["diagnostics"]] == ["IPL001"]
+    assert server.stop() == 0
