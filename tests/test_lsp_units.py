@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import socket
 import subprocess
 import sys
@@ -956,3 +957,24 @@ def test_a_document_above_max_file_bytes_gets_one_note_and_no_analysis(tmp_path:
     assert len(client.last(uri)[1]) == 1  # still only the note
     session.change_document(uri, 3, DOC, saved=False)  # below the limit: analysed again
     assert client.last(uri) == (3, ["IPL001", "IPL003"])
+
+
+def test_the_fast_position_codec_agrees_with_pyglss() -> None:
+    """On ASCII lines the server's codec skips pygls's per-character loop; every position,
+    past the end and on empty or CRLF lines too, must convert as pygls converts it."""
+    from pygls.workspace.position_codec import PositionCodec
+
+    from inplace_lsp.lsp.server import _FastCodec
+
+    rng = random.Random(0)
+    lines = ["", "\n", "x\r\n", "    h += 1\n", "é = 1\n", "s = '😀' + x\n", "tail"]
+    lines += ["".join(rng.choice("ab (:\t") for _ in range(rng.randrange(30))) + "\n"]
+    for encoding in ("utf-8", "utf-16", "utf-32"):
+        fast, reference = _FastCodec(encoding), PositionCodec(encoding)
+        for line in range(len(lines) + 1):
+            for character in range(40):
+                got = fast.position_from_client_units(lines, types.Position(line, character))
+                want = reference.position_from_client_units(lines, types.Position(line, character))
+                assert got == want, (encoding, line, character)
+        for text in lines:
+            assert fast.client_num_units(text) == reference.client_num_units(text)

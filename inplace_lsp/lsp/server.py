@@ -21,7 +21,7 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any, BinaryIO
 from urllib.parse import unquote
 
@@ -38,6 +38,7 @@ from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
+from pygls.workspace.position_codec import PositionCodec, ServerTextPosition
 from pygls.workspace.text_document import TextDocument
 
 from inplace_lsp import __version__
@@ -393,6 +394,28 @@ def _warm_up() -> None:
     gc.freeze()
 
 
+class _FastCodec(PositionCodec):
+    """pygls's position codec, without its per-character Python loop on ASCII lines (where
+    every encoding counts one unit a character): a burst of 3,000 changes typed into one line
+    spent 20 of its 24 s converting their positions."""
+
+    def client_num_units(self, string: str) -> int:
+        return len(string) if string.isascii() else int(super().client_num_units(string))
+
+    def position_from_client_units(
+        self, lines: Sequence[str], position: types.Position
+    ) -> ServerTextPosition:
+        if not 0 <= position.line < len(lines) or not lines[position.line].isascii():
+            return super().position_from_client_units(lines, position)
+        length = len(lines[position.line].replace("\r\n", "\n"))
+        character = position.character
+        if length == 0:
+            character = 0
+        elif character > length:
+            character = length - 1  # as pygls does for a column past the line's end
+        return ServerTextPosition(line=position.line, character=character)
+
+
 def build_server() -> InplaceLanguageServer:
     server = InplaceLanguageServer()
 
@@ -401,6 +424,8 @@ def build_server() -> InplaceLanguageServer:
         general = params.capabilities.general
         encoding = convert.choose_encoding(general.position_encodings if general else None)
         features = Features.of(params.capabilities, encoding)
+        # Documents take the workspace's codec when they open, after this handler.
+        ls.workspace._position_codec = _FastCodec(ls.workspace.position_codec.encoding)
         client = _PyglsClient(ls, asyncio.get_running_loop())
         ls.start(Session(client, features, root=_root(params)))
         ls.init_options = params.initialization_options
