@@ -462,3 +462,26 @@ def test_a_burst_of_changes_is_analysed_once(server: Server) -> None:
     assert len(published) <= 20, f"{len(published)} publishes for one burst"
     assert [d["code"] for d in published[-1]["diagnostics"]] == ["IPL001"]
     assert server.stop() == 0
+
+
+def test_a_hover_right_after_a_change_describes_the_new_text(server: Server) -> None:
+    """Two lines typed above a flagged write, and a hover on the write's new line in the same
+    write to the pipe: the hover answers for the buffer's text (the write is there now), not
+    for the analysis of the text before."""
+    server.initialize()
+    uri = (server.workspace / "shifted.py").as_uri()
+    document = {"uri": uri, "languageId": "python", "version": 1, "text": BURST_TEXT}
+    server.send(notification("textDocument/didOpen", {"textDocument": document}))
+    server.next_message("diagnostics of version 1")
+    top = {"line": 0, "character": 0}
+    change = {"range": {"start": top, "end": top}, "text": "# one\n# two\n"}
+    params = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [change]}
+    where = {"textDocument": {"uri": uri}, "position": {"line": 7, "character": 6}}
+    server.write(
+        frame(notification("textDocument/didChange", params))
+        + frame(request(7, "textDocument/hover", where))
+    )
+    answer = server.reply(7)
+    assert answer.get("result") is not None, answer
+    assert "IPL001" in json.dumps(answer["result"])
+    assert server.stop() == 0

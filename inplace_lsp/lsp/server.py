@@ -558,7 +558,9 @@ def build_server() -> InplaceLanguageServer:
         return ls.session.resolve_code_action(action)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(ls: InplaceLanguageServer, params: types.HoverParams) -> types.Hover | None:
+    async def hover(ls: InplaceLanguageServer, params: types.HoverParams) -> types.Hover | None:
+        # As for code actions: a hover describes the text in the buffer, not an older one.
+        await ls.session.settled(params.text_document.uri)
         return ls.session.hover(params.text_document.uri, params.position)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
