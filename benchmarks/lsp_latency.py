@@ -90,14 +90,19 @@ class Client:
         self._ids = itertools.count(1)
         self._replies: dict[int, queue.Queue[tuple[float, dict[str, Any]]]] = {}
         self._published: dict[str, dict[int | None, float]] = {}
+        self.messages: list[dict[str, Any]] = []  # everything the server wrote, in order
         self._condition = threading.Condition()
         self._lock = threading.Lock()
         threading.Thread(target=self._read, name="lsp-reader", daemon=True).start()
 
     def _write(self, message: dict[str, Any]) -> None:
         body = json.dumps(message).encode()
+        self.write_bytes(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def write_bytes(self, data: bytes) -> None:
+        """Writes `data` as it is (frames, or anything else a test of the reader needs)."""
         with self._lock:
-            self._stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self._stdin.write(data)
             self._stdin.flush()
 
     def _read(self) -> None:
@@ -115,13 +120,14 @@ class Client:
             now = time.perf_counter()
             if "method" in message and "id" in message:  # a request from the server
                 self._write({"jsonrpc": "2.0", "id": message["id"], "result": None})
-            elif "id" in message:
+            elif "id" in message and message["id"] in self._replies:
                 self._replies[message["id"]].put((now, message))
-            elif message.get("method") == "textDocument/publishDiagnostics":
-                params = message["params"]
-                with self._condition:
+            with self._condition:
+                self.messages.append(message)
+                if message.get("method") == "textDocument/publishDiagnostics":
+                    params = message["params"]
                     self._published.setdefault(params["uri"], {})[params.get("version")] = now
-                    self._condition.notify_all()
+                self._condition.notify_all()
 
     def request(self, method: str, params: Any) -> tuple[float, Any]:
         """Sends a request; returns (seconds until the reply, its result)."""
@@ -151,6 +157,19 @@ class Client:
                     raise RuntimeError(f"no diagnostics for {uri} version {version}")
                 self._condition.wait(left)
             return self._published[uri][version]
+
+    def wait_for(
+        self, test: Callable[[dict[str, Any]], bool], limit: float = TIMEOUT_S
+    ) -> dict[str, Any] | None:
+        """The first message the server wrote that passes `test` (waits up to `limit`)."""
+        deadline = time.monotonic() + limit
+        with self._condition:
+            while True:
+                found = next((m for m in self.messages if test(m)), None)
+                left = deadline - time.monotonic()
+                if found is not None or left <= 0 or self.process.poll() is not None:
+                    return found
+                self._condition.wait(left)
 
     def rss_mb(self) -> float:
         with open(f"/proc/{self.process.pid}/statm") as statm:

@@ -28,7 +28,6 @@ import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import _sources
+from lsp_latency import Client
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -147,56 +147,6 @@ def _hover(request_id: int) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "textDocument/hover", "params": where}
 
 
-class _Server:
-    def __init__(self, root: Path) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "inplace_lsp", "serve"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=root,
-            env=ENV,
-        )
-        self.messages: list[dict[str, Any]] = []
-        self.arrived = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        stream = self.process.stdout
-        assert stream is not None
-        while True:
-            length = 0
-            while (line := stream.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode("ascii", "replace").partition(":")
-                if name.lower() == "content-length":
-                    length = int(value)
-            body = stream.read(length) if line else b""
-            if not body:
-                return
-            with self.arrived:
-                self.messages.append(json.loads(body))
-                self.arrived.notify_all()
-
-    def write(self, data: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
-
-    def wait_for(self, test: Any, limit: float = LIMIT_S) -> dict[str, Any] | None:
-        deadline = time.monotonic() + limit
-        with self.arrived:
-            while True:
-                found = next((m for m in self.messages if test(m)), None)
-                left = deadline - time.monotonic()
-                if found is not None or left <= 0:
-                    return found
-                self.arrived.wait(left)
-
-    def close(self) -> None:
-        self.process.kill()
-        self.process.wait(10)
-
-
 def protocol(root: Path) -> list[tuple[str, bool, str]]:
     body = json.dumps(_hover(2)).encode()
     cases = {
@@ -218,11 +168,11 @@ def protocol(root: Path) -> list[tuple[str, bool, str]]:
     }
     rows = []
     for number, (label, data) in enumerate(cases.items()):
-        server = _Server(root)
+        server = Client([sys.executable, "-m", "inplace_lsp", "serve"], root)
         try:
-            server.write(_frame(init) + _frame({"jsonrpc": "2.0", "method": "initialized"}))
+            server.write_bytes(_frame(init) + _frame({"jsonrpc": "2.0", "method": "initialized"}))
             server.wait_for(lambda m: m.get("id") == 1)
-            server.write(data + _frame(_hover(100 + number)))
+            server.write_bytes(data + _frame(_hover(100 + number)))
             answered = server.wait_for(lambda m, n=100 + number: m.get("id") == n, 20.0)
             popups = [m for m in server.messages if m.get("method") == "window/showMessage"]
             ok = answered is not None and not popups
@@ -234,7 +184,7 @@ def protocol(root: Path) -> list[tuple[str, bool, str]]:
 
 
 def _burst(root: Path, init: dict[str, Any], count: int = 10_000) -> tuple[str, bool, str]:
-    server = _Server(root)
+    server = Client([sys.executable, "-m", "inplace_lsp", "serve"], root)
     uri = (root / "burst.py").as_uri()
     text = "import torch\n\n\ndef f(x):\n    h = torch.sigmoid(x)\n    h += 1\n    return h  # \n"
     frames = [
@@ -266,7 +216,7 @@ def _burst(root: Path, init: dict[str, Any], count: int = 10_000) -> tuple[str, 
         )
     try:
         start = time.perf_counter()
-        server.write(b"".join(frames))
+        server.write_bytes(b"".join(frames))
         last = server.wait_for(
             lambda m: (
                 m.get("method") == "textDocument/publishDiagnostics"
