@@ -278,10 +278,6 @@ class Unreadable(Exception):
         self.reason = reason
 
 
-def _megabytes(size: int) -> str:
-    return f"{size / 1_000_000:.1f} MB"
-
-
 _FILE_KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a FIFO"),
@@ -318,10 +314,7 @@ def read_source(path: str, max_bytes: int) -> bytes:
 
 
 def _too_large(size: int, max_bytes: int) -> str:
-    return (
-        f"file too large to analyse ({_megabytes(size)} > {_megabytes(max_bytes)}, "
-        "setting max_file_bytes), skipped"
-    )
+    return f"{config.too_large(size, max_bytes, 'max_file_bytes')}, skipped"
 
 
 def check_file(path: str, settings: config.Settings, fix: bool = False) -> FileResult:

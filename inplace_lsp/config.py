@@ -112,6 +112,14 @@ class Settings:
         return False
 
 
+def too_large(size: int, limit: int, setting: str) -> str:
+    """What the CLI and the server say of a file above `max_file_bytes` (`setting` as the
+    user spells it there)."""
+    return (
+        f"file too large to analyse ({size / 1e6:.1f} MB > {limit / 1e6:.1f} MB, setting {setting})"
+    )
+
+
 def _longest_prefix(prefixes: Iterable[str], code: str) -> int:
     return max((len(p) for p in prefixes if code.startswith(p)), default=0)
 

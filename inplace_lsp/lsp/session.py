@@ -27,7 +27,7 @@ from lsprotocol import types
 
 from inplace_lsp.analysis.findings import Span
 from inplace_lsp.analysis.workspace import Workspace
-from inplace_lsp.config import Settings
+from inplace_lsp.config import Settings, too_large
 from inplace_lsp.lsp import actions, convert, hover, verification
 from inplace_lsp.lsp.diagnostics import View, build_view
 from inplace_lsp.lsp.layout import Cell, Layout, notebook_program
@@ -229,17 +229,14 @@ class Session:
         return ""
 
     def _size_diagnostics(self, uri: str, version: int | None) -> list[types.Diagnostic]:
-        too_large = self._too_large.get(uri)
-        if too_large is None or too_large[0] != version:
+        oversized = self._too_large.get(uri)
+        if oversized is None or oversized[0] != version:
             return []
-        _, size, limit = too_large
+        _, size, limit = oversized
         return [
             types.Diagnostic(
                 range=types.Range(types.Position(0, 0), types.Position(0, 0)),
-                message=(
-                    f"file too large to analyse ({size / 1e6:.1f} MB > {limit / 1e6:.1f} MB, "
-                    "setting maxFileBytes): inplace-lsp skips it"
-                ),
+                message=f"{too_large(size, limit, 'maxFileBytes')}: inplace-lsp skips it",
                 severity=types.DiagnosticSeverity.Information,
                 source=convert.SOURCE,
             )
