@@ -150,8 +150,12 @@ def test_edit_reparses_only_the_edited_block() -> None:
         "import torch\n\x00\n",
         "import torch\nclass A(nn.Module):\n    def forward(self, x):\n"
         "        return self.forward(x)\n",
+        "import torch\n\u2028\nx = torch.ones(2)\nx += 1\n",  # a line of a Unicode space
     ],
-    ids=["empty", "blank", "parens-1000", "binop-3000", "nested-ifs", "syntax", "nul", "recursion"],
+    ids=[
+        *("empty", "blank", "parens-1000", "binop-3000", "nested-ifs", "syntax", "nul"),
+        *("recursion", "u2028-line"),
+    ],
 )
 def test_bad_input_never_raises(text: str) -> None:
     result = analyze_document(text)

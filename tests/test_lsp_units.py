@@ -978,3 +978,61 @@ def test_the_fast_position_codec_agrees_with_pyglss() -> None:
                 assert got == want, (encoding, line, character)
         for text in lines:
             assert fast.client_num_units(text) == reference.client_num_units(text)
+
+
+DEEP = (
+    "import torch\n\n\ndef deep(x):\n    h = torch.sigmoid(x)\n    h.mul_(2)\n"
+    "    return h" + ".clone()" * 400 + "\n"
+)
+
+
+def test_a_function_too_deep_to_analyse_gets_a_diagnostic_in_file_and_cell(tmp_path: Path) -> None:
+    """The editor says what `check` says: the function's findings are not reported."""
+    session, client = _session(tmp_path)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, "# é \u2028 \f\n\n" + DEEP)  # no line breaks
+    _, found = next((v, d) for u, v, d in reversed(client.published) if u == uri)
+    (note,) = found
+    assert note.message.startswith("function `deep` is too deep to analyse")
+    assert "line 9" in note.message  # the statement given up on
+    assert note.severity == types.DiagnosticSeverity.Information and note.code is None
+    assert (note.range.start.line, note.range.start.character) == (5, 0)
+    assert (note.range.end.line, note.range.end.character) == (5, len("def deep(x):"))
+    notebook = (tmp_path / "n.ipynb").as_uri()
+    session.open_notebook(notebook, 1, [("a", 1, "x = 1\n"), ("b", 1, DEEP)])
+    _, in_cell = client.last("b")
+    cell_note = next(d for u, v, ds in reversed(client.published) if u == "b" for d in ds)
+    assert in_cell == ["None"] and cell_note.range.start.line == 3
+    assert "line 7" in cell_note.message  # renumbered to the cell's line
+    assert client.last("a") == (1, [])
+
+
+def test_a_notebook_above_max_file_bytes_gets_one_note_in_its_first_cell(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.inplace-lsp]\nmax_file_bytes = 2000\n")
+    session, client = _session(tmp_path)
+    notebook = (tmp_path / "n.ipynb").as_uri()
+    padded = [*NOTEBOOK_CELLS[:2], ("c2", 1, NOTEBOOK_CELLS[2][2] + "# padding\n" * 200)]
+    session.open_notebook(notebook, 1, padded)
+    first = next(d for u, v, ds in reversed(client.published) if u == "c0" for d in ds)
+    assert first.message.startswith("file too large to analyse")
+    assert client.last("c2") == (1, [])  # not analysed: no finding
+    session.change_notebook(notebook, 2, NOTEBOOK_CELLS)  # below the limit again
+    assert client.last("c2") == (1, ["IPL001"]) and client.last("c0") == (1, [])
+
+
+def test_on_save_hover_describes_only_the_buffers_text(tmp_path: Path) -> None:
+    """With run = "onSave", the findings are of the saved text: after an unsaved edit, their
+    positions are no longer the cursor's, so hover says nothing until the save."""
+    (tmp_path / "pyproject.toml").write_text('[tool.inplace-lsp]\nrun = "onSave"\n')
+    session, client = _session(tmp_path)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, DOC)
+    flagged = next(d for d in client.published[-1][2] if d.code == "IPL001")
+    assert session.hover(uri, flagged.range.start) is not None
+    edited = "# a new first line\n" + DOC
+    session.change_document(uri, 2, edited, saved=False)
+    assert session.hover(uri, flagged.range.start) is None
+    session.change_document(uri, 2, edited, saved=True)
+    moved = types.Position(flagged.range.start.line + 1, flagged.range.start.character)
+    found = session.hover(uri, moved)
+    assert found is not None and "saved by torch.sigmoid" in str(found.contents)

@@ -289,8 +289,8 @@ def _first_line(stmt: ast.stmt) -> int:
 def _starts_block(line: str) -> bool:
     if not line or line[0] in " \t\r\n#" or line.startswith(_CLOSERS):
         return False
-    word = line.split(None, 1)[0].rstrip(":")
-    return word not in _CONTINUATIONS
+    words = line.split(None, 1)  # [] for a line of Unicode spaces (U+2028, U+3000...)
+    return bool(words) and words[0].rstrip(":") not in _CONTINUATIONS
 
 
 def _candidate_ranges(lines: list[str], start: int, end: int) -> list[tuple[int, int]]:

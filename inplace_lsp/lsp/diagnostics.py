@@ -43,6 +43,8 @@ class View:
     settings_generation: int
     encoding: str
     items: tuple[Item, ...]
+    # uri -> Information diagnostics of code the analysis gave up on ("too deep to analyse")
+    notes: dict[str, list[types.Diagnostic]] = field(default_factory=dict, compare=False)
     _by_uri: dict[str, list[Item]] = field(default_factory=dict, compare=False, repr=False)
     # Code-action edits computed for this version, by action (clients that do not resolve
     # lazily ask for them again on every cursor move).
@@ -67,7 +69,7 @@ class View:
         return items if hidden else [item for item in items if item.shown]
 
     def diagnostics_for(self, uri: str) -> list[types.Diagnostic]:
-        return [item.diagnostic for item in self.items_for(uri)]
+        return [item.diagnostic for item in self.items_for(uri)] + self.notes.get(uri, [])
 
     def lines_of(self, cell: Cell) -> Sequence[str]:
         return self.layout.lines_of(cell, self.snapshot.lines)
@@ -142,4 +144,30 @@ def build_view(
         )
         shown = settings.show_hints or finding.severity is not Severity.HINT
         items.append(Item(index, finding, cell, span, diagnostic, shown))
-    return View(snapshot, layout, settings, settings_generation, encoding, tuple(items))
+    notes = _note_diagnostics(snapshot, layout, encoding)
+    return View(snapshot, layout, settings, settings_generation, encoding, tuple(items), notes)
+
+
+def _note_diagnostics(
+    snapshot: Snapshot, layout: Layout, encoding: str
+) -> dict[str, list[types.Diagnostic]]:
+    """Each note as an Information diagnostic on its line: a function whose findings are not
+    reported is said so in the editor, as `check` says it, never a silent loss."""
+    notes: dict[str, list[types.Diagnostic]] = {}
+    for note in snapshot.notes:
+        text = snapshot.lines[note.line - 1] if note.line <= len(snapshot.lines) else ""
+        placed = layout.to_cell(Span(note.line, note.col, note.line, max(note.col, len(text))))
+        if placed is None:
+            continue
+        cell, span = placed
+        message = layout.renumber(note.message, cell) if layout.is_notebook else note.message
+        lines = layout.lines_of(cell, snapshot.lines)
+        notes.setdefault(cell.uri, []).append(
+            types.Diagnostic(
+                range=convert.to_range(span, lines, encoding),
+                message=message,
+                severity=types.DiagnosticSeverity.Information,
+                source=convert.SOURCE,
+            )
+        )
+    return notes

@@ -20,7 +20,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from inplace_lsp.analysis.engine import DocumentAnalysis, DocumentResult, SyntaxProblem
+from inplace_lsp.analysis.engine import DocumentAnalysis, DocumentResult, Note, SyntaxProblem
 from inplace_lsp.analysis.findings import Finding
 from inplace_lsp.analysis.workspace import Workspace
 from inplace_lsp.lsp.convert import split_lines
@@ -46,6 +46,7 @@ class Snapshot:
     targets: tuple[tuple[str, str, int, int], ...] | None = (
         None  # verify targets (None: not parsed)
     )
+    notes: tuple[Note, ...] = ()  # code given up on (too deep to analyse)
 
 
 @dataclass
@@ -259,12 +260,13 @@ class Scheduler:
             result = analysis.update(job.text)
             findings, errors = tuple(result.findings), tuple(result.syntax_errors)
             targets = None if errors else result.targets
+            notes = result.notes
         except Exception:
             # A bug in one rule must not end the server or leave stale results published.
             logger.exception("analysis of %s (version %s) failed", slot.key, job.version)
             with self._lock:
                 self._live.pop(slot.key, None)  # its caches may be inconsistent now
-            findings, errors, targets = (), (), None
+            findings, errors, targets, notes = (), (), None, ()
         self.analyses += 1
         return Snapshot(
             slot.key,
@@ -276,6 +278,7 @@ class Scheduler:
             time.perf_counter() - start,
             job.attachment,
             targets,
+            notes,
         )
 
     def _analysis(self, slot: _Slot) -> Analysis:

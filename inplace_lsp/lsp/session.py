@@ -200,10 +200,10 @@ class Session:
     def open_document(self, uri: str, version: int | None, text: str) -> None:
         path = uri_to_path(uri)
         layout = Layout.single(uri, version)
+        text = self._sized(uri, path, version, text)
         self._documents[uri] = _Document(uri, path, layout, text, version)
         self._published_version.pop(uri, None)  # a reopened document counts from 1 again
         self._report_project_problems(path)
-        text = self._sized(uri, path, version, text)
         self.scheduler.open(uri, path, version, text, attachment=layout)
 
     def change_document(self, uri: str, version: int | None, text: str, *, saved: bool) -> None:
@@ -212,25 +212,26 @@ class Session:
         if document is not None:
             if not saved:  # first: the analysis of the new version may be published at once
                 self._follow_verified(uri, version, text)
-            text = self._sized(uri, document.path, version, text)
             self._submit(document, version, text, Layout.single(uri, version), saved=saved)
 
-    def _sized(self, uri: str, path: str | None, version: int | None, text: str) -> str:
+    def _sized(self, key: str, path: str | None, version: int | None, text: str) -> str:
         """The text to analyse: a document above max_file_bytes (a 20 MB one took 150 s and
-        4 GB) is analysed as an empty text, so it has no findings, lenses or fixes, and one
-        diagnostic says why; below the limit again, it is analysed as usual."""
+        4 GB), a file or a notebook's program, is analysed as an empty text, so it has no
+        findings, lenses or fixes, and one diagnostic says why (in a notebook's first cell);
+        below the limit again, it is analysed as usual."""
         limit = self.settings.for_path(path).settings.max_file_bytes
         # UTF-8 takes at most 4 bytes per character (a lone surrogate 3, with surrogatepass).
         size = len(text) if len(text) * 4 <= limit else len(text.encode("utf-8", "surrogatepass"))
         if size <= limit:
-            self._too_large.pop(uri, None)
+            self._too_large.pop(key, None)
             return text
-        self._too_large[uri] = (version, size, limit)
+        self._too_large[key] = (version, size, limit)
         return ""
 
-    def _size_diagnostics(self, uri: str, version: int | None) -> list[types.Diagnostic]:
-        oversized = self._too_large.get(uri)
-        if oversized is None or oversized[0] != version:
+    def _size_diagnostics(self, view: View, uri: str) -> list[types.Diagnostic]:
+        """The "too large" note of the analysed version, in the file or the first cell."""
+        oversized = self._too_large.get(view.snapshot.key)
+        if oversized is None or oversized[0] != view.version or view.layout.cells[0].uri != uri:
             return []
         _, size, limit = oversized
         return [
@@ -245,8 +246,9 @@ class Session:
     def _submit(
         self, document: _Document, version: int | None, text: str, layout: Layout, *, saved: bool
     ) -> None:
-        document.layout, document.text = layout, text
         settings = self.settings.for_path(document.path).settings
+        text = self._sized(document.key, document.path, version, text)
+        document.layout, document.text = layout, text
         if saved != (settings.run == "onSave"):
             return  # onSave: changes wait for the save; onType: the save changed nothing
         before, document.submitted = document.submitted, version
@@ -295,6 +297,7 @@ class Session:
         text, layout = notebook_program(cells)
         self._cell_owner.update((cell.uri, uri) for cell in layout.cells)
         path = uri_to_path(uri)
+        text = self._sized(uri, path, version, text)
         self._documents[uri] = _Document(uri, path, layout, text, version)
         self._report_project_problems(path)
         self.scheduler.open(uri, path, version, text, attachment=layout)
@@ -419,7 +422,7 @@ class Session:
                 continue  # never an older version's diagnostics over a newer one's
             found = view.diagnostics_for(cell.uri)
             found += self._verify_diagnostics(cell.uri, cell.version)
-            found += self._size_diagnostics(cell.uri, cell.version)
+            found += self._size_diagnostics(view, cell.uri)
             self.client.publish(cell.uri, cell.version, found)
             self._published_version[cell.uri] = cell.version
             uris.add(cell.uri)
@@ -445,7 +448,7 @@ class Session:
         verified = []
         if cell is not None and not self.features.verify_pushed:
             verified = self._verify_diagnostics(uri, cell.version)
-        sized = self._size_diagnostics(uri, cell.version) if cell is not None else []
+        sized = self._size_diagnostics(view, uri)
         return types.RelatedFullDocumentDiagnosticReport(
             items=view.diagnostics_for(uri) + verified + sized, result_id=result_id
         )
@@ -792,7 +795,9 @@ class Session:
 
     def hover(self, uri: str, where: types.Position) -> types.Hover | None:
         key = self.key_of(uri)
-        view = self.view(key) if key is not None else None
+        # Only of the buffer's text: with run = "onSave" and unsaved edits, the findings are of
+        # the saved text, whose lines and columns the cursor's no longer are.
+        view = self.current_view(key) if key is not None else None
         if view is None:
             return None
         line, col = convert.to_point(self._lines(view, uri), where, self.features.encoding)
