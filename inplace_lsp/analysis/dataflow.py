@@ -350,6 +350,15 @@ class Frame:
     loop_has_backward: list[bool] = field(default_factory=list)
     stmt: ast.stmt | None = None
     path: str | None = None  # the file the code comes from (None: the document analysed)
+    # Reachability: the path being run ended (`return`, `raise`, `break`, `continue`); the
+    # statements after it in its block never run, and its state flows where the jump goes.
+    dead: str = ""  # "" (live) or the statement that ended the path
+    exits: list[Heap] = field(default_factory=list)  # the heaps at each `return`
+    breaks: list[list[_State]] = field(default_factory=list)  # per enclosing loop
+    continues: list[list[_State]] = field(default_factory=list)
+
+
+_State = tuple[dict[str, "Value"], Heap]  # a path's variables and autograd state
 
 
 def join_values(a: Value, b: Value) -> Value:
@@ -435,6 +444,7 @@ class Interpreter:
         if args.kwarg:
             frame.env[args.kwarg.arg] = Value("container", tensor=False, grad=None)
         self.exec_body(fn.body, frame)
+        self.heap = self._exit_heap(frame)
         self._finish(frame.returns)
         return self.facts
 
@@ -446,6 +456,18 @@ class Interpreter:
             self.exec_body(body, frame)
         self._finish([])
         return self.facts
+
+    def _exit_heap(self, frame: Frame) -> Heap:
+        """The autograd state when the function returns: joined over its `return`s and its
+        end, where reachable (a function that always raises keeps the state it had)."""
+        heaps = [*frame.exits, *([] if frame.dead else [self.heap])]
+        if not heaps:
+            return self.heap
+        heap = heaps[0]
+        for other in heaps[1:]:
+            if other is not heap:
+                heap.join(other)
+        return heap
 
     def _finish(self, returns: list[Value]) -> None:
         """Stale saves whose graph leaves the function reach the caller's backward."""
@@ -520,6 +542,8 @@ class Interpreter:
 
     def exec_body(self, body: list[ast.stmt], frame: Frame) -> None:
         for stmt in body:
+            if frame.dead:
+                return  # unreachable: after a return, raise, break or continue
             frame.stmt = stmt
             try:
                 self.exec_stmt(stmt, frame)
@@ -647,52 +671,84 @@ class Interpreter:
         self.branch([stmt.body, stmt.orelse], frame)
 
     def branch(self, bodies: list[list[ast.stmt]], frame: Frame) -> None:
+        """Runs each body from the same state and joins the paths that reach the end; a
+        path that ended (`return`, `raise`, `break`, `continue`) is not joined. When one body
+        alone goes on, the code after the branch runs in its context: what that body saved is
+        saved on every path that reaches it."""
         base_env, base_heap, base_ctx = frame.env, self.heap, frame.ctx
-        results: list[tuple[dict[str, Value], Heap]] = []
+        results: list[_State] = []
+        ctxs: list[Ctx] = []
+        ended: set[str] = set()
         for body in bodies:
             if not body:  # `if` without `else`: that path changes nothing, and is only read
                 results.append((base_env, base_heap))
+                ctxs.append(base_ctx)
                 continue
             frame.env = dict(base_env)
             self.heap = base_heap.copy()
             frame.ctx = Ctx(base_ctx)
             self.exec_body(body, frame)
+            if frame.dead:
+                ended.add(frame.dead)
+                frame.dead = ""
+                continue
             results.append((frame.env, self.heap))
-        frame.ctx = base_ctx
-        env, heap = results[0]
-        for other_env, other_heap in results[1:]:
-            merged: dict[str, Value] = {}
-            # In the order the names were bound (a set's order would depend on the hash seed,
-            # and so would which name a message gives).
-            for name in [*env, *(name for name in other_env if name not in env)]:
-                a, b = env.get(name), other_env.get(name)
-                merged[name] = join_values(a, b) if a is not None and b is not None else (a or b)  # type: ignore[assignment]
-            env = merged
-            heap.join(other_heap)
-        frame.env, self.heap = env, heap
+            ctxs.append(frame.ctx)
+        if not results:  # every body ended the path
+            frame.env, self.heap, frame.ctx = base_env, base_heap, base_ctx
+            frame.dead = ended.pop() if len(ended) == 1 else "mixed"
+            return
+        frame.ctx = ctxs[0] if len(ctxs) == 1 else base_ctx
+        frame.env, self.heap = _join_states(results)
 
     def stmt_For(self, stmt: ast.For | ast.AsyncFor, frame: Frame) -> None:
         iterable = self.eval(stmt.iter, frame)
         element = self.element_of(iterable, stmt.iter, frame)
         self.loop(stmt, frame, lambda: self.assign(stmt.target, element, frame, stmt))
-        self.exec_body(stmt.orelse, frame)
 
     stmt_AsyncFor = stmt_For
 
     def stmt_While(self, stmt: ast.While, frame: Frame) -> None:
         self.loop(stmt, frame, lambda: self.eval(stmt.test, frame))
-        self.exec_body(stmt.orelse, frame)
 
     def loop(self, stmt: ast.For | ast.AsyncFor | ast.While, frame: Frame, head: object) -> None:
+        """Two passes of the body (a value saved in one iteration and written in the next is
+        seen); `continue` goes on to the next pass, `break` past the `else` clause."""
+        endless = isinstance(stmt, ast.While) and _always_true(stmt.test)
+        before: _State = (dict(frame.env), self.heap.copy())  # no pass at all
+        base_ctx = frame.ctx
         frame.loop_depth += 1
         frame.loop_names.append(set(frame.env))
         frame.loop_has_backward.append(_has_backward(stmt, self.model.mentions_training))
+        frame.breaks.append([])
+        completed = True
         for _ in range(2):
             head()  # type: ignore[operator]
+            frame.continues.append([])
             self.exec_body(stmt.body, frame)
+            going_on = frame.continues.pop() + ([] if frame.dead else [(frame.env, self.heap)])
+            frame.ctx, frame.dead = base_ctx, ""
+            if not going_on:  # every path through the body returned, raised or broke out
+                completed = False
+                break
+            frame.env, self.heap = _join_states(going_on)
+        breaks = frame.breaks.pop()
         frame.loop_names.pop()
         frame.loop_has_backward.pop()
         frame.loop_depth -= 1
+        exits: list[_State] = []
+        if not endless:  # the condition ends it (or the iterable is empty): `else` runs
+            if not completed:
+                frame.env, self.heap = before
+            self.exec_body(stmt.orelse, frame)
+            if not frame.dead:
+                exits.append((frame.env, self.heap))
+            frame.dead = ""
+        exits += breaks
+        if exits:
+            frame.env, self.heap = _join_states(exits)
+        else:
+            frame.dead = "loop"  # `while True` without a break
 
     def stmt_With(self, stmt: ast.With | ast.AsyncWith, frame: Frame) -> None:
         saved = frame.grad_enabled
@@ -719,16 +775,44 @@ class Interpreter:
 
     def stmt_Try(self, stmt: ast.Try, frame: Frame) -> None:
         self.exec_body(stmt.body, frame)
-        if stmt.handlers:
+        if stmt.handlers and frame.dead:
+            # Every path of the body ended, but any call in it may have raised: a handler
+            # may run (from the body's state, as below).
+            frame.dead = ""
+            self.branch([h.body for h in stmt.handlers], frame)
+        elif stmt.handlers:
             self.branch([[], *[h.body for h in stmt.handlers]], frame)
-        self.exec_body(stmt.orelse, frame)
-        self.exec_body(stmt.finalbody, frame)
+            self.exec_body(stmt.orelse, frame)
+        else:
+            self.exec_body(stmt.orelse, frame)
+        if stmt.finalbody:  # runs on every path, also one that returned or raised
+            ended, frame.dead = frame.dead, ""
+            self.exec_body(stmt.finalbody, frame)
+            frame.dead = frame.dead or ended
 
     stmt_TryStar = stmt_Try
 
     def stmt_Return(self, stmt: ast.Return, frame: Frame) -> None:
         if stmt.value is not None:
             frame.returns.append(self.eval(stmt.value, frame))
+        frame.exits.append(self.heap)
+        frame.dead = "return"
+
+    def stmt_Raise(self, stmt: ast.Raise, frame: Frame) -> None:
+        for child in (stmt.exc, stmt.cause):
+            if child is not None:
+                self.eval(child, frame)
+        frame.dead = "raise"
+
+    def stmt_Break(self, stmt: ast.Break, frame: Frame) -> None:
+        if frame.breaks:
+            frame.breaks[-1].append((frame.env, self.heap))
+            frame.dead = "break"
+
+    def stmt_Continue(self, stmt: ast.Continue, frame: Frame) -> None:
+        if frame.continues:
+            frame.continues[-1].append((frame.env, self.heap))
+            frame.dead = "continue"
 
     def stmt_FunctionDef(self, stmt: ast.stmt, frame: Frame) -> None:
         frame.env[getattr(stmt, "name", "_")] = unknown()
@@ -743,8 +827,6 @@ class Interpreter:
     stmt_Global = stmt_Import
     stmt_Nonlocal = stmt_Import
     stmt_Pass = stmt_Import
-    stmt_Break = stmt_Import
-    stmt_Continue = stmt_Import
 
     def stmt_Delete(self, stmt: ast.Delete, frame: Frame) -> None:
         for target in stmt.targets:
@@ -753,7 +835,15 @@ class Interpreter:
 
     def stmt_Match(self, stmt: ast.Match, frame: Frame) -> None:
         self.eval(stmt.subject, frame)
-        self.branch([case.body for case in stmt.cases], frame)
+        bodies = [case.body for case in stmt.cases]
+        last = stmt.cases[-1] if stmt.cases else None
+        irrefutable = (
+            last is not None
+            and last.guard is None
+            and isinstance(last.pattern, ast.MatchAs)
+            and last.pattern.pattern is None
+        )
+        self.branch(bodies if irrefutable else [*bodies, []], frame)  # else: no case matched
 
     # ------------------------------------------------------------------ assignment
 
@@ -839,6 +929,11 @@ class Interpreter:
 
     def expr_JoinedStr(self, node: ast.JoinedStr, frame: Frame) -> Value:
         return scalar()
+
+    def expr_NamedExpr(self, node: ast.NamedExpr, frame: Frame) -> Value:
+        value = self.eval(node.value, frame)
+        self.assign(node.target, value, frame, frame.stmt or ast.Expr(node))
+        return frame.env.get(node.target.id, value)
 
     def expr_Slice(self, node: ast.Slice, frame: Frame) -> Value:
         for part in (node.lower, node.upper, node.step):
@@ -1609,6 +1704,7 @@ class Interpreter:
             self.exec_body(fn.body, callee)
         finally:
             self.call_stack.pop()
+        self.heap = self._exit_heap(callee)
         if not callee.returns:
             return scalar()
         result = callee.returns[0]
@@ -2010,6 +2106,27 @@ class Interpreter:
             not save.possible and not mutation.possible and mutation.ctx.descends_from(save.ctx)
         )
         self.facts.conflicts.append(Conflict(mutation, save, definite, via, backward_loc))
+
+
+def _join_states(states: list[_State]) -> _State:
+    """The state where paths meet: each variable joined over the paths that bound it, and
+    the autograd state joined (the first path's objects are reused)."""
+    env, heap = states[0]
+    for other_env, other_heap in states[1:]:
+        merged: dict[str, Value] = {}
+        # In the order the names were bound (a set's order would depend on the hash seed,
+        # and so would which name a message gives).
+        for name in [*env, *(name for name in other_env if name not in env)]:
+            a, b = env.get(name), other_env.get(name)
+            merged[name] = join_values(a, b) if a is not None and b is not None else (a or b)  # type: ignore[assignment]
+        env = merged
+        if other_heap is not heap:
+            heap.join(other_heap)
+    return env, heap
+
+
+def _always_true(test: ast.expr) -> bool:
+    return isinstance(test, ast.Constant) and bool(test.value)
 
 
 _OP_TEXT = {
