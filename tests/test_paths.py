@@ -1,7 +1,7 @@
 """Control flow as Python runs it: code after `return`, `raise`, `break` and `continue` never
 runs, a `finally` always does, a loop's `else` only without `break`, and a walrus binds. Each
 program is run under torch (its outcome is the truth) and analysed: an Error finding on the
-line marked `# <-` exactly when torch raises; when it runs, no Error at all and no finding on
+line marked `# <-` exactly when torch raises; when it runs, no Error at all and no Warning on
 that line.
 """
 
