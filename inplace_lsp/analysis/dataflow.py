@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -25,9 +26,11 @@ from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule, Undeci
 from inplace_lsp.analysis.model import submodule as submodule_of
 
 MAX_INLINE_DEPTH = 4
-# Statements inlined per entry point before further calls are treated as unknown: branchy
-# helpers calling helpers would otherwise cost exponential time.
-WORK_BUDGET = 1500
+# The work one inlined call may do, its own callees included, before the calls it makes are
+# treated as unknown (branchy helpers calling helpers would otherwise cost exponential time).
+# Each call gets its own allowance and the entry point has none, so whether a call is followed
+# depends only on the called code, never on how much unrelated code ran before it.
+CALL_BUDGET = 1500
 
 Loc = tuple[int, int, int, int]  # absolute 1-based line, utf-8 col, end line, end col
 
@@ -166,6 +169,7 @@ class Value:
     const: object = None  # scalar: its value, when has_const
     producer: str = ""  # the known op or module that made it ("": unknown, e.g. an argument)
     has_const: bool = False
+    grad_from: str = ""  # grad unknown: the argument whose requires-grad it rests on
 
     @property
     def tensorish(self) -> bool:
@@ -216,6 +220,8 @@ class Save:
     possible: bool
     what: str  # the tensor's name in the user's code, when known
     path: str | None = None  # file of the saving op (None: the document analysed)
+    grad_from: str = ""  # saved only if this argument requires grad (it is not known)
+    on_some_paths: bool = False  # possible for another reason than an unknown argument
 
 
 @dataclass(eq=False)
@@ -252,6 +258,10 @@ class Conflict:
     definite: bool
     via: str  # "backward" | "escape"
     backward_loc: Loc | None = None
+    # Not definite: the unknown argument it rests on ("" when none is named) and whether it
+    # also depends on the path taken.
+    grad_from: str = ""
+    on_some_paths: bool = True
 
 
 @dataclass(eq=False)
@@ -389,6 +399,7 @@ def join_values(a: Value, b: Value) -> Value:
         module=a.module if a.module is b.module else (a.module or b.module),
         steps=a.steps | b.steps,
         name=a.name,
+        grad_from=(a.grad_from or b.grad_from) if grad is None else "",
     )
 
 
@@ -406,6 +417,7 @@ class Interpreter:
         self.group_names: dict[int, set[str]] = {}
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
         self.work = 0
+        self.work_limit = float("inf")  # of the innermost inlined call (CALL_BUDGET)
         self.too_deep_line: int | None = None  # the statement Python's stack could not take
 
     # ------------------------------------------------------------------ entry points
@@ -426,7 +438,10 @@ class Interpreter:
             isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
             for d in fn.decorator_list
         )
-        in_module = owner is not None and owner.is_module
+        # The one stated assumption (DESIGN.md): the inputs of an nn.Module's `forward`
+        # require grad. Another method's arguments are unknown, as a plain function's are:
+        # what rests on them is a Warning that names them.
+        in_module = owner is not None and owner.is_module and fn.name == "forward"
         for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
             if i == 0 and is_method and owner is not None:
                 if owner.is_module:
@@ -498,6 +513,16 @@ class Interpreter:
         )
         if "Tensor" in annotation:
             scalar_annotation = False
+            if _INTEGER_TENSOR.search(annotation) and not _FLOAT_TENSOR.search(annotation):
+                # torch.LongTensor (token ids), BoolTensor (masks): integer and bool tensors
+                # cannot require grad, so nothing saves them and writes to them are harmless.
+                return Value(
+                    "tensor",
+                    groups=frozenset({new_id()}),
+                    tensor=True,
+                    grad=False,
+                    name=arg.arg,
+                )
         elif "Module" in annotation or "Sequential" in annotation:
             return Value(
                 "module",
@@ -518,6 +543,7 @@ class Interpreter:
             grad=True if assumed else None,
             grad_assumed=True,
             name=arg.arg,
+            grad_from="" if assumed else arg.arg,
             origin=f"argument `{arg.arg}`",
         )
 
@@ -864,6 +890,10 @@ class Interpreter:
                 self.assign(elt.value if isinstance(elt, ast.Starred) else elt, item, frame, stmt)
         elif isinstance(target, ast.Attribute):
             base = self.eval(target.value, frame)
+            if target.attr == "requires_grad" and base.tensorish:
+                # `w.requires_grad = False` before `w.copy_(...)`: the write is allowed.
+                _toggle_grad(base, value.const if value.has_const else None)
+                return
             self.escaped |= self._graph_of(value)
             if base.module is not None:
                 base.module.attrs[target.attr] = value
@@ -1324,6 +1354,7 @@ class Interpreter:
             grad,
             any(v.grad_assumed for v in inputs),
             graph=graph,
+            grad_from=_grad_from(inputs) if grad is None else "",
         )
 
     def method_call(self, receiver: Value, name: str, node: ast.Call, frame: Frame) -> Value:
@@ -1381,12 +1412,15 @@ class Interpreter:
                 receiver.grad_assumed,
                 graph=receiver.graph,
                 origin=".clone()",
+                grad_from=receiver.grad_from if frame.grad_enabled else "",
             )
         if name == "requires_grad_":
-            receiver.grad = True
-            receiver.grad_assumed = False
-            if not receiver.graph:
-                receiver.leaf = True
+            flag = (
+                node.args[0]
+                if node.args
+                else next((k.value for k in node.keywords if k.arg == "requires_grad"), None)
+            )
+            _toggle_grad(receiver, True if flag is None else _const_bool(flag))
             return receiver
         if name in ALIAS_METHODS:
             return replace(receiver, leaf=False)
@@ -1667,9 +1701,10 @@ class Interpreter:
         if (
             len(self.call_stack) >= MAX_INLINE_DEPTH
             or fn in self.call_stack
-            or self.work > WORK_BUDGET
+            or self.work > self.work_limit
         ):
             return self.unknown_call(args, kwargs)
+        outer_limit, self.work_limit = self.work_limit, self.work + CALL_BUDGET
         self.work += len(fn.body)
         callee = Frame(
             {},
@@ -1704,6 +1739,7 @@ class Interpreter:
             self.exec_body(fn.body, callee)
         finally:
             self.call_stack.pop()
+            self.work_limit = outer_limit
         self.heap = self._exit_heap(callee)
         if not callee.returns:
             return scalar()
@@ -1820,9 +1856,13 @@ class Interpreter:
         if not frame.grad_enabled:
             return
         signature = self._signature(args, dim_keyword, op)
-        possible = any(
-            a.grad is None for a in args if a.tensorish or (a.kind == "container" and a.items)
-        )
+        unknown_grad = [
+            a
+            for a in args
+            if a.grad is None and (a.tensorish or (a.kind == "container" and a.items))
+        ]
+        possible = bool(unknown_grad)
+        grad_from = _grad_from(unknown_grad)
         if all(s != TENSOR_GRAD for s in signature):
             return  # nothing requires grad: no graph, nothing saved
         slots = _lookup(op, signature, inplace)
@@ -1854,6 +1894,8 @@ class Interpreter:
                         frame,
                         possible or target.joined,
                         target.name or "",
+                        grad_from if len(unknown_grad) == 1 else "",
+                        target.joined,
                     )
                 )
         for output in outputs:
@@ -1914,6 +1956,8 @@ class Interpreter:
         frame: Frame,
         possible: bool,
         what: str,
+        grad_from: str = "",
+        joined: bool = False,
     ) -> int:
         sid = new_id()
         self.saves[sid] = Save(
@@ -1927,6 +1971,8 @@ class Interpreter:
             possible or self.uncertain > 0,
             what,
             frame.path,
+            grad_from,
+            joined or self.uncertain > 0 or not grad_from,
         )
         self.heap.live[group] = (*self.heap.live.get(group, ()), sid)
         return sid
@@ -2102,10 +2148,20 @@ class Interpreter:
                 self.heap.freed.add(sid)
 
     def _conflict(self, mutation: Mutation, save: Save, via: str, backward_loc: Loc | None) -> None:
-        definite = (
-            not save.possible and not mutation.possible and mutation.ctx.descends_from(save.ctx)
+        every_path = not mutation.possible and mutation.ctx.descends_from(save.ctx)
+        definite = not save.possible and every_path
+        on_some_paths = not every_path or (save.possible and save.on_some_paths)
+        self.facts.conflicts.append(
+            Conflict(
+                mutation,
+                save,
+                definite,
+                via,
+                backward_loc,
+                "" if definite else save.grad_from,
+                on_some_paths,
+            )
         )
-        self.facts.conflicts.append(Conflict(mutation, save, definite, via, backward_loc))
 
 
 def _join_states(states: list[_State]) -> _State:
@@ -2187,6 +2243,31 @@ def _writes_in_place(owner: ModuleModel, fn: ast.FunctionDef | ast.AsyncFunction
         cached = is_candidate(text)
         fn._ipl_writes = cached  # type: ignore[union-attr]
     return cached
+
+
+_INTEGER_TENSOR = re.compile(r"\b(?:Long|Int|Short|Char|Byte|Bool)Tensor\b")
+_FLOAT_TENSOR = re.compile(r"\b(?:Float|Double|Half|BFloat16)?Tensor\b")
+
+
+def _grad_from(values: list[Value]) -> str:
+    """The argument an unknown requires-grad rests on, when exactly one is named."""
+    names = {v.grad_from for v in values if v.grad is None}
+    return names.pop() if len(names) == 1 else ""
+
+
+def _toggle_grad(value: Value, flag: object) -> None:
+    """`requires_grad_(flag)` / `.requires_grad = flag` on a tensor: only a leaf's flag can
+    change (torch raises for another's), so True makes a leaf; an unknown flag is unknown."""
+    if flag is True or flag is False:
+        value.grad, value.grad_assumed = flag, False
+        if flag and not value.graph:
+            value.leaf = True
+    else:
+        value.grad = None
+
+
+def _const_bool(node: ast.expr) -> bool | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, bool) else None
 
 
 def _annotation_text(node: ast.expr | None) -> str:

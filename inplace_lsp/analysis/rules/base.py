@@ -304,4 +304,12 @@ class Rule:
 
     @staticmethod
     def hedge(conflict: Conflict) -> str:
-        return "will fail" if conflict.definite else "may fail (on some paths)"
+        """How sure the failure is, naming the unknown it rests on: an Error is proven from
+        known facts; a Warning says which argument's requires-grad or which paths decide."""
+        if conflict.definite:
+            return "will fail"
+        if conflict.grad_from and not conflict.on_some_paths:
+            return f"fails if `{conflict.grad_from}` requires grad"
+        if conflict.grad_from:
+            return f"may fail (on some paths, and if `{conflict.grad_from}` requires grad)"
+        return "may fail (on some paths)"

@@ -1,0 +1,318 @@
+"""Small programs whose truth is a torch run: each is run, its outcome must be the label, and
+its analysis must give an Error finding on the line marked `# <-` exactly when torch raises;
+when it runs, no Error at all and no Warning on that line (a "checked: safe" hint may stand;
+`# <-?` allows a Warning, where what the line does rests on an unknown).
+
+Control flow as Python runs it: code after `return`, `raise`, `break` and `continue` never runs,
+a `finally` always does, a loop's `else` only without `break`, and a walrus binds. Grad facts as
+torch has them: integer and bool tensors never require grad, `requires_grad` toggles, and only
+`forward`'s inputs are assumed to require grad.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from inplace_lsp.analysis.engine import analyze
+from inplace_lsp.analysis.findings import Severity
+
+REPORTED = (Severity.ERROR, Severity.WARNING)
+
+HEAD = """\
+import torch
+import torch.nn as nn
+
+x = torch.randn(3, 4, requires_grad=True)
+"""
+
+# (id, program body after HEAD, what torch raises: True / "inplace" for the saved-tensor
+# error at backward, "leaf" for an in-place write into a leaf, None / False for nothing)
+PROGRAMS = [
+    (
+        "write-after-break",
+        """
+        def f(x):
+            h = torch.sigmoid(x)
+            for _ in range(3):
+                break
+                h += 1  # <-
+            return h
+
+        f(x).sum().backward()
+        """,
+        False,
+    ),
+    (
+        "write-after-continue",
+        """
+        def f(x):
+            h = torch.sigmoid(x)
+            for _ in range(3):
+                continue
+                h += 1  # <-
+            return h
+
+        f(x).sum().backward()
+        """,
+        False,
+    ),
+    (
+        "else-returns-before-the-write",
+        """
+        def f(x, flag):
+            h = torch.sigmoid(x)
+            if flag:
+                h = h * 2
+            else:
+                return h
+            h += 1  # <-
+            return h
+
+        f(x, True).sum().backward()
+        f(x, False).sum().backward()
+        """,
+        False,
+    ),
+    (
+        "write-in-finally-after-return",
+        """
+        def f(x):
+            h = torch.sigmoid(x)
+            try:
+                return h
+            finally:
+                h += 1  # <-
+
+        f(x).sum().backward()
+        """,
+        True,
+    ),
+    (
+        "loop-else-runs-without-break",
+        """
+        def f(x):
+            h = torch.sigmoid(x)
+            for v in range(2):
+                if v > 5:
+                    break
+            else:
+                h += 1  # <-
+            return h
+
+        f(x).sum().backward()
+        """,
+        True,
+    ),
+    (
+        "while-true-left-by-break",
+        """
+        def f(x):
+            h = torch.exp(x)
+            steps = 0
+            while True:
+                steps += 1
+                if steps > 2:
+                    break
+            h *= 2  # <-
+            return h
+
+        f(x).sum().backward()
+        """,
+        True,
+    ),
+    (
+        "handler-runs-after-the-raise",
+        """
+        def f(x):
+            h = torch.tanh(x)
+            try:
+                raise ValueError("bad batch")
+            except ValueError:
+                h.mul_(0.5)  # <-
+            return h
+
+        f(x).sum().backward()
+        """,
+        True,
+    ),
+    (
+        "match-without-wildcard-falls-through",
+        """
+        def f(x, mode):
+            h = torch.sigmoid(x)
+            match mode:
+                case "skip":
+                    return h
+            h += 1  # <-
+            return h
+
+        f(x, "train").sum().backward()
+        """,
+        True,
+    ),
+    (
+        "walrus-in-a-while-condition",
+        """
+        def f(x):
+            n = 0
+            while n < 1 and (h := torch.sigmoid(x)) is not None:
+                n += 1
+                h += 1  # <-
+            return h
+
+        f(x).sum().backward()
+        """,
+        True,
+    ),
+    (
+        "guard-raises-before-the-write",
+        """
+        def f(x):
+            h = torch.sigmoid(x)
+            if h.sum() > 1e9:
+                raise FloatingPointError("overflow")
+                h.clamp_(max=1.0)  # <-
+            return h
+
+        f(x).sum().backward()
+        """,
+        False,
+    ),
+    (
+        "copy-into-a-weight-after-requires-grad-false",
+        """
+        def prune(layer: nn.Linear, index: torch.Tensor) -> nn.Linear:
+            w = layer.weight.index_select(0, index).detach().clone()
+            new = nn.Linear(layer.in_features, len(index))
+            new.weight.requires_grad = False
+            new.weight.copy_(w)  # <-
+            new.weight.requires_grad = True
+            return new
+
+        prune(nn.Linear(4, 3), torch.tensor([0, 2]))(x).sum().backward()
+        """,
+        None,
+    ),
+    (
+        "copy-into-a-weight-after-requires-grad-back-on",
+        """
+        def prune(layer: nn.Linear, index: torch.Tensor) -> nn.Linear:
+            new = nn.Linear(layer.in_features, len(index))
+            new.weight.requires_grad_(False)
+            new.weight.requires_grad_(True)
+            new.weight.copy_(layer.weight[index])  # <-
+            return new
+
+        prune(nn.Linear(4, 3), torch.tensor([0, 2]))
+        """,
+        "leaf",
+    ),
+    (
+        "token-ids-annotated-long-are-written-after-gather",
+        """
+        class Shift(nn.Module):
+            def forward(self, input_ids: torch.LongTensor, pad: int = 0):
+                tokens = input_ids.clone()
+                last = (tokens.ne(pad).sum(dim=1) - 1).unsqueeze(-1)
+                start = tokens.gather(1, last).squeeze(-1)
+                tokens[:, 1:] = tokens[:, :-1].clone()  # <-
+                tokens[:, 0] = start
+                return tokens
+
+        emb = nn.Embedding(10, 4)
+        emb(Shift()(torch.randint(1, 10, (2, 5)))).sum().backward()
+        """,
+        None,
+    ),
+    (
+        "a-helper-method-s-arguments-are-not-assumed-to-require-grad",
+        """
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(20, 4)
+
+            def shift_labels(self, labels: torch.Tensor):
+                tokens = labels.clone()
+                start = tokens.gather(1, torch.zeros(2, 1, dtype=torch.long))
+                tokens[:, 0] = 0  # <-?
+                return tokens + start
+
+            def forward(self, ids):
+                return self.emb(ids)
+
+        m = Model()
+        m(m.shift_labels(torch.randint(1, 10, (2, 5)))).sum().backward()
+        """,
+        None,
+    ),
+]
+
+
+def _program(body: str) -> str:
+    return HEAD + textwrap.dedent(body)
+
+
+def _marked_line(text: str) -> int:
+    (line,) = [n for n, t in enumerate(text.splitlines(), start=1) if t.endswith(("# <-", "<-?"))]
+    return line
+
+
+@pytest.mark.parametrize(
+    ("body", "raises"), [p[1:] for p in PROGRAMS], ids=[p[0] for p in PROGRAMS]
+)
+def test_torch_agrees_and_errors_follow_what_runs(body: str, raises: object) -> None:
+    text = _program(body)
+    raised: object = None
+    try:
+        exec(compile(text, "<program>", "exec"), {"__name__": "program"})  # noqa: S102
+    except RuntimeError as exc:
+        if "modified by an inplace operation" in str(exc):
+            raised = "inplace"
+        elif "leaf Variable that requires grad is being used in an in-place" in str(exc):
+            raised = "leaf"
+        else:
+            raise
+    expected = "inplace" if raises is True else (raises or None)
+    assert raised == expected, "the program's label disagrees with torch"
+    findings = analyze(text, "program.py")
+    errors = [f.span.line for f in findings if f.severity is Severity.ERROR]
+    assert errors == ([_marked_line(text)] if raises else [])
+    if not raises and not text.splitlines()[_marked_line(text) - 1].endswith("<-?"):
+        # The marked line never runs, or runs harmlessly: not even a warning (`# <-?`: a
+        # warning that names what it rests on may stand).
+        marked = _marked_line(text)
+        assert [f for f in findings if f.span.line == marked and f.severity in REPORTED] == []
+
+
+def test_a_warning_names_the_argument_it_rests_on() -> None:
+    """`labels` of a helper method is not known to require grad: the Warning says so."""
+    (body,) = [b for name, b, _ in PROGRAMS if name.startswith("a-helper-method")]
+    text = _program(body)
+    (warning,) = [f for f in analyze(text, "program.py") if f.severity is Severity.WARNING]
+    assert warning.span.line == _marked_line(text)
+    assert "so backward() fails if `labels` requires grad." in warning.message
+
+
+def _with_helper_of(statements: int) -> str:
+    lines = "".join(f"    y = y + {i}\n" for i in range(statements))
+    return _program(
+        "def unrelated(x):\n    y = x * 1\n" + lines + "    return y\n\n\n"
+        "def scale(h):\n    h.mul_(2)  # <-\n    return h\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        a = unrelated(x)\n"
+        "        h = torch.sigmoid(x)\n        h = scale(h)\n        return h + a\n\n\n"
+        "Net()(x).sum().backward()\n"
+    )
+
+
+@pytest.mark.parametrize("statements", [10, 2_000])
+def test_an_unrelated_helper_growing_changes_no_finding(statements: int) -> None:
+    """Whether a call is followed depends on the called code only: a 2,000-statement helper
+    called first leaves `scale`'s write into the sigmoid's saved output an Error."""
+    text = _with_helper_of(statements)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        exec(compile(text, "<program>", "exec"), {"__name__": "program"})  # noqa: S102
+    errors = [f.span.line for f in analyze(text, "program.py") if f.severity is Severity.ERROR]
+    assert errors == [_marked_line(text)]
