@@ -316,3 +316,30 @@ def test_an_unrelated_helper_growing_changes_no_finding(statements: int) -> None
         exec(compile(text, "<program>", "exec"), {"__name__": "program"})  # noqa: S102
     errors = [f.span.line for f in analyze(text, "program.py") if f.severity is Severity.ERROR]
     assert errors == [_marked_line(text)]
+
+
+ATTENTION = """\
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.q = nn.Linear(d, d)
+
+    def forward(self, x):
+        attn_map = (self.q(x) @ x.transpose(-1, -2)).softmax(dim=-1)
+        attn_map[:, 0] = 0  # <-
+        return attn_map @ x
+"""
+
+
+def test_a_subscript_write_is_analysed_whatever_the_variable_is_called() -> None:
+    """`attn_map` ends like a dict's name ("map"): the write into the softmax's saved output
+    is an Error all the same (here no code of the file calls forward: it is analysed alone)."""
+    driver = "\nAttention(8)(torch.randn(2, 3, 8, requires_grad=True)).sum().backward()\n"
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        exec(compile(ATTENTION + driver, "<program>", "exec"), {"__name__": "program"})  # noqa: S102
+    errors = [f.span.line for f in analyze(ATTENTION, "attn.py") if f.severity is Severity.ERROR]
+    assert errors == [_marked_line(ATTENTION)]

@@ -18,11 +18,6 @@ _SUBSCRIPT_STORE = re.compile(
     r"(?:[ \t]*(?:if|elif|else|for|while|with|try)\b[^\n]*:)?"
     r"[ \t]*([^\W\d][\w.]*)[ \t]*(?:\[[^\]\n]*\][ \t]*)+=[^=]"
 )
-# Names that say "a dict of settings", not "a tensor": `kwargs["act"] = ...`.
-_CONTAINER_NAMES = (
-    "kwargs", "cfg", "cfgs", "config", "dict", "args", "params", "opts", "options", "info",
-    "meta", "metadata", "results", "stats", "names", "keys", "map", "mapping", "list",
-)  # fmt: skip
 _CONTAINER_STARTS = ("{", "[", "dict(", "OrderedDict(", "defaultdict(", "list(", "collections.")
 _COPY_CALL = re.compile(r"\w+\.copy\(\)")
 _BRACKET_ASSIGN = re.compile(r"\][ \t]*=[^=]")  # what every subscript store has: a quick test
@@ -89,7 +84,7 @@ def _self_augmented(text: str) -> bool:
 
 
 def _subscript_store(text: str) -> bool:
-    """`x[...] = v` into something not built as a dict or list here."""
+    """`x[...] = v` into something this code does not build as a dict or list."""
     if "]" not in text:
         return False
     # Only the lines that hold `] =` are matched (an unanchored pattern tried at every
@@ -107,11 +102,9 @@ def _subscript_store(text: str) -> bool:
             found = _SUBSCRIPT_STORE.match(part)
             if found is not None:
                 stores.add(found.group(1))
-    return any(
-        name.startswith("self.")
-        or not (name.lower().endswith(_CONTAINER_NAMES) or _built_as_container(text, name))
-        for name in stores
-    )
+    # No name is excluded for what it says (`attn_map[:, 0] = 0` writes a tensor); only a
+    # name this code builds as a dict or list is.
+    return any(name.startswith("self.") or not _built_as_container(text, name) for name in stores)
 
 
 def _built_as_container(text: str, name: str) -> bool:
