@@ -353,6 +353,20 @@ def _op_specs() -> list[OpSpec]:
     add(FN + "binary_cross_entropy_with_logits", X, X)
     add(FN + "kl_div", _x(2, 3, low=-2.0, high=-0.1), X)
     add(FN + "poisson_nll_loss", X, X)
+
+    # integer and bool results, which never require grad ("differentiable": false)
+    for attr in ("long", "int", "short", "char", "byte", "bool"):
+        add(f"Tensor.{attr}", X)
+    for attr in (
+        "argmax argmin argsort nonzero count_nonzero isnan isinf isfinite isposinf isneginf "
+        "signbit logical_not"
+    ).split():
+        both(attr, X)
+    for attr in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"):
+        both(attr, X, XS)
+    for attr in ("eq", "ne", "lt", "le", "gt", "ge"):
+        add(f"Tensor.__{attr}__", X, XS)
+    both("bucketize", X, _fixed(lambda: torch.tensor([0.25, 0.5, 0.75], dtype=DTYPE)))
     return [s for s in specs if _exists(s.name)]
 
 
@@ -569,6 +583,7 @@ class _Call:
     inplace: bool  # arg0 / the first input was written
     view: bool  # the first output shares its version counter with arg0 / the first input
     grad_fn: str | None
+    requires_grad: bool = False  # some output requires grad
 
 
 def _run(
@@ -595,7 +610,7 @@ def _run(
         if not (first_out is first_in and not inplace):  # a returned input adds no node
             grad_fn = type(first_out.grad_fn).__name__
     view = bool(outputs) and first_in is not None and _shares_version(first_in, outputs[0])
-    return _Call(slots, inplace, view, grad_fn)
+    return _Call(slots, inplace, view, grad_fn, any(t.requires_grad for t in outputs))
 
 
 def _accepts(fn: Any, keyword: str) -> bool:
@@ -682,6 +697,7 @@ def probe_op(name: str) -> Entry:
         modes.append((";inplace", {"inplace": True}))
     saves: dict[str, list[str]] = {}
     inplace = view = False
+    differentiable = False  # some probe gave an output that requires grad
     grad_fn: str | None = None
     errors: list[str] = []
     with warnings.catch_warnings():
@@ -700,6 +716,7 @@ def probe_op(name: str) -> Entry:
                     inplace |= result.inplace
                     view |= result.view
                     grad_fn = grad_fn or result.grad_fn
+                    differentiable |= result.requires_grad
             if suffix and not writes:
                 NOTES.append(f"{name}: inplace=True did not write arg0")
         out_kwarg = _accepts_out(spec, fn)
@@ -718,6 +735,8 @@ def probe_op(name: str) -> Entry:
     }
     if inplace_kwarg:
         entry["inplace_position"] = _position(inspect.signature(fn).parameters, "inplace")
+    if not differentiable and not inplace:
+        entry["differentiable"] = False  # integer or bool results: never require grad
     return entry
 
 

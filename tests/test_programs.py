@@ -248,6 +248,59 @@ PROGRAMS = [
         """,
         None,
     ),
+    (
+        "lengths-made-integer-with-long-are-added-to",
+        """
+        class Pad(nn.Module):
+            def forward(self, noise, rel_len):
+                noise_len = (rel_len * noise.shape[1]).long()
+                min_len = torch.min(noise_len)
+                noise = torch.cat((noise[:, :min_len], noise), dim=1)
+                noise_len += min_len  # <-
+                return noise * noise_len.float().mean()
+
+        Pad()(torch.randn(2, 5, requires_grad=True), torch.tensor([0.6, 1.0])).sum().backward()
+        """,
+        None,
+    ),
+    (
+        "a-buffer-also-registered-as-a-none-parameter-is-reset",
+        """
+        class Norm(nn.Module):
+            def __init__(self, track=True):
+                super().__init__()
+                if track:
+                    self.register_buffer("moving_mean", torch.zeros(4))
+                else:
+                    self.register_parameter("moving_mean", None)
+                self.frozen = nn.Parameter(torch.ones(4), requires_grad=False)
+
+            def reset(self):
+                self.moving_mean.zero_()  # <-
+                self.frozen.fill_(1.0)
+
+            def forward(self, x):
+                return x * self.frozen - self.moving_mean
+
+        n = Norm()
+        n.reset()
+        n(x).sum().backward()
+        """,
+        None,
+    ),
+    (
+        "a-forward-input-annotated-as-a-tuple-is-not-assumed-to-require-grad",
+        """
+        class Coords(nn.Module):
+            def forward(self, x, scale: tuple[torch.Tensor, float]):
+                grid = torch.arange(4.0).repeat(len(x), 1)
+                grid[:, 0:2] = grid[:, 0:2] * scale[0]  # <-?
+                return x + grid[:, :4]
+
+        Coords()(x, (torch.tensor(2.0), 1.0)).sum().backward()
+        """,
+        None,
+    ),
 ]
 
 

@@ -533,6 +533,8 @@ class Interpreter:
             )
         if (isinstance(default, ast.Constant) and default.value is not None) or scalar_annotation:
             return Value("scalar", tensor=False, grad=False, name=arg.arg)
+        if _outer_type(annotation) in _CONTAINER_TYPES:
+            assumed = False  # `tuple[Tensor, float]`: the assumption is about tensor inputs
         # In an nn.Module method, an argument without a default is taken for a tensor; in a
         # plain function it is unknown until it is used like one.
         tensor = True if "Tensor" in annotation or (default is None and assumed) else None
@@ -1062,11 +1064,12 @@ class Interpreter:
             if value.module is not None and conditional:
                 value.module.conditional = True
         elif cls is not None and attr in cls.parameters:
+            frozen = _frozen_parameter(cls.parameters[attr])
             value = Value(
                 "tensor",
                 frozenset({ref.params_group}),
                 True,
-                True,
+                not frozen,
                 leaf=True,
                 origin=f"parameter self.{attr}",
                 name=f"self.{attr}",
@@ -1503,6 +1506,8 @@ class Interpreter:
                     ref.consts = _bind_consts(cls, args, kwargs)
                     return Value("module", tensor=False, grad=False, module=ref)
                 return unknown()
+            if qual in _PYTHON_VALUES:
+                return scalar()  # `len(x)`, `int(x.max())`: a Python value, no tensor, no grad
             # A function of another file: only tensor code that can write in place is worth
             # interpreting (model factories and config helpers are not).
             if any(v.kind == "tensor" for v in (*args, *kwargs.values())):
@@ -1831,6 +1836,10 @@ class Interpreter:
         dim_keyword = call is not None and any(kw.arg == "dim" for kw in call.keywords)
         if result is not receiver:
             result = self._tuple_result(op, args, dim_keyword, result, label)
+        if not op.differentiable and result is not receiver:
+            # An integer or bool result (`ids.long()`, `x != x`): it never requires grad.
+            result.grad, result.graph, result.grad_from = False, frozenset(), ""
+            return result
         if not frame.grad_enabled:
             if result is not receiver:
                 result.grad = False
@@ -2247,6 +2256,38 @@ def _writes_in_place(owner: ModuleModel, fn: ast.FunctionDef | ast.AsyncFunction
 
 _INTEGER_TENSOR = re.compile(r"\b(?:Long|Int|Short|Char|Byte|Bool)Tensor\b")
 _FLOAT_TENSOR = re.compile(r"\b(?:Float|Double|Half|BFloat16)?Tensor\b")
+
+
+# Builtins whose result is a plain Python value whatever they are given.
+_PYTHON_VALUES = frozenset(
+    "len int float bool str repr isinstance issubclass hasattr callable id hash print".split()
+)
+_CONTAINER_TYPES = frozenset(
+    "tuple Tuple list List dict Dict Sequence Mapping Iterable typing.Tuple typing.List".split()
+)
+
+
+def _outer_type(annotation: str) -> str:
+    """`Optional[tuple[Tensor, float]]` and `tuple[...] | None` -> "tuple"."""
+    for prefix in ("Optional[", "typing.Optional["):
+        annotation = annotation.removeprefix(prefix)
+    return annotation.split("[")[0].split("|")[0].split(",")[0]
+
+
+def _frozen_parameter(created: ast.AST) -> bool:
+    """`nn.Parameter(t, requires_grad=False)` (or `False` passed second): no grad, so writes
+    into it are allowed and nothing saves it for a gradient."""
+    if not isinstance(created, ast.Call):
+        return False
+    flag = next((k.value for k in created.keywords if k.arg == "requires_grad"), None)
+    if (
+        flag is None
+        and len(created.args) > 1
+        and isinstance(created.func, ast.Attribute | ast.Name)
+    ):
+        name = created.func.attr if isinstance(created.func, ast.Attribute) else created.func.id
+        flag = created.args[1] if name == "Parameter" else None
+    return isinstance(flag, ast.Constant) and flag.value is False
 
 
 def _grad_from(values: list[Value]) -> str:

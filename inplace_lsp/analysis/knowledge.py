@@ -34,6 +34,9 @@ Details of the generated table (CPU, float64 probes):
   "buffer:<name>" a saved buffer (BatchNorm's running stats in train mode).
 * `view` is also true for ops returning arg0 itself: in-place ops and aliases such as
   `contiguous()` or `to()` to the same dtype.
+* `differentiable: false` (absent otherwise): no probe gave an output that requires grad,
+  as for integer and bool results (`argmax`, `long()`, `x != y`, `isnan`): such a result
+  never requires grad, so nothing saves it and writing into it is harmless.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ class OpInfo:
     inplace_variant: str | None = None  # "Tensor.add_" for "Tensor.add"
     outofplace_variant: str | None = None  # "Tensor.add" for "Tensor.add_"
     grad_fn: str | None = None  # e.g. "SigmoidBackward0"
+    differentiable: bool = True  # False: integer or bool results, which never require grad
 
     def saved_slots(self, signature: Iterable[str]) -> frozenset[str] | None:
         """Slots saved for this call signature, or None when the table has no such probe."""
@@ -121,6 +125,7 @@ def parse(table: Mapping[str, object]) -> Knowledge:
             inplace_variant=entry.get("inplace_variant"),
             outofplace_variant=entry.get("outofplace_variant"),
             grad_fn=entry.get("grad_fn"),
+            differentiable=bool(entry.get("differentiable", True)),
         )
         for name, entry in ops_raw.items()
     }

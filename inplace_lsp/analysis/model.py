@@ -269,7 +269,10 @@ def _record_registration(info: ClassInfo, call: ast.Call) -> None:
     if func.attr == "register_buffer":
         info.buffers.add(str(call.args[0].value))
     elif func.attr == "register_parameter":
-        info.parameters[str(call.args[0].value)] = call
+        value = call.args[1] if len(call.args) > 1 else None
+        if isinstance(value, ast.Constant) and value.value is None:
+            return  # `register_parameter("w", None)`: the attribute is None, no parameter
+        info.parameters[str(call.args[0].value)] = value if value is not None else call
 
 
 def _record_attr(
