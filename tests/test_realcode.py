@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any, NoReturn
 
 import pytest
 
@@ -184,15 +185,27 @@ class Corpora:
                 self._runs[name] = _analyse(name, paths)
         found = self._runs[name]
         if isinstance(found, str):
-            if os.environ.get(REQUIRE_ENV) == "1":
-                pytest.fail(found)
-            pytest.skip(f"{found} (set {REQUIRE_ENV}=1 to make this a failure)")
+            _unavailable(found)
         return found
 
 
-def _analyse(name: str, paths: list[Path]) -> RealcodeRun:
+def _unavailable(reason: str) -> NoReturn:
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(reason)
+    pytest.skip(f"{reason} (set {REQUIRE_ENV}=1 to make this a failure)")
+
+
+def _corpus_root(name: str) -> Path:
+    """The unpacked wheel (downloaded when not cached); the test skips without it."""
     corpus = SOURCES.CORPORA[name]
-    root = SOURCES.cache_root() / f"{corpus.distribution}-{corpus.version}"
+    try:
+        return SOURCES.fetch({corpus.distribution: corpus.version})[corpus.distribution]
+    except SOURCES.SourcesUnavailable as exc:
+        _unavailable(f"{name} sources unavailable: {exc}")
+
+
+def _analyse(name: str, paths: list[Path]) -> RealcodeRun:
+    root = _corpus_root(name)
     workspace = Workspace(root, use_jedi=False)
     run = RealcodeRun()
     for path in paths:
@@ -338,3 +351,40 @@ def test_gev_normalization_of_eigenvector_view_fails_backward() -> None:
     F_re *= F_norm
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         F_re.sum().backward()
+
+
+@pytest.mark.torch
+def test_speechbrain_gev_fails_backward_in_the_library_code() -> None:
+    """The Gev entry of ALLOWED_ERRORS on speechbrain's own code (multi_mic.py and the
+    decomposition.py it imports, both torch-only), with covariances that require grad."""
+    torch = pytest.importorskip("torch")
+    processing = _corpus_root("speechbrain") / "speechbrain" / "processing"
+    decomposition = ModuleType("speechbrain.processing.decomposition")
+    exec(
+        compile((processing / "decomposition.py").read_text("utf-8"), "decomposition.py", "exec"),
+        decomposition.__dict__,
+    )
+    source = (processing / "multi_mic.py").read_text("utf-8")
+    source = source.replace("import speechbrain.processing.decomposition as eig", "")
+    multi_mic = ModuleType("speechbrain.processing.multi_mic")
+    multi_mic.__dict__["eig"] = decomposition
+    exec(compile(source, "multi_mic.py", "exec"), multi_mic.__dict__)
+
+    def stft(x: Any) -> Any:  # [batch, time, mics] -> speechbrain's [batch, frames, bins, 2, mics]
+        frames = torch.stft(
+            x.transpose(1, 2).reshape(-1, x.shape[1]),
+            64,
+            window=torch.hann_window(64),
+            return_complex=True,
+        )
+        frames = torch.view_as_real(frames).reshape(x.shape[0], x.shape[2], 33, -1, 2)
+        return frames.permute(0, 3, 2, 4, 1)
+
+    torch.manual_seed(0)
+    speech, noise = torch.randn(1, 2000, 4), 0.05 * torch.randn(1, 2000, 4)
+    covariance = multi_mic.Covariance()
+    SSs = covariance(stft(speech)).detach().requires_grad_()
+    NNs = covariance(stft(noise)).detach().requires_grad_()
+    Ys = multi_mic.Gev()(stft(speech + noise), SSs, NNs)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        Ys.sum().backward()
