@@ -1,5 +1,6 @@
-"""Fetches the Python sources of torchvision and timm (known-good PyTorch code) for the
-benchmarks and the realcode tests, and caches them outside the repository.
+"""Fetches the Python sources of known-good PyTorch libraries (torchvision, timm, transformers,
+diffusers, speechbrain, torchrl, open_clip) for the benchmarks and the realcode tests, and caches
+them outside the repository.
 
 The wheels come from the package index through `pip download --no-deps --only-binary=:all:`
 and are unpacked with zipfile into `~/.cache/inplace-lsp/realcode/<name>-<version>/` (override
@@ -7,7 +8,12 @@ the root with INPLACE_LSP_REALCODE_DIR). Versions are pinned so that line number
 the realcode test's allow-list, do not move under us; a cached copy is used without the network.
 These sources are never committed.
 
-    python benchmarks/_sources.py      # fetch and print where they are
+    python benchmarks/_sources.py              # fetch every corpus and print where it is
+    python benchmarks/_sources.py timm diffusers    # only these corpora
+
+`PACKAGES` (torchvision and timm) stays the default of `fetch` and `python_files`, so the
+throughput and latency figures measured on it keep comparing; `CORPORA` names every corpus and
+`corpus_files` lets a caller choose among them.
 
 When the download fails (no network, no pip) `SourcesUnavailable` says why: tests turn it into
 a skip, benchmarks into a message.
@@ -21,11 +27,35 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-# Pinned: torchvision 0.29 goes with torch 2.13, the version the knowledge table was probed on.
-PACKAGES: Mapping[str, str] = {"torchvision": "0.29.1", "timm": "1.0.31"}
+
+@dataclass(frozen=True)
+class Corpus:
+    """One library: the distribution pip downloads, its pinned version, and the top-level
+    directories of the wheel that hold its own code (open_clip_torch ships `open_clip` and
+    `open_clip_train`; torchrl's wheel also carries example scripts we leave out)."""
+
+    distribution: str
+    version: str
+    packages: tuple[str, ...]
+
+
+# Pinned: torchvision 0.29 goes with torch 2.13, the version the knowledge table was probed on;
+# the others are the newest wheels that downloaded on 2026-12-01 (torchrl's is per platform).
+CORPORA: Mapping[str, Corpus] = {
+    "torchvision": Corpus("torchvision", "0.29.1", ("torchvision",)),
+    "timm": Corpus("timm", "1.0.31", ("timm",)),
+    "transformers": Corpus("transformers", "5.24.0", ("transformers",)),
+    "diffusers": Corpus("diffusers", "0.42.1", ("diffusers",)),
+    "speechbrain": Corpus("speechbrain", "1.1.2", ("speechbrain",)),
+    "torchrl": Corpus("torchrl", "0.14.1", ("torchrl",)),
+    "open_clip": Corpus("open_clip_torch", "3.3.0", ("open_clip", "open_clip_train")),
+}
+# distribution -> version: what the benchmarks measured on before the other corpora came.
+PACKAGES: Mapping[str, str] = {name: CORPORA[name].version for name in ("torchvision", "timm")}
 ENV_DIR = "INPLACE_LSP_REALCODE_DIR"
 _COMPLETE = ".complete"  # written last: a directory without it is a half-finished unpack
 _PIP_TIMEOUT_S = 600
@@ -111,26 +141,61 @@ def fetch(packages: Mapping[str, str] = PACKAGES, root: Path | None = None) -> d
     return found
 
 
-def python_files(packages: Mapping[str, str] = PACKAGES, root: Path | None = None) -> list[Path]:
-    """Every .py file of the packages' own code (not their .dist-info), sorted."""
+def _package_dirs(distribution: str) -> tuple[str, ...]:
+    for corpus in CORPORA.values():
+        if corpus.distribution == distribution:
+            return corpus.packages
+    return (distribution,)
+
+
+def _files_under(directory: Path, packages: tuple[str, ...]) -> list[Path]:
     files: list[Path] = []
-    for name, directory in fetch(packages, root).items():
-        package_dir = directory / name
+    for package in packages:
+        package_dir = directory / package
         if not package_dir.is_dir():
-            raise SourcesUnavailable(f"{directory} has no {name}/ package directory")
+            raise SourcesUnavailable(f"{directory} has no {package}/ package directory")
         files += sorted(package_dir.rglob("*.py"))
     return files
 
 
-def main() -> int:
+def python_files(packages: Mapping[str, str] = PACKAGES, root: Path | None = None) -> list[Path]:
+    """Every .py file of the packages' own code (not their .dist-info), sorted."""
+    files: list[Path] = []
+    for name, directory in fetch(packages, root).items():
+        files += _files_under(directory, _package_dirs(name))
+    return files
+
+
+def corpus_files(
+    names: Iterable[str] | None = None, root: Path | None = None
+) -> dict[str, list[Path]]:
+    """corpus name -> its .py files, for the chosen corpora of CORPORA (all when None)."""
+    chosen = list(CORPORA) if names is None else list(names)
+    unknown = [name for name in chosen if name not in CORPORA]
+    if unknown:
+        raise ValueError(f"unknown corpus {', '.join(unknown)} (known: {', '.join(CORPORA)})")
+    found: dict[str, list[Path]] = {}
+    for name in chosen:
+        corpus = CORPORA[name]
+        directory = fetch({corpus.distribution: corpus.version}, root)[corpus.distribution]
+        found[name] = _files_under(directory, corpus.packages)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = (sys.argv[1:] if argv is None else argv) or None
     try:
-        directories = fetch()
+        corpora = corpus_files(names)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     except SourcesUnavailable as exc:
         print(f"sources unavailable: {exc}", file=sys.stderr)
         return 1
-    for name, directory in directories.items():
-        count = sum(1 for _ in (directory / name).rglob("*.py"))
-        print(f"{name}: {count} .py files in {directory}")
+    for name, files in corpora.items():
+        corpus = CORPORA[name]
+        directory = cache_root() / f"{corpus.distribution}-{corpus.version}"
+        print(f"{name} {corpus.version}: {len(files)} .py files in {directory}")
     return 0
 
 
