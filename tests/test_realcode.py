@@ -72,67 +72,10 @@ ALLOWED_ERRORS: frozenset[Key] = frozenset(
 # analyzer must fix them; the test fails both when a new false error appears and when one of
 # these is no longer reported (then delete its entry). Value: the fact the analyzer assumed.
 KNOWN_FALSE_ERRORS: Mapping[Key, str] = {
-    # Integer tensors cannot require grad (torch refuses requires_grad on them).
-    ("transformers/models/mbart/modeling_mbart.py", 74, "IPL001"): (
-        "integer token ids (`labels: torch.LongTensor`) assumed to require grad"
-    ),
-    ("transformers/models/plbart/modeling_plbart.py", 623, "IPL001"): (
-        "integer token ids (`labels: torch.LongTensor`) assumed to require grad"
-    ),
-    ("speechbrain/augment/time_domain.py", 242, "IPL001"): (
-        "the result of `.long()` assumed to require grad"
-    ),
-    # The indices of torch.max are saved, but the values were discarded (`_`): no gradient
-    # can ever reach that node.
-    ("speechbrain/processing/multi_mic.py", 817, "IPL001"): (
-        "torch.max's saved indices matter although its values output is discarded"
-    ),
-    # `requires_grad = False` around a copy into a parameter is the standard way to do it.
-    ("transformers/pytorch_utils.py", 86, "IPL002"): (
-        "`weight.requires_grad = False` before the copy ignored"
-    ),
-    ("transformers/pytorch_utils.py", 90, "IPL002"): (
-        "`bias.requires_grad = False` before the copy ignored"
-    ),
-    # Every caller in diffusers (pipelines/ltx/*.py) passes a tuple of Python floats.
-    ("diffusers/models/transformers/transformer_ltx.py", 218, "IPL001"): (
-        "an element of a tuple forward input assumed to be a tensor that requires grad"
-    ),
-    ("diffusers/models/transformers/transformer_ltx.py", 219, "IPL001"): (
-        "an element of a tuple forward input assumed to be a tensor that requires grad"
-    ),
-    ("diffusers/models/transformers/transformer_ltx.py", 220, "IPL001"): (
-        "an element of a tuple forward input assumed to be a tensor that requires grad"
-    ),
-    # A plain method's arguments, called with Python numbers (kernel_size=11, sigma=1.5).
-    ("speechbrain/lobes/models/FastSpeech2.py", 1527, "IPL001"): (
-        "a plain method's number arguments (kernel_size, sigma) assumed to require grad"
-    ),
-    # `torch.eye(U).repeat(len(x), 1, 1)`: len() is a Python int, the result a constant.
-    ("speechbrain/alignment/aligner.py", 535, "IPL001"): (
-        "a Python int (len(x)) used as a repeat count assumed to carry requires-grad"
-    ),
-    # register_buffer on one branch, register_parameter(name, None) on the other.
-    ("speechbrain/nnet/complex_networks/c_normalization.py", 136, "IPL002"): (
-        "register_parameter(name, None) taken for a parameter that requires grad"
-    ),
-    ("speechbrain/nnet/complex_networks/c_normalization.py", 138, "IPL002"): (
-        "register_parameter(name, None) taken for a parameter that requires grad"
-    ),
-    ("speechbrain/nnet/complex_networks/c_normalization.py", 139, "IPL002"): (
-        "register_parameter(name, None) taken for a parameter that requires grad"
-    ),
-    ("speechbrain/nnet/complex_networks/c_normalization.py", 140, "IPL002"): (
-        "register_parameter(name, None) taken for a parameter that requires grad"
-    ),
-    ("speechbrain/nnet/complex_networks/c_normalization.py", 141, "IPL002"): (
-        "register_parameter(name, None) taken for a parameter that requires grad"
-    ),
-    # Pretrained.__init__ (freeze_params=True by default) sets requires_grad = False on every
-    # parameter of self.mods, and the input is read from an audio file.
-    ("speechbrain/inference/VAD.py", 207, "IPL001"): (
-        "parameters frozen by `p.requires_grad = False` in the base class assumed to require grad"
-    ),
+    # None now. The 17 this list held (integer token ids, `.long()` results, max's discarded
+    # values, `requires_grad = False` around a copy, a tuple forward input, a method's number
+    # arguments, len() as a repeat count, register_parameter(name, None), parameters frozen in
+    # a base class) are fixed; tests/test_realcode_snippets.py keeps one reproduction of each.
 }
 
 # Fewer files than this means a broken download or unpack, not a smaller library.

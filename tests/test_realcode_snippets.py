@@ -1,11 +1,11 @@
-"""Minimal reproductions of the false Error findings on known-good libraries
-(tests/test_realcode.py's KNOWN_FALSE_ERRORS), one per class of cause: each snippet keeps the
-library's statements, torch runs it fine with the inputs the library gives it, and the analyzer
-still reports an Error on it.
+"""Minimal reproductions of the false Error findings the analyzer gave on known-good
+libraries (tests/test_realcode.py), one per class of cause: each snippet keeps the library's
+statements, and torch runs it fine with the inputs the library gives it.
 
-`test_torch_runs_it` proves the code fine; `test_no_error_finding` is xfail(strict=True): when
-the analyzer is fixed it passes, strict turns that into a failure, and the mark must go (and the
-KNOWN_FALSE_ERRORS entries it stands for with it).
+`test_torch_runs_it` proves the code fine; `test_no_error_finding` holds the analyzer to it
+(each of these was an Error before the analysis followed the fact in question: integer
+tensors, `.long()`, unreachable graph nodes, `requires_grad` toggles, container inputs, a
+method's arguments, Python ints, `register_parameter(name, None)`, frozen parameters).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ Namespace = dict[str, Any]
 class Snippet:
     name: str
     source: str
-    lines: tuple[int, ...]  # where the analyzer reports the false Error
+    lines: tuple[int, ...]  # where the analyzer reported the false Error
     stands_for: str  # the realcode findings of this class
     run: Callable[[Namespace], None]  # runs the snippet under torch, the library's way
 
@@ -362,7 +362,6 @@ def test_the_analyzer_reports_it_where_the_library_does(snippet: Snippet) -> Non
     assert {f.line for f in errors} <= set(snippet.lines), [(f.line, f.message) for f in errors]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="false Error the analyzer must fix")
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda s: s.name)
 def test_no_error_finding(snippet: Snippet) -> None:
     errors = [f for f in analyze(_text(snippet), "x.py") if f.severity is Severity.ERROR]

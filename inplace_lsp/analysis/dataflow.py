@@ -1499,6 +1499,16 @@ class Interpreter:
                 return self.inline(
                     local_fn, self.model.start_of(local_fn), args, kwargs, node, frame
                 )
+            owner_name, _, method_name = qual.rpartition(".")
+            owner_cls = self.model.lookup_class(owner_name) if owner_name else None
+            if owner_cls is not None:
+                found = self.model.find_method(owner_cls, method_name)
+                if found is not None and _static(found[1]):
+                    # `Gev._gev(...)`: a staticmethod called through its class.
+                    where = found[0].owner or self.model
+                    return self.inline(
+                        found[1], where.start_of(found[1]), args, kwargs, node, frame, where
+                    )
             cls = self.model.lookup_class(qual)
             if cls is not None:
                 if cls.is_module:
@@ -1908,7 +1918,8 @@ class Interpreter:
                     )
                 )
         for output in outputs:
-            output.graph = output.graph | frozenset(new)
+            if output.grad is not False:  # an integer output (max's indices) has no graph
+                output.graph = output.graph | frozenset(new)
         if result is not outputs[0]:
             result.graph = result.graph | frozenset(new)
 
@@ -2272,6 +2283,10 @@ def _outer_type(annotation: str) -> str:
     for prefix in ("Optional[", "typing.Optional["):
         annotation = annotation.removeprefix(prefix)
     return annotation.split("[")[0].split("|")[0].split(",")[0]
+
+
+def _static(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
 
 
 def _frozen_parameter(created: ast.AST) -> bool:

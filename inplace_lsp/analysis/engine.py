@@ -30,7 +30,6 @@ from inplace_lsp.analysis.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 
-_SELF_ATTR = re.compile(r"\bself\.(\w+)")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFORMATION: 2, Severity.HINT: 3}
 
@@ -315,6 +314,8 @@ class DocumentAnalysis:
             if info is None:
                 continue
             hot = {attr for attr, sub in info.submodules.items() if self._writes_in_place(sub)}
+            # `self.helper(...)`, `cls.helper(...)` and `Gev._gev(...)` (a staticmethod).
+            member = re.compile(rf"\b(?:self|cls|{re.escape(class_name)})\.(\w+)")
             changed = True
             while changed:
                 changed = False
@@ -322,7 +323,7 @@ class DocumentAnalysis:
                 for name, fid in methods.items():
                     if fid in wanted or name == "__init__":  # __init__ builds, it calls nothing
                         continue
-                    attrs = set(_SELF_ATTR.findall(segments[fid]))
+                    attrs = set(member.findall(segments[fid]))
                     if attrs & hot or attrs & hot_methods:
                         wanted.add(fid)
                         changed = True
