@@ -741,7 +741,9 @@ def scenario_recurrent(g: _Gen) -> str:
     body.append(f"    h = {act}({pre})" if act else f"    h = {pre}")
     if update[0].startswith("mask"):
         body.append("    mask = (torch.rand_like(h) > 0.1).float()")
-    upd_at = g.pick(["before_append", "after_append"])
+    upd_at = (
+        "after_append" if update[0] == "outs_last" else g.pick(["before_append", "after_append"])
+    )
     g.feat(f"rnn_update_at:{upd_at}")
     if update[1] and upd_at == "before_append":
         body.append("    " + update[1])

@@ -131,18 +131,21 @@ def _run_plain(code: Any, path: str) -> BaseException | None:
     return None
 
 
-class _TracedError(RuntimeError):
-    pass
-
-
 def _run_traced(code: Any, path: str) -> tuple[list[int], list[int], bool]:
-    """(write lines, save lines, reproduced) of the first in-place error of a traced run."""
+    """(write lines, save lines, reproduced) of every in-place error of a traced run.
+
+    The run goes on past each error, as if that write had been fixed: a failed version check
+    returns the tensor anyway, and a write that torch refused is redone without grad (or, for
+    an inference tensor, inside inference mode). So a program with two bad writes (`w -= ...`
+    then `b -= ...`) has both lines guilty, though torch stops at the first."""
     import torch
     from torch.overrides import TorchFunctionMode
 
     module_lines: dict[int, int] = {}
     records: list[list[Any]] = []  # [tensor, saved version, save lines, bump lines, last version]
-    found: dict[str, Any] = {}
+    write_lines: set[int] = set()
+    save_lines: set[int] = set()
+    reported: set[int] = set()
 
     def user_lines() -> list[int]:
         frame: FrameType | None = sys._getframe(2)
@@ -173,11 +176,11 @@ def _run_traced(code: Any, path: str) -> tuple[list[int], list[int], bool]:
         return len(records) - 1
 
     def unpack(index: int) -> Any:
-        tensor, version, save_lines, bumps, _ = records[index]
-        if tensor._version != version and not found:
-            found["save"] = save_lines
-            found["write"] = [line for lines in bumps for line in lines]
-            raise _TracedError("modified by an inplace operation (traced)")
+        tensor, version, saved_at, bumps, _ = records[index]
+        if tensor._version != version and index not in reported:
+            reported.add(index)
+            save_lines.update(saved_at)
+            write_lines.update(line for lines in bumps for line in lines)
         return tensor
 
     class Writes(TorchFunctionMode):
@@ -187,10 +190,13 @@ def _run_traced(code: Any, path: str) -> tuple[list[int], list[int], bool]:
             try:
                 result = func(*args, **(kwargs or {}))
             except RuntimeError as exc:
-                if not found and classify(str(exc)) not in (None, "version"):
-                    found["save"] = []
-                    found["write"] = user_lines()
-                raise
+                kind = classify(str(exc))
+                if kind in (None, "version"):
+                    raise
+                write_lines.update(user_lines())
+                redo = torch.inference_mode() if kind == "inference_tensor" else torch.no_grad()
+                with redo:
+                    result = func(*args, **(kwargs or {}))
             for record in records:
                 version = record[0]._version
                 if version != record[4]:
@@ -205,9 +211,8 @@ def _run_traced(code: Any, path: str) -> tuple[list[int], list[int], bool]:
     finally:
         torch.nn.Module.__init__ = original_init  # type: ignore[method-assign]
         records.clear()
-    if not found:
-        return [], [], False
-    return sorted(set(found["write"])), sorted(set(found["save"])), True
+    located = bool(write_lines or save_lines)
+    return sorted(write_lines), sorted(save_lines), located
 
 
 def _label_one(path: str, text: str) -> Label:
