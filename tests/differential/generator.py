@@ -365,13 +365,18 @@ def _core(
         g.feat(f"helper:write_{kind}")
         arg = v
         body = wtmpl.format(v="t")
+        # A decorator changes grad mode for the helper's body only; torch's version counter
+        # does not care, the leaf check does.
+        deco = g.pick(["", "", "@torch.no_grad()\n", "@torch.inference_mode()\n"])
+        if deco:
+            g.feat("helper:decorated_" + deco.strip("@()\n").split(".")[-1])
         if kind == "method":
             fn = g.fresh("_inplace_fix")
-            g.methods.append(f"def {fn}(self, t):\n    {body}\n    return t")
+            g.methods.append(f"{deco}def {fn}(self, t):\n    {body}\n    return t")
             write_lines = [f"self.{fn}({arg})"]
         else:
             fn = g.fresh("_clip")
-            g.helpers.append(f"def {fn}(t):\n    {body}\n    return t\n")
+            g.helpers.append(f"{deco}def {fn}(t):\n    {body}\n    return t\n")
             write_lines = [f"{fn}({arg})"]
     else:
         write_lines = [write_stmt]
@@ -494,7 +499,21 @@ def _driver(g: _Gen, setup: list[str], forward_call: str, train: bool) -> str:
         lines.append("        optimizer.zero_grad()")
         lines.append(f"        out = {forward_call}")
         lines.append("        " + _loss_line(g, "out"))
+        extra = g.pick(["none", "none", "loss_iadd_reg", "loss_imul", "grad_clamp_", "grad_imul"])
+        g.feat(f"train_extra:{extra}")
+        if extra == "loss_iadd_reg":
+            lines.append("        loss += 1e-4 * sum(p.pow(2).sum() for p in model.parameters())")
+        elif extra == "loss_imul":
+            lines.append("        loss *= 0.5")
         lines.append("        loss.backward()")
+        if extra == "grad_clamp_":
+            lines.append("        for p in model.parameters():")
+            lines.append("            if p.grad is not None:")
+            lines.append("                p.grad.clamp_(-1.0, 1.0)")
+        elif extra == "grad_imul":
+            lines.append("        for p in model.parameters():")
+            lines.append("            if p.grad is not None:")
+            lines.append("                p.grad *= 0.5")
         lines.append("        optimizer.step()")
         if acc == "item":
             lines.append("        total_loss += loss.item()")
@@ -975,10 +994,14 @@ def scenario_tokens(g: _Gen) -> str:
             ("emb_iadd", "e += 1.0"),
             ("emb_mul_", "e.mul_(2.0)"),
             ("pos_iadd", "pos += 1"),
+            ("gather_index_iadd", "idx += 1"),
+            ("gather_index_clone", "idx = idx.clone()\nidx += 1"),
         ]
     )
     g.feat(f"token_write:{write[0]}")
     when = "after" if write[0].startswith("emb") or g.chance(0.6) else "before"
+    if write[0].startswith("gather"):
+        when = "gather"
     g.feat(f"token_write_at:{when}")
     body = ["mask = ids != 0", "pos = torch.arange(ids.shape[1])"]
     if when == "before":
@@ -994,6 +1017,12 @@ def scenario_tokens(g: _Gen) -> str:
         body.append("e = torch.where(mask.unsqueeze(-1), e, torch.zeros_like(e))")
     if when == "after":
         body += write[1].split("\n")
+    if write[0].startswith("gather"):
+        # gather saves its index: an integer tensor that autograd checks like any other.
+        body.append("idx = e.norm(dim=-1).argmax(dim=-1, keepdim=True)")
+        body.append("picked = e.gather(1, idx.unsqueeze(-1).expand(-1, 1, e.shape[-1]))")
+        body += write[1].split("\n")
+        body.append("e = e + picked")
     body.append("return self.head(e.mean(dim=1))")
     forward = "def forward(self, ids):\n" + _indent("\n".join(body), 1)
     text = _class(g, "TokenEncoder", forward)
@@ -1240,6 +1269,123 @@ def scenario_param_edit(g: _Gen) -> str:
     return text + "\n\n" + _driver(g, setup, "model(x)", g.chance(0.3))
 
 
+def scenario_ema(g: _Gen) -> str:
+    """A mean-teacher / EMA copy of a model, updated in place from the student's parameters."""
+    style = g.pick(
+        ["no_grad_block", "bare", "bare_frozen", "decorated", "data", "lerp_no_grad", "lerp_bare"]
+    )
+    g.feat(f"ema:{style}")
+    when = g.pick(["after_step", "before_backward"])
+    g.feat(f"ema_at:{when}")
+    helpers: list[str] = []
+    update = {
+        "no_grad_block": [
+            "with torch.no_grad():",
+            "    for e, p in zip(ema.parameters(), model.parameters()):",
+            "        e.mul_(0.99).add_(p, alpha=0.01)",
+        ],
+        "bare": [
+            "for e, p in zip(ema.parameters(), model.parameters()):",
+            "    e.mul_(0.99).add_(p.detach(), alpha=0.01)",
+        ],
+        "bare_frozen": [
+            "for e, p in zip(ema.parameters(), model.parameters()):",
+            "    e.mul_(0.99).add_(p.detach(), alpha=0.01)",
+        ],
+        "data": [
+            "for e, p in zip(ema.parameters(), model.parameters()):",
+            "    e.data.mul_(0.99).add_(p.data, alpha=0.01)",
+        ],
+        "lerp_no_grad": [
+            "with torch.no_grad():",
+            "    for e, p in zip(ema.parameters(), model.parameters()):",
+            "        e.lerp_(p, 0.01)",
+        ],
+        "lerp_bare": [
+            "for e, p in zip(ema.parameters(), model.parameters()):",
+            "    e.lerp_(p.detach(), 0.01)",
+        ],
+        "decorated": ["ema_update(ema, model)"],
+    }[style]
+    if style == "decorated":
+        helpers.append(
+            "@torch.no_grad()\ndef ema_update(ema, model, decay=0.99):\n"
+            "    for e, p in zip(ema.parameters(), model.parameters()):\n"
+            "        e.mul_(decay).add_(p, alpha=1 - decay)\n"
+        )
+    lines = [
+        "def main():",
+        "    torch.manual_seed(0)",
+        "    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))",
+        "    ema = copy.deepcopy(model)",
+    ]
+    if style == "bare_frozen":
+        lines.append("    ema.requires_grad_(False)")
+    lines += [
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)",
+        "    for step in range(2):",
+        "        x = torch.randn(4, 8)",
+        "        loss = (model(x) - ema(x)).pow(2).mean() + model(x).pow(2).mean()",
+        "        optimizer.zero_grad()",
+    ]
+    if when == "before_backward":
+        lines += ["        " + u for u in update]
+    lines += ["        loss.backward()", "        optimizer.step()"]
+    if when == "after_step":
+        lines += ["        " + u for u in update]
+    lines += ["", "", 'if __name__ == "__main__":', "    main()"]
+    text = "import copy\n\n" + "\n\n".join(helpers)
+    return text + "\n\n" + "\n".join(lines) + "\n"
+
+
+def scenario_custom_function(g: _Gen) -> str:
+    """A torch.autograd.Function that saves tensors; the caller writes into them afterwards."""
+    saved = g.pick(["input", "output"])
+    g.feat(f"custom_fn:saves_{saved}")
+    if saved == "input":
+        fn = (
+            "class Square(torch.autograd.Function):\n"
+            "    @staticmethod\n"
+            "    def forward(ctx, x):\n"
+            "        ctx.save_for_backward(x)\n"
+            "        return x * x\n\n"
+            "    @staticmethod\n"
+            "    def backward(ctx, grad):\n"
+            "        (x,) = ctx.saved_tensors\n"
+            "        return 2 * x * grad\n"
+        )
+    else:
+        fn = (
+            "class Square(torch.autograd.Function):\n"
+            "    @staticmethod\n"
+            "    def forward(ctx, x):\n"
+            "        y = torch.exp(x)\n"
+            "        ctx.save_for_backward(y)\n"
+            "        return y\n\n"
+            "    @staticmethod\n"
+            "    def backward(ctx, grad):\n"
+            "        (y,) = ctx.saved_tensors\n"
+            "        return y * grad\n"
+        )
+    target = g.pick(["input", "output", "clone_output", "none"])
+    g.feat(f"custom_fn:write_{target}")
+    wname, wtmpl, _, _ = g.pick([w for w in WRITES if w[2] <= 1 and w[0] != "out="])
+    g.feat(f"write:{wname}")
+    g.init += ["self.fc = nn.Linear(dim, dim)", "self.head = nn.Linear(dim, 1)"]
+    body = ["h = self.fc(x)", "y = Square.apply(h)"]
+    if target == "input":
+        body.append(wtmpl.format(v="h"))
+    elif target == "output":
+        body.append(wtmpl.format(v="y"))
+    elif target == "clone_output":
+        body += ["y = y.clone()", wtmpl.format(v="y")]
+    body.append("return self.head(y)")
+    forward = "def forward(self, x):\n" + _indent("\n".join(body), 1)
+    text = fn + "\n\n" + _class(g, "Custom", forward)
+    setup = ["model = Custom()", _input_line(g)]
+    return text + "\n\n" + _driver(g, setup, "model(x)", g.chance(0.3))
+
+
 SCENARIOS: tuple[tuple[str, Callable[[_Gen], str], float], ...] = (
     ("module", scenario_module, 0.26),
     ("function", scenario_function, 0.12),
@@ -1254,6 +1400,8 @@ SCENARIOS: tuple[tuple[str, Callable[[_Gen], str], float], ...] = (
     ("buffer", scenario_buffer, 0.05),
     ("grad_mode", scenario_grad_mode, 0.05),
     ("train_loop", scenario_train_loop, 0.02),
+    ("ema", scenario_ema, 0.03),
+    ("custom_function", scenario_custom_function, 0.03),
 )
 
 
