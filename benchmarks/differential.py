@@ -1,7 +1,7 @@
 """Differential benchmark: generated PyTorch programs, labelled by torch, scored at Error level.
 
     python benchmarks/differential.py --count N --seed S [--jobs J] [--out DIR] [--verbose]
-                                      [--json FILE]
+                                      [--json FILE] [--exclude-code IPL005]
 
 Generates N programs (tests/differential/generator.py), runs each under torch in worker
 subprocesses (oracle.py: `error` / `ok` / `other`, with the guilty lines), runs the analyzer on
@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from differential.generator import generate  # noqa: E402
 from differential.oracle import label_programs, write_programs  # noqa: E402
 from differential.scorer import (  # noqa: E402
+    Finding,
     Report,
     Verdict,
     analyzer_findings,
@@ -64,6 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds per program")
     parser.add_argument("--verbose", action="store_true", help="list misses and false positives")
     parser.add_argument("--json", type=Path, help="write labels and verdicts to this file")
+    parser.add_argument(
+        "--exclude-code",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="leave this rule's findings out of the analyzer's score (repeatable)",
+    )
     args = parser.parse_args(argv)
 
     out_dir = args.out or Path(tempfile.mkdtemp(prefix="inplace-diff-"))
@@ -74,7 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     labels = label_programs(pairs, jobs=args.jobs, python=args.python, timeout_s=args.timeout)
     oracle_s = time.perf_counter() - started
     started = time.perf_counter()
-    ours = score(programs, labels, paths, analyzer_findings)
+    excluded = set(args.exclude_code)
+
+    def finder(text: str, path: str) -> list[Finding]:
+        return [f for f in analyzer_findings(text, path) if f.code not in excluded]
+
+    ours = score(programs, labels, paths, finder)
     analyzer_s = time.perf_counter() - started
     naive = score(programs, labels, paths, naive_findings)
 
@@ -82,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     kinds = Counter(label.kind for label in labels if label.outcome == "error")
     unlocated = sum(1 for label in labels if label.outcome == "error" and not label.located)
     print(f"{args.count} programs, seed {args.seed}, texts in {out_dir}")
+    if excluded:
+        print("analyzer findings left out: " + ", ".join(sorted(excluded)))
     print(
         f"oracle: {outcomes['error']} error, {outcomes['ok']} ok, {outcomes['other']} other "
         f"({outcomes['other'] / max(1, len(labels)):.2%}); {unlocated} errors without lines; "

@@ -287,7 +287,7 @@ def _core(
     core = _Core()
     ops = list(OPS) + (list(MODULE_OPS) if in_module else [])
     # Which tensor is written, and when (torch decides whether it matters).
-    order = "before" if g.chance(0.15) else "after"
+    order = "before" if g.chance(0.12) else "after"
     target = "in" if order == "before" or g.chance(0.35) else "out"
     g.feat(f"order:{order}", f"target:{target}")
     if g.chance(0.85):
@@ -390,7 +390,7 @@ def _core(
 
     # Guards around the write: grad mode, flags, early exits, loops.
     guard = g.pick(
-        ["none"] * 12
+        ["none"] * 14
         + ["no_grad", "inference_mode", "flag", "early_return", "else_return", "loop_break"]
         + ["loop_continue", "set_grad_enabled"]
     )
@@ -597,7 +597,7 @@ def scenario_function(g: _Gen) -> str:
     flag_params = "".join(f", {f}={not v}" for f, v in g.flags)
     fn = f"def compute(x, w, W{flag_params}):\n" + _indent("\n".join(body), 1) + "\n"
     text = "\n\n".join(g.helpers + [fn])
-    wkind = g.pick(["leaf", "parameter", "plain"])
+    wkind = g.pick(["leaf", "leaf", "parameter", "parameter", "plain"])
     g.feat(f"weights:{wkind}")
     if wkind == "leaf":
         setup = [
@@ -624,7 +624,7 @@ def scenario_sequential(g: _Gen) -> str:
     n = g.rng.randint(2, 4)
     layers: list[str] = []
     for i in range(n):
-        if g.chance(0.45):
+        if g.chance(0.55):
             fname, expr = g.pick(INPLACE_ACTS)
         else:
             fname, expr = g.pick(PLAIN_LAYERS)
@@ -902,8 +902,10 @@ def scenario_manual_sgd(g: _Gen) -> str:
     style = g.pick(
         [
             "bare",
+            "bare",
             "no_grad_block",
             "data",
+            "helper_bare",
             "helper_bare",
             "helper_no_grad_block",
             "helper_decorated",
