@@ -137,11 +137,24 @@ def test_oracle_labels_and_locates(tmp_path: Path) -> None:
     fine = "import torch\nx = torch.randn(3, requires_grad=True)\ny = x + 1\ny += 1\n"
     fine += "y.sum().backward()\n"
     crash = "import torch\nraise ValueError('generator bug')\n"
-    pairs = [(str(tmp_path / f"p{i}.py"), t) for i, t in enumerate([broken, leaf, fine, crash])]
-    labels = label_programs(pairs, jobs=1, python=sys.executable)
-    assert [label.outcome for label in labels] == ["error", "error", "ok", "other"]
+    dies = "import os\nos._exit(3)\n"
+    hangs = "while True:\n    pass\n"
+    texts = [broken, leaf, fine, crash, dies, hangs, broken]
+    pairs = [(str(tmp_path / f"p{i}.py"), t) for i, t in enumerate(texts)]
+    labels = label_programs(pairs, jobs=1, python=sys.executable, timeout_s=5.0)
+    assert [label.outcome for label in labels] == [
+        "error",
+        "error",
+        "ok",
+        "other",
+        "other",
+        "other",
+        "error",  # after a replaced worker
+    ]
     assert (labels[0].kind, labels[0].write_lines, labels[0].save_lines) == ("version", [7], [6])
     assert (labels[1].kind, labels[1].write_lines) == ("leaf", [3])
+    assert [label.kind for label in labels[3:6]] == ["ValueError", "WorkerDied", "Timeout"]
+    assert labels[6].guilty_lines == {6, 7}
 
 
 @pytest.mark.torch

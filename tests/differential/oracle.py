@@ -50,6 +50,8 @@ ERROR_KINDS: tuple[tuple[str, str], ...] = (
 )
 
 DEFAULT_TIMEOUT_S = 20.0
+START_TIMEOUT_S = 180.0  # importing torch in a fresh worker on a loaded machine
+READY = "ready"
 
 
 def classify(message: str) -> str | None:
@@ -250,6 +252,7 @@ def worker_main() -> None:
     import torch
 
     torch.set_num_threads(1)
+    proto.write(READY + "\n")  # torch is imported: program timeouts start counting now
     for raw in sys.stdin:
         request = json.loads(raw)
         try:
@@ -266,6 +269,8 @@ class _Worker:
     def __init__(self, python: str) -> None:
         self.python = python
         self.proc: subprocess.Popen[bytes] | None = None
+        self.buffer = b""
+        self.exited = False  # the worker's stdout reached end of file
 
     def _start(self) -> subprocess.Popen[bytes]:
         env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
@@ -277,9 +282,33 @@ class _Worker:
             env=env,
         )
 
+    def _read_line(self, timeout_s: float) -> bytes | None:
+        """One line from the worker, or None when it exits or the time runs out."""
+        assert self.proc is not None and self.proc.stdout is not None
+        deadline = time.monotonic() + timeout_s
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                self.exited = True
+                return None
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
     def run(self, path: str, text: str, timeout_s: float) -> Label:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = self._start()
+            self.buffer, self.exited = b"", False
+            if self._read_line(START_TIMEOUT_S) != READY.encode():
+                self.close()
+                return Label("other", "WorkerDied", "the worker did not start")
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None
         try:
@@ -288,23 +317,14 @@ class _Worker:
         except BrokenPipeError:
             self.close()
             return Label("other", "WorkerDied", "the worker died before the program ran")
-        deadline = time.monotonic() + timeout_s
-        buffer = b""
-        fd = proc.stdout.fileno()
-        while not buffer.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.close()
-                return Label("other", "Timeout", f"no result in {timeout_s:.0f} s")
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                self.close()
+        line = self._read_line(timeout_s)
+        if line is None:
+            died = self.exited
+            self.close()
+            if died:
                 return Label("other", "WorkerDied", "the worker exited while running the program")
-            buffer += chunk
-        return Label.from_json(json.loads(buffer.decode()))
+            return Label("other", "Timeout", f"no result in {timeout_s:.0f} s")
+        return Label.from_json(json.loads(line.decode()))
 
     def close(self) -> None:
         if self.proc is not None:
