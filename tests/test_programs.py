@@ -301,6 +301,64 @@ PROGRAMS = [
         """,
         None,
     ),
+    (
+        "a-copy-to-another-dtype-is-written",
+        """
+        def f(x):
+            s = torch.softmax(x @ torch.randn(4, 4), dim=-1)
+            part = s.to(torch.float64)
+            part += 1  # <-?
+            return s.sum() + part.sum()
+
+        f(x).backward()
+        """,
+        None,
+    ),
+    (
+        "a-contiguous-copy-of-a-transpose-is-written",
+        """
+        def f(x):
+            s = torch.sigmoid(x)
+            m = s.t().contiguous()
+            m *= 0.5  # <-
+            return s.sum() + m.sum()
+
+        f(x).backward()
+        """,
+        None,
+    ),
+    (
+        "float-of-a-float32-tensor-is-the-tensor-itself",
+        """
+        def f(x):
+            s = torch.sigmoid(x)
+            part = s.float()
+            part += 1  # <-
+            return s.sum()
+
+        f(x).backward()
+        """,
+        True,
+    ),
+    (
+        "a-constructor-flag-known-false-never-runs-its-branch",
+        """
+        class Encoder(nn.Module):
+            def __init__(self, clip=False):
+                super().__init__()
+                self.clip = clip
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                feat = torch.tanh(self.fc(x))
+                if self.clip and feat.shape[0] > 0:
+                    feat.clamp_(-0.5, 0.5)  # <-
+                return feat
+
+        Encoder(clip=False)(x).sum().backward()
+        """,
+        None,
+    ),
 ]
 
 

@@ -170,6 +170,8 @@ class Value:
     producer: str = ""  # the known op or module that made it ("": unknown, e.g. an argument)
     has_const: bool = False
     grad_from: str = ""  # grad unknown: the argument whose requires-grad it rests on
+    dtype: str = ""  # "float32", "float64", ... ("": unknown)
+    contiguous: bool | None = None  # the memory layout, where known (transpose: False)
 
     @property
     def tensorish(self) -> bool:
@@ -695,7 +697,10 @@ class Interpreter:
             self.record_saves(op, [current, rhs], current, stmt, frame)
 
     def stmt_If(self, stmt: ast.If, frame: Frame) -> None:
-        self.eval(stmt.test, frame)
+        test = self.eval(stmt.test, frame)
+        if test.has_const:  # `if self.use_gate:` with the constructor's flag known
+            self.exec_body(stmt.body if test.const else stmt.orelse, frame)
+            return
         self.branch([stmt.body, stmt.orelse], frame)
 
     def branch(self, bodies: list[list[ast.stmt]], frame: Frame) -> None:
@@ -1041,7 +1046,8 @@ class Interpreter:
                     graph=frozenset(),
                 )
             if attr in TENSOR_ATTR_VIEWS:
-                return replace(base, leaf=False)
+                layout = False if attr in ("T", "mT", "H", "mH") else base.contiguous
+                return replace(base, leaf=False, contiguous=layout)
             if attr == "grad":
                 return Value("tensor", frozenset({new_id()}), True, False, origin=".grad")
             if attr in SCALAR_ATTRS:
@@ -1075,7 +1081,7 @@ class Interpreter:
                 name=f"self.{attr}",
             )
         elif cls is not None and attr in cls.plain_attrs:
-            value = scalar()
+            value = _plain_value(cls, attr, ref.consts)
         elif cls is not None and attr in cls.buffers:
             value = Value(
                 "tensor", frozenset({new_id()}), True, False, origin=f"buffer self.{attr}"
@@ -1199,7 +1205,9 @@ class Interpreter:
         return Value("container", tensor=False, grad=None, graph=graph)
 
     def expr_IfExp(self, node: ast.IfExp, frame: Frame) -> Value:
-        self.eval(node.test, frame)
+        test = self.eval(node.test, frame)
+        if test.has_const:
+            return self.eval(node.body if test.const else node.orelse, frame)
         return join_values(self.eval(node.body, frame), self.eval(node.orelse, frame))
 
     def expr_BinOp(self, node: ast.BinOp, frame: Frame) -> Value:
@@ -1233,16 +1241,37 @@ class Interpreter:
             )
         if operand.tensorish:
             return self.derived([operand])
+        if operand.has_const and isinstance(node.op, ast.Not):
+            return _constant(not operand.const)
         return scalar()
 
     def expr_Compare(self, node: ast.Compare, frame: Frame) -> Value:
         values = [self.eval(node.left, frame), *(self.eval(c, frame) for c in node.comparators)]
         if any(v.kind == "tensor" for v in values):
             return Value("tensor", frozenset({new_id()}), True, False)
+        if len(values) == 2 and all(v.has_const for v in values):
+            left, right = values[0].const, values[1].const
+            try:
+                return _constant(
+                    evaluate(
+                        ast.Compare(ast.Name("a"), node.ops, [ast.Name("b")]),
+                        {"a": left, "b": right},
+                    )
+                )
+            except Undecidable:
+                pass
         return scalar()
 
     def expr_BoolOp(self, node: ast.BoolOp, frame: Frame) -> Value:
         values = [self.eval(v, frame) for v in node.values]
+        # Python's rule: the first operand that decides (falsy for `and`, truthy for `or`).
+        for v in values:
+            if not v.has_const:
+                break
+            if bool(v.const) != isinstance(node.op, ast.And):
+                return v
+        else:
+            return values[-1]
         result = values[0]
         for v in values[1:]:
             result = join_values(result, v)
@@ -1350,6 +1379,7 @@ class Interpreter:
         graph: frozenset[int] = (
             frozenset().union(*(v.graph for v in inputs)) if inputs else frozenset()
         )
+        dtypes = {v.dtype for v in inputs}
         return Value(
             "tensor",
             frozenset({new_id()}),
@@ -1358,6 +1388,8 @@ class Interpreter:
             any(v.grad_assumed for v in inputs),
             graph=graph,
             grad_from=_grad_from(inputs) if grad is None else "",
+            dtype=dtypes.pop() if len(dtypes) == 1 else "",
+            contiguous=True,
         )
 
     def method_call(self, receiver: Value, name: str, node: ast.Call, frame: Frame) -> Value:
@@ -1425,12 +1457,54 @@ class Interpreter:
             )
             _toggle_grad(receiver, True if flag is None else _const_bool(flag))
             return receiver
+        if name in _LAYOUT_METHODS or name in ALIAS_METHODS:
+            copied = self._copy_or_alias(receiver, name, node, frame)
+            if copied is not None:
+                return copied
         if name in ALIAS_METHODS:
             return replace(receiver, leaf=False)
         if name in NEW_TENSOR_METHODS:
             return _created(node, f"Tensor.{name}")
         op = self.kb.op(f"Tensor.{name}")
         return self.apply_op(op, name, [receiver, *args], node, frame, kwargs=kwargs, method=True)
+
+    def _copy_or_alias(
+        self, receiver: Value, name: str, node: ast.Call, frame: Frame
+    ) -> Value | None:
+        """`.to(dtype)`, `.double()`, `.contiguous()`, `.reshape()`: torch returns the tensor
+        itself (or a view) when nothing has to change, a copy otherwise. A copy when the dtype
+        or the layout is known to differ; an alias that only may be one when it is unknown;
+        None for the usual handling (same dtype, contiguous input)."""
+        if name in _LAYOUT_METHODS:
+            if receiver.contiguous is False:
+                return self._copy_of(receiver, name, frame)
+            if receiver.contiguous is None and name == "contiguous":
+                return replace(receiver, leaf=False, joined=True)
+            return None
+        target = _target_dtype(name, node, self.model)
+        if target is None:
+            return None  # `.to(device)`, `.type_as(other)`: unknown here, the usual handling
+        if receiver.dtype and receiver.dtype != target:
+            return replace(self._copy_of(receiver, name, frame), dtype=target)
+        if not receiver.dtype:
+            return replace(receiver, leaf=False, joined=True, dtype=target)
+        return None
+
+    def _copy_of(self, receiver: Value, name: str, frame: Frame) -> Value:
+        grad = receiver.grad if frame.grad_enabled else False
+        return Value(
+            "tensor",
+            frozenset({new_id()}),
+            True,
+            grad,
+            receiver.grad_assumed,
+            graph=receiver.graph if frame.grad_enabled else frozenset(),
+            origin=f".{name}()",
+            producer=f".{name}()",
+            grad_from=receiver.grad_from if grad is None else "",
+            dtype=receiver.dtype,
+            contiguous=True,
+        )
 
     def module_method(
         self,
@@ -1650,6 +1724,7 @@ class Interpreter:
         else:
             out = Value("tensor", frozenset({new_id()}), True, None, x.grad_assumed, graph=x.graph)
             out.producer = "nn." + (ref.qualname or "module").rsplit(".", 1)[-1]
+            out.dtype, out.contiguous = x.dtype, True  # a torch.nn layer keeps its input's dtype
         input_grad = x.grad is not False
         any_grad = frame.grad_enabled and (input_grad or bool(info.params))
         out.grad = (True if (x.grad or info.params) else x.grad) if frame.grad_enabled else False
@@ -1830,8 +1905,14 @@ class Interpreter:
             else:
                 result = self.derived(tensor_args)
         elif op.view and receiver.tensorish:
+            short = name.rsplit(".", 1)[-1]
             result = replace(
-                receiver, leaf=False, kind="tensor" if receiver.kind == "unknown" else receiver.kind
+                receiver,
+                leaf=False,
+                kind="tensor" if receiver.kind == "unknown" else receiver.kind,
+                contiguous=False
+                if short in _STRIDED_VIEWS
+                else (receiver.contiguous if short in _LAYOUT_KEEPING_VIEWS else None),
             )
             if op.name.endswith(("chunk", "split", "unbind", "tensor_split", "split_with_sizes")):
                 result = replace(result, kind="tensor")
@@ -2285,6 +2366,22 @@ def _outer_type(annotation: str) -> str:
     return annotation.split("[")[0].split("|")[0].split(",")[0]
 
 
+def _constant(value: object) -> Value:
+    return Value("scalar", tensor=False, grad=False, const=value, has_const=True)
+
+
+def _plain_value(cls: ClassInfo, attr: str, consts: dict[str, object]) -> Value:
+    """`self.use_gate = use_gate` set once in __init__, unguarded: its value when the
+    constructor's arguments are known; a Python value of unknown value otherwise."""
+    assigned = cls.plain_values.get(attr, [])
+    if len(assigned) == 1 and not assigned[0][1]:
+        try:
+            return _constant(evaluate(assigned[0][0], consts))
+        except Undecidable:
+            pass
+    return scalar()
+
+
 def _static(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
 
@@ -2446,11 +2543,65 @@ def _choose(options: list[Submodule], consts: dict[str, object]) -> tuple[Submod
 
 def _created(node: ast.Call, origin: str) -> Value:
     """A new tensor outside every graph (`torch.zeros(...)`, `x.new_empty(...)`): a leaf that
-    requires grad only when the call says `requires_grad=True`."""
+    requires grad only when the call says `requires_grad=True`; contiguous, and of the dtype
+    the call names (`torch.randn` and the like make float32 by default)."""
     grad = _requires_grad_kw(node)
+    dtype = next((_dtype_name(k.value) for k in node.keywords if k.arg == "dtype"), None)
+    if dtype is None and origin.rsplit(".", 1)[-1] in _FLOAT32_CREATORS:
+        dtype = "float32"
     return Value(
-        "tensor", frozenset({new_id()}), True, grad, leaf=grad, origin=origin, producer=origin
+        "tensor",
+        frozenset({new_id()}),
+        True,
+        grad,
+        leaf=grad,
+        origin=origin,
+        producer=origin,
+        dtype=dtype or "",
+        contiguous=True,
     )
+
+
+# Methods whose result is the tensor itself (or a view) when the layout allows, else a copy.
+_LAYOUT_METHODS = frozenset({"contiguous", "reshape", "flatten"})
+# Views with other strides than their base's: reshape() of them copies.
+_STRIDED_VIEWS = frozenset(
+    "t transpose permute swapaxes swapdims movedim moveaxis expand expand_as mT T".split()
+)
+_LAYOUT_KEEPING_VIEWS = frozenset({"view", "view_as", "unsqueeze", "squeeze", "detach"})
+_FLOAT32_CREATORS = frozenset("randn rand ones zeros empty eye linspace logspace".split())
+_DTYPE_METHODS = {
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+}
+_DTYPE_NAMES = {
+    "float": "float32", "float32": "float32", "double": "float64", "float64": "float64",
+    "half": "float16", "float16": "float16", "bfloat16": "bfloat16",
+}  # fmt: skip
+
+
+def _dtype_name(node: ast.expr) -> str | None:
+    """`torch.float64` -> "float64"; None when not a floating dtype spelled out."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        if node.value.id == "torch":
+            return _DTYPE_NAMES.get(node.attr)
+    return None
+
+
+def _target_dtype(name: str, node: ast.Call, model: ModuleModel) -> str | None:
+    """The floating dtype `.double()` / `.to(torch.float64)` / `.type(torch.float64)` asks
+    for; None when the call names none (a device) or one this analysis does not follow."""
+    if name in _DTYPE_METHODS:
+        return _DTYPE_METHODS[name]
+    if name in ("to", "type"):
+        given = [*node.args, *(k.value for k in node.keywords if k.arg == "dtype")]
+        for arg in given:
+            found = _dtype_name(arg)
+            if found is not None:
+                return found
+    return None
 
 
 def _string_key(node: ast.expr) -> bool:

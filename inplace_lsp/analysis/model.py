@@ -43,6 +43,8 @@ class ClassInfo:
     parameters: dict[str, ast.AST] = field(default_factory=dict)  # self.w = nn.Parameter(...)
     buffers: set[str] = field(default_factory=set)  # register_buffer names
     plain_attrs: set[str] = field(default_factory=set)  # self.scale = dim ** -0.5: not tensors
+    # Each plain attribute's assignments in __init__, with the `if` tests guarding them.
+    plain_values: dict[str, list[tuple[ast.expr, tuple[Guard, ...]]]] = field(default_factory=dict)
     # Every constructor assigned to an attribute, with the `if` tests guarding it.
     submodule_options: dict[str, list[Submodule]] = field(default_factory=dict)
     init_params: list[str] = field(default_factory=list)
@@ -297,6 +299,7 @@ def _record_attr(
     elif isinstance(value, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Name, ast.Tuple, ast.List)):
         if not any(isinstance(n, ast.Call) for n in ast.walk(value)):
             info.plain_attrs.add(attr)
+            info.plain_values.setdefault(attr, []).append((value, guards))
         return
     if sub is not None:
         sub.guards = guards
@@ -364,6 +367,7 @@ def finalize(model: ModuleModel) -> None:
             info.parameters = {**base.parameters, **info.parameters}
             info.buffers |= base.buffers
             info.plain_attrs |= base.plain_attrs
+            info.plain_values = {**base.plain_values, **info.plain_values}
             base = model.base_of(base)
 
 
