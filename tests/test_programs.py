@@ -359,6 +359,31 @@ PROGRAMS = [
         """,
         None,
     ),
+    (
+        "an-argument-left-at-its-default-none-skips-the-chunked-write",
+        """
+        class Mix(nn.Module):
+            def __init__(self, outgoing=True):
+                super().__init__()
+                self.outgoing = outgoing
+
+            def _combine(self, a, b, chunk=None):
+                if self.outgoing:
+                    a = a.t()
+                if chunk is not None:
+                    for i in range(0, a.shape[0], chunk):
+                        a[i : i + chunk] = torch.matmul(a[i : i + chunk], b)  # <-
+                    return a
+                return a @ b
+
+            def forward(self, x):
+                a = torch.sigmoid(x)
+                return self._combine(a, a)
+
+        Mix()(x).sum().backward()
+        """,
+        None,
+    ),
 ]
 
 

@@ -15,9 +15,10 @@ seen together. Branches are analysed separately and joined; loop bodies run twic
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from inplace_lsp.analysis.candidates import is_candidate
@@ -736,6 +737,22 @@ class Interpreter:
 
     def stmt_For(self, stmt: ast.For | ast.AsyncFor, frame: Frame) -> None:
         iterable = self.eval(stmt.iter, frame)
+        children = iterable.module.children if iterable.module is not None else None
+        if (
+            children
+            and len(children) <= _UNROLLED_LAYERS
+            and iterable.module is not None
+            and iterable.module.qualname in ("torch.nn.ModuleList", "torch.nn.Sequential")
+        ):
+            # `for layer in self.layers: h = layer(h)`: each layer in its order, once, as
+            # torch runs them (two `nn.ELU(inplace=True)` in a row: the second writes the
+            # output the first saved).
+            layers = [Value("module", tensor=False, grad=False, module=c) for c in children]
+            heads: list[Callable[[], object]] = [
+                functools.partial(self.assign, stmt.target, layer, frame, stmt) for layer in layers
+            ]
+            self.loop(stmt, frame, heads)
+            return
         element = self.element_of(iterable, stmt.iter, frame)
         self.loop(stmt, frame, lambda: self.assign(stmt.target, element, frame, stmt))
 
@@ -744,9 +761,16 @@ class Interpreter:
     def stmt_While(self, stmt: ast.While, frame: Frame) -> None:
         self.loop(stmt, frame, lambda: self.eval(stmt.test, frame))
 
-    def loop(self, stmt: ast.For | ast.AsyncFor | ast.While, frame: Frame, head: object) -> None:
+    def loop(
+        self,
+        stmt: ast.For | ast.AsyncFor | ast.While,
+        frame: Frame,
+        head: Callable[[], object] | list[Callable[[], object]],
+    ) -> None:
         """Two passes of the body (a value saved in one iteration and written in the next is
-        seen); `continue` goes on to the next pass, `break` past the `else` clause."""
+        seen), or one per element when `head` is a list (the layers of a ModuleList);
+        `continue` goes on to the next pass, `break` past the `else` clause."""
+        heads = head if isinstance(head, list) else [head, head]
         endless = isinstance(stmt, ast.While) and _always_true(stmt.test)
         before: _State = (dict(frame.env), self.heap.copy())  # no pass at all
         base_ctx = frame.ctx
@@ -755,8 +779,8 @@ class Interpreter:
         frame.loop_has_backward.append(_has_backward(stmt, self.model.mentions_training))
         frame.breaks.append([])
         completed = True
-        for _ in range(2):
-            head()  # type: ignore[operator]
+        for each in heads:
+            each()
             frame.continues.append([])
             self.exec_body(stmt.body, frame)
             going_on = frame.continues.pop() + ([] if frame.dead else [(frame.env, self.heap)])
@@ -1813,11 +1837,21 @@ class Interpreter:
             elif param.arg in kwargs:
                 callee.env[param.arg] = kwargs[param.arg]
             elif default is not None:
-                callee.env[param.arg] = scalar() if isinstance(default, ast.Constant) else unknown()
+                # Not passed: the default's value (`chunk_size=None` decides `if chunk_size:`).
+                callee.env[param.arg] = (
+                    _constant(default.value) if isinstance(default, ast.Constant) else unknown()
+                )
             else:
                 callee.env[param.arg] = unknown()
-        for param in fn.args.kwonlyargs:
-            callee.env[param.arg] = kwargs.get(param.arg, unknown())
+        for param, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+            given = kwargs.get(param.arg)
+            if given is None:
+                given = (
+                    _constant(kw_default.value)
+                    if isinstance(kw_default, ast.Constant)
+                    else unknown()
+                )
+            callee.env[param.arg] = given
         if fn.args.vararg:
             callee.env[fn.args.vararg.arg] = Value(
                 "container", tensor=False, grad=None, items=tuple(args[len(params) :])
@@ -2354,6 +2388,7 @@ _FLOAT_TENSOR = re.compile(r"\b(?:Float|Double|Half|BFloat16)?Tensor\b")
 _PYTHON_VALUES = frozenset(
     "len int float bool str repr isinstance issubclass hasattr callable id hash print".split()
 )
+_UNROLLED_LAYERS = 32  # a ModuleList iterated in a loop is followed layer by layer up to this
 _CONTAINER_TYPES = frozenset(
     "tuple Tuple list List dict Dict Sequence Mapping Iterable typing.Tuple typing.List".split()
 )

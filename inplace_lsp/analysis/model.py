@@ -196,6 +196,22 @@ def _self_attr(target: ast.expr) -> str | None:
     return None
 
 
+def _repeats(comp: ast.ListComp | ast.GeneratorExp) -> int:
+    """How many elements `[... for _ in range(n)]` makes: n when constant (at most 32)."""
+    if len(comp.generators) == 1 and not comp.generators[0].ifs:
+        it = comp.generators[0].iter
+        if (
+            isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Name)
+            and it.func.id == "range"
+            and len(it.args) == 1
+            and isinstance(it.args[0], ast.Constant)
+            and isinstance(it.args[0].value, int)
+        ):
+            return max(0, min(it.args[0].value, 32))
+    return 2
+
+
 def submodule(model: ModuleModel, name: str, value: ast.expr) -> Submodule | None:
     if not isinstance(value, ast.Call):
         return None
@@ -205,6 +221,11 @@ def submodule(model: ModuleModel, name: str, value: ast.expr) -> Submodule | Non
         items: list[ast.expr] = list(value.args)
         if len(items) == 1 and isinstance(items[0], (ast.List, ast.Tuple)):
             items = list(items[0].elts)
+        elif len(items) == 1 and isinstance(items[0], (ast.ListComp, ast.GeneratorExp)):
+            # `ModuleList([Block(dim) for _ in range(depth)])`: that many blocks (two when the
+            # count is not a constant: as a loop's two passes, enough to see one block write
+            # what the one before saved).
+            items = [items[0].elt] * _repeats(items[0])
         for i, item in enumerate(items):
             child = submodule(model, str(i), item)
             if child is not None:
