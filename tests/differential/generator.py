@@ -545,6 +545,12 @@ def _input_line(g: _Gen, name: str = "x", shape: str = "4, 8") -> str:
     return f"{name} = torch.randn({shape})"
 
 
+def _with_main(text: str, lines: list[str]) -> str:
+    """`text` (classes and helpers), then the driver `lines` and the `__main__` guard."""
+    guard = ["", "", 'if __name__ == "__main__":', "    main()"]
+    return text + "\n\n" + "\n".join([*lines, *guard]) + "\n"
+
+
 def scenario_module(g: _Gen) -> str:
     """An nn.Module whose forward holds the core pattern after a layer."""
     _module_layers(g)
@@ -613,8 +619,7 @@ def scenario_function(g: _Gen) -> str:
     lines = ["def main():", "    torch.manual_seed(0)"] + ["    " + s for s in setup]
     lines += [f"    loss = compute(x, w, W{args})"]
     lines += ["    if loss.requires_grad:", "        loss.backward()", "    return loss"]
-    lines += ["", "", 'if __name__ == "__main__":', "    main()"]
-    return text + "\n\n" + "\n".join(lines) + "\n"
+    return _with_main(text, lines)
 
 
 def scenario_sequential(g: _Gen) -> str:
@@ -893,8 +898,7 @@ def scenario_two_optimizers(g: _Gen) -> str:
                 "        opt_c.step()",
                 "        opt_a.step()",
             ]
-    lines += ["", "", 'if __name__ == "__main__":', "    main()"]
-    return text + "\n\n" + "\n".join(lines) + "\n"
+    return _with_main(text, lines)
 
 
 def scenario_manual_sgd(g: _Gen) -> str:
@@ -1171,8 +1175,7 @@ def scenario_train_loop(g: _Gen) -> str:
             "        loss.backward()",
             "        optimizer.step()",
         ]
-    lines += ["", "", 'if __name__ == "__main__":', "    main()"]
-    return text + "\n\n" + "\n".join(lines) + "\n"
+    return _with_main(text, lines)
 
 
 def scenario_attention(g: _Gen) -> str:
