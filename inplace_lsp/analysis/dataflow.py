@@ -1463,16 +1463,7 @@ class Interpreter:
                 origin=".detach()",
             )
         if name == "clone":
-            return Value(
-                "tensor",
-                frozenset({new_id()}),
-                True,
-                receiver.grad if frame.grad_enabled else False,
-                receiver.grad_assumed,
-                graph=receiver.graph,
-                origin=".clone()",
-                grad_from=receiver.grad_from if frame.grad_enabled else "",
-            )
+            return self._copy_of(receiver, name, frame, producer="")
         if name == "requires_grad_":
             flag = (
                 node.args[0]
@@ -1514,7 +1505,10 @@ class Interpreter:
             return replace(receiver, leaf=False, joined=True, dtype=target)
         return None
 
-    def _copy_of(self, receiver: Value, name: str, frame: Frame) -> Value:
+    def _copy_of(
+        self, receiver: Value, name: str, frame: Frame, producer: str | None = None
+    ) -> Value:
+        """A fresh copy of `receiver` made by `.name()` (its own memory, the same grad)."""
         grad = receiver.grad if frame.grad_enabled else False
         return Value(
             "tensor",
@@ -1522,9 +1516,9 @@ class Interpreter:
             True,
             grad,
             receiver.grad_assumed,
-            graph=receiver.graph if frame.grad_enabled else frozenset(),
+            graph=receiver.graph,
             origin=f".{name}()",
-            producer=f".{name}()",
+            producer=f".{name}()" if producer is None else producer,
             grad_from=receiver.grad_from if grad is None else "",
             dtype=receiver.dtype,
             contiguous=True,
