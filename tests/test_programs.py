@@ -384,6 +384,68 @@ PROGRAMS = [
         """,
         None,
     ),
+    (
+        "a-forward-hook-clamps-the-output-tanh-saved",
+        """
+        def clip(module, inputs, output):
+            output[output > 0.5] = 0.5  # <-
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+                self.act = nn.Tanh()
+
+            def forward(self, x):
+                return self.act(self.fc(x))
+
+        net = Net()
+        net.act.register_forward_hook(clip)
+        net(x).sum().backward()
+        """,
+        True,
+    ),
+    (
+        "a-forward-hook-that-returns-a-new-output",
+        """
+        def clip(module, inputs, output):
+            output = output.clamp(max=0.5)
+            output += 0.0  # <-
+            return output
+
+        net = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+        net[1].register_forward_hook(clip)
+        net(x).sum().backward()
+        """,
+        None,
+    ),
+    (
+        "an-ema-copy-updated-outside-no-grad",
+        """
+        import copy
+
+        model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+        ema = copy.deepcopy(model)
+        model(x).sum().backward()
+        for e, p in zip(ema.parameters(), model.parameters()):
+            e.lerp_(p.detach(), 0.01)  # <-
+        """,
+        "leaf",
+    ),
+    (
+        "an-ema-copy-updated-under-no-grad",
+        """
+        import copy
+
+        model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+        ema = copy.deepcopy(model)
+        model(x).sum().backward()
+        with torch.no_grad():
+            for i, (e, p) in enumerate(zip(ema.parameters(), model.parameters())):
+                e.lerp_(p, 0.01)  # <-
+        """,
+        None,
+    ),
 ]
 
 

@@ -15,6 +15,7 @@ seen together. Branches are analysed separately and joined; loop bodies run twic
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import itertools
 import re
@@ -137,6 +138,8 @@ class ModuleRef:
     consts: dict[str, object] = field(default_factory=dict)  # constant constructor arguments
     attrs: dict[str, Value] = field(default_factory=dict)
     children: list[ModuleRef] | None = None
+    # register_forward_pre_hook / register_forward_hook: ("pre" | "post", the hook function)
+    hooks: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=list)
 
     @property
     def training(self) -> bool:
@@ -1335,6 +1338,11 @@ class Interpreter:
         return self.eval(node.value, frame)
 
     def element_of(self, iterable: Value, node: ast.expr, frame: Frame) -> Value:
+        if iterable.kind == "zip" and iterable.items is not None:
+            items = tuple(self.element_of(item, node, frame) for item in iterable.items)
+            if iterable.origin == "enumerate":
+                items = (scalar(), *items)
+            return Value("container", tensor=False, grad=None, items=items)
         if iterable.kind == "params":
             return Value("tensor", iterable.groups, True, True, leaf=True, origin="parameter")
         if iterable.items:
@@ -1373,6 +1381,10 @@ class Interpreter:
             return self.symbol_call(callee.qualname, args, kwargs, node, frame)
         if callee.kind == "optimizer":
             return unknown()
+        if isinstance(func, ast.Name) and func.id not in frame.env and not kwargs:
+            builtin = _builtin_call(func.id, args)
+            if builtin is not None:
+                return builtin
         return self.unknown_call(args, kwargs)
 
     def _receiver(self, func: ast.Attribute, frame: Frame) -> Value | None:
@@ -1564,6 +1576,13 @@ class Interpreter:
             return receiver
         if name == "forward":
             return self.module_call(ref, args, node, frame)
+        if name in ("register_forward_hook", "register_forward_pre_hook") and node.args:
+            # A hook of this file runs at every call of the module (`output.clamp_(...)` in a
+            # hook on nn.Sigmoid writes the output Sigmoid saved).
+            hook = self.model.functions.get(self.model.qualify(node.args[0]) or "")
+            if hook is not None:
+                ref.hooks.append(("pre" if name.endswith("pre_hook") else "post", hook))
+            return unknown()
         if ref.cls is not None:
             found = self.model.find_method(ref.cls, name)
             if found is not None:
@@ -1608,8 +1627,13 @@ class Interpreter:
                     ref.consts = _bind_consts(cls, args, kwargs)
                     return Value("module", tensor=False, grad=False, module=ref)
                 return unknown()
-            if qual in _PYTHON_VALUES:
-                return scalar()  # `len(x)`, `int(x.max())`: a Python value, no tensor, no grad
+            if qual == "copy.deepcopy" and args and args[0].module is not None:
+                # An EMA / teacher copy: the same modules, with parameters of their own.
+                original = args[0].module
+                twin = dataclasses.replace(
+                    original, params_group=new_id(), attrs={}, hooks=[], children=None
+                )
+                return Value("module", tensor=False, grad=False, module=twin)
             # A function of another file: only tensor code that can write in place is worth
             # interpreting (model factories and config helpers are not).
             if any(v.kind == "tensor" for v in (*args, *kwargs.values())):
@@ -1680,10 +1704,43 @@ class Interpreter:
         if ref.conditional:
             self.uncertain += 1
             try:
-                return self._module_call(ref, args, node, frame)
+                return self._hooked_call(ref, args, node, frame)
             finally:
                 self.uncertain -= 1
-        return self._module_call(ref, args, node, frame)
+        return self._hooked_call(ref, args, node, frame)
+
+    def _hooked_call(
+        self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
+    ) -> Value:
+        """The call with its hooks, as nn.Module.__call__ runs them: each pre-hook on
+        (module, inputs), which may return new inputs; then forward; then each forward hook on
+        (module, inputs, output), which may return a new output."""
+        if not ref.hooks:
+            return self._module_call(ref, args, node, frame)
+        module = Value("module", tensor=False, grad=False, module=ref)
+        for kind, hook in ref.hooks:
+            if kind == "pre":
+                inputs = Value("container", tensor=False, grad=None, items=tuple(args))
+                given = self._run_hook(hook, [module, inputs], node, frame)
+                if given.kind != "scalar":
+                    args = list(given.items) if given.items is not None else [given]
+        output = self._module_call(ref, args, node, frame)
+        for kind, hook in ref.hooks:
+            if kind == "post":
+                inputs = Value("container", tensor=False, grad=None, items=tuple(args))
+                given = self._run_hook(hook, [module, inputs, output], node, frame)
+                if given.kind != "scalar":
+                    output = given
+        return output
+
+    def _run_hook(
+        self,
+        hook: ast.FunctionDef | ast.AsyncFunctionDef,
+        args: list[Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        return self.inline(hook, self.model.start_of(hook), args, {}, node, frame)
 
     def _module_call(
         self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
@@ -2393,6 +2450,19 @@ def _outer_type(annotation: str) -> str:
     for prefix in ("Optional[", "typing.Optional["):
         annotation = annotation.removeprefix(prefix)
     return annotation.split("[")[0].split("|")[0].split(",")[0]
+
+
+def _builtin_call(name: str, args: list[Value]) -> Value | None:
+    """A call of a Python builtin (the name is bound nowhere in the code): `len(x)` and
+    `int(t.max())` are Python values; iterating `zip(a, b)` / `enumerate(a)` gives tuples
+    of the iterables' elements. None: the usual handling."""
+    if name in _PYTHON_VALUES:
+        return scalar()
+    if name == "zip":
+        return Value("zip", tensor=False, grad=None, items=tuple(args))
+    if name == "enumerate" and args:
+        return Value("zip", tensor=False, grad=None, items=(args[0],), origin="enumerate")
+    return None
 
 
 def _constant(value: object) -> Value:
