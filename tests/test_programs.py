@@ -446,6 +446,46 @@ PROGRAMS = [
         """,
         None,
     ),
+    (
+        "states-collected-in-a-list-then-stacked-and-a-step-between-epochs",
+        """
+        class Cell(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rec = nn.Linear(4, 4)
+                self.decay = nn.Parameter(torch.full((4,), 0.9))
+
+            def forward(self, x):
+                mem = torch.zeros(3, 4)
+                outs = []
+                for t in range(2):
+                    mem *= self.decay
+                    outs.append(mem + self.rec(x))
+                return torch.stack(outs).mean()
+
+        model = Cell()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(2):
+            opt.zero_grad()
+            model(x).backward()
+            opt.step()  # <-
+        """,
+        None,
+    ),
+    (
+        "the-last-state-of-a-list-written-in-place",
+        """
+        def f(x):
+            outs = []
+            for t in range(2):
+                outs.append(torch.sigmoid(x))
+                outs[-1] += 0.1  # <-
+            return torch.stack(outs).sum()
+
+        f(x).backward()
+        """,
+        True,
+    ),
 ]
 
 
@@ -541,3 +581,11 @@ def test_a_subscript_write_is_analysed_whatever_the_variable_is_called() -> None
         exec(compile(ATTENTION + driver, "<program>", "exec"), {"__name__": "program"})  # noqa: S102
     errors = [f.span.line for f in analyze(ATTENTION, "attn.py") if f.severity is Severity.ERROR]
     assert errors == [_marked_line(ATTENTION)]
+
+
+def test_a_write_into_a_list_element_offers_no_fix() -> None:
+    """Cloning `outs[-1]` would rebind the list's name (`outs = outs.clone()` raises on a
+    list): no quick fix is offered for it."""
+    (body,) = [b for name, b, _ in PROGRAMS if name == "the-last-state-of-a-list-written-in-place"]
+    (finding,) = [f for f in analyze(_program(body), "p.py") if f.severity is Severity.ERROR]
+    assert finding.fix is None

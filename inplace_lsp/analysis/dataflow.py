@@ -654,6 +654,19 @@ class Interpreter:
             if current.tensorish and current.kind == "tensor":
                 self.inplace_binop(current, rhs, opname, symbol, stmt, frame, ast.unparse(target))
             return
+        position = _const_index(target.slice) if isinstance(target, ast.Subscript) else None
+        if base.kind == "container" and base.items and position is not None:
+            # `outs[-1] += 0.1`: the list's element itself is written.
+            try:
+                element = base.items[position]
+            except IndexError:
+                return
+            if element.tensorish and element.kind == "tensor":
+                # No quick fix: cloning would rebind the list's name, not its element.
+                self.inplace_binop(
+                    element, rhs, opname, symbol, stmt, frame, ast.unparse(target), fixable=False
+                )
+            return
         if isinstance(target, ast.Subscript) and base.tensorish:
             self.eval(target.slice, frame)
             # `x[idx] += v` writes into x whatever idx is (index_put_ for tensor indices).
@@ -679,10 +692,14 @@ class Interpreter:
         stmt: ast.AugAssign,
         frame: Frame,
         target: str,
+        *,
+        fixable: bool = True,
     ) -> None:
         op = self.kb.op(f"Tensor.__i{opname}__")
         fix = (
-            "augassign"
+            None
+            if not fixable
+            else "augassign"
             if isinstance(stmt.target, ast.Name)
             else ("clone-setitem" if isinstance(stmt.target, ast.Subscript) else None)
         )
@@ -1174,13 +1191,10 @@ class Interpreter:
 
     def subscript(self, base: Value, node: ast.Subscript, frame: Frame) -> Value:
         index = self.eval(node.slice, frame)
-        if (
-            base.items is not None
-            and isinstance(node.slice, ast.Constant)
-            and isinstance(node.slice.value, int)
-        ):
+        position = _const_index(node.slice)
+        if base.items is not None and position is not None:
             try:
-                return base.items[node.slice.value]
+                return base.items[position]
             except IndexError:
                 return unknown()
         if base.module is not None:
@@ -1454,6 +1468,12 @@ class Interpreter:
             if name in ("append", "extend", "insert", "add", "update", "setdefault"):
                 for a in args:
                     self.escaped |= self._graph_of(a)
+                    # The list holds it: `torch.stack(outs)` reaches its graph, so the
+                    # backward through the stack frees what it saved.
+                    receiver.graph = receiver.graph | frozenset(self._graph_of(a))
+                if name == "append" and receiver.items is not None and args:
+                    held = (*receiver.items, args[0])
+                    receiver.items = held if len(held) <= _HELD_ITEMS else None
             return unknown()
         if not receiver.tensorish:
             return self.unknown_call([receiver, *args], kwargs)
@@ -2439,6 +2459,7 @@ _FLOAT_TENSOR = re.compile(r"\b(?:Float|Double|Half|BFloat16)?Tensor\b")
 _PYTHON_VALUES = frozenset(
     "len int float bool str repr isinstance issubclass hasattr callable id hash print".split()
 )
+_HELD_ITEMS = 64  # the elements a list built by append() keeps track of
 _UNROLLED_LAYERS = 32  # a ModuleList iterated in a loop is followed layer by layer up to this
 _CONTAINER_TYPES = frozenset(
     "tuple Tuple list List dict Dict Sequence Mapping Iterable typing.Tuple typing.List".split()
@@ -2450,6 +2471,16 @@ def _outer_type(annotation: str) -> str:
     for prefix in ("Optional[", "typing.Optional["):
         annotation = annotation.removeprefix(prefix)
     return annotation.split("[")[0].split("|")[0].split(",")[0]
+
+
+def _const_index(node: ast.expr) -> int | None:
+    """`xs[2]` / `xs[-1]`: the constant position, else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _const_index(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
 
 
 def _builtin_call(name: str, args: list[Value]) -> Value | None:
