@@ -486,6 +486,36 @@ PROGRAMS = [
         """,
         True,
     ),
+    (
+        "a-break-on-the-first-step-of-a-small-range",
+        """
+        def f(x):
+            h = torch.tanh(x)
+            m = h.permute(1, 0)
+            for step in range(2):
+                if step == 0:
+                    break
+                m *= 0.5  # <-
+            return h.sum()
+
+        f(x).backward()
+        """,
+        None,
+    ),
+    (
+        "a-write-on-the-second-step-of-a-small-range",
+        """
+        def f(x):
+            h = torch.tanh(x)
+            for step in range(3):
+                if step == 1:
+                    h *= 0.5  # <-
+            return h.sum()
+
+        f(x).backward()
+        """,
+        True,
+    ),
 ]
 
 

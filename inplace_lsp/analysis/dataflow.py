@@ -773,6 +773,16 @@ class Interpreter:
             ]
             self.loop(stmt, frame, heads)
             return
+        steps = _small_range(stmt.iter)
+        if steps is not None and isinstance(stmt.target, ast.Name):
+            # `for step in range(3)`: each pass with its number, so `if step == 0: break`
+            # is decided as Python decides it.
+            numbered: list[Callable[[], object]] = [
+                functools.partial(self.assign, stmt.target, _constant(i), frame, stmt)
+                for i in steps
+            ]
+            self.loop(stmt, frame, numbered)
+            return
         element = self.element_of(iterable, stmt.iter, frame)
         self.loop(stmt, frame, lambda: self.assign(stmt.target, element, frame, stmt))
 
@@ -2461,6 +2471,7 @@ _PYTHON_VALUES = frozenset(
 )
 _HELD_ITEMS = 64  # the elements a list built by append() keeps track of
 _UNROLLED_LAYERS = 32  # a ModuleList iterated in a loop is followed layer by layer up to this
+_UNROLLED_STEPS = 4  # `for i in range(n)` with n this small runs each pass with its number
 _CONTAINER_TYPES = frozenset(
     "tuple Tuple list List dict Dict Sequence Mapping Iterable typing.Tuple typing.List".split()
 )
@@ -2471,6 +2482,23 @@ def _outer_type(annotation: str) -> str:
     for prefix in ("Optional[", "typing.Optional["):
         annotation = annotation.removeprefix(prefix)
     return annotation.split("[")[0].split("|")[0].split(",")[0]
+
+
+def _small_range(node: ast.expr) -> list[int] | None:
+    """The numbers of `range(...)` with constant arguments, when there are a few."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and 1 <= len(node.args) <= 3
+        and not node.keywords
+    ):
+        return None
+    bounds = [_const_index(arg) for arg in node.args]
+    if any(b is None for b in bounds):
+        return None
+    numbers = range(*[b for b in bounds if b is not None])
+    return list(numbers) if 1 <= len(numbers) <= _UNROLLED_STEPS else None
 
 
 def _const_index(node: ast.expr) -> int | None:
