@@ -516,6 +516,44 @@ PROGRAMS = [
         """,
         True,
     ),
+    (
+        "the-call-site-shows-forward-s-input-needs-no-grad",
+        """
+        class Clipped(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+                self.head = nn.Linear(4, 1)
+
+            def forward(self, x):
+                h = torch.relu(self.fc(x))
+                self.fc.weight.requires_grad = False
+                self.fc.weight.copy_(torch.eye(4))  # <-
+                return self.head(h)
+
+        Clipped()(torch.randn(3, 4)).sum().backward()
+        """,
+        None,
+    ),
+    (
+        "the-call-site-shows-forward-s-input-needs-grad",
+        """
+        class Clipped(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+                self.head = nn.Linear(4, 1)
+
+            def forward(self, x):
+                h = torch.relu(self.fc(x))
+                self.fc.weight.requires_grad = False
+                self.fc.weight.copy_(torch.eye(4))  # <-
+                return self.head(h)
+
+        Clipped()(x).sum().backward()
+        """,
+        True,
+    ),
 ]
 
 
@@ -556,9 +594,12 @@ def test_torch_agrees_and_errors_follow_what_runs(body: str, raises: object) -> 
 
 
 def test_a_warning_names_the_argument_it_rests_on() -> None:
-    """`labels` of a helper method is not known to require grad: the Warning says so."""
+    """`labels` of a helper method is not known to require grad: the Warning says so (without
+    the driver: with it, its call site shows integer labels, and nothing is reported)."""
     (body,) = [b for name, b, _ in PROGRAMS if name.startswith("a-helper-method")]
     text = _program(body)
+    assert [f for f in analyze(text, "program.py") if f.severity is Severity.WARNING] == []
+    text = text[: text.index("m = Model()")]
     (warning,) = [f for f in analyze(text, "program.py") if f.severity is Severity.WARNING]
     assert warning.span.line == _marked_line(text)
     assert "so backward() fails if `labels` requires grad." in warning.message

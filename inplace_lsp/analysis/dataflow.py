@@ -424,6 +424,10 @@ class Interpreter:
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
         self.work = 0
         self.work_limit = float("inf")  # of the innermost inlined call (CALL_BUDGET)
+        # The functions of this document followed to their end from here (no call inside
+        # cut short by a limit): a visible call site, whose facts win over assumptions.
+        self.followed: set[str] = set()
+        self.cut = 0  # calls not followed because of a limit
         self.too_deep_line: int | None = None  # the statement Python's stack could not take
 
     # ------------------------------------------------------------------ entry points
@@ -1893,12 +1897,12 @@ class Interpreter:
                 return self.inline(fn, start, args, kwargs, node, frame)
             finally:
                 self.model = outer
-        if (
-            len(self.call_stack) >= MAX_INLINE_DEPTH
-            or fn in self.call_stack
-            or self.work > self.work_limit
-        ):
+        if fn in self.call_stack:
             return self.unknown_call(args, kwargs)
+        if len(self.call_stack) >= MAX_INLINE_DEPTH or self.work > self.work_limit:
+            self.cut += 1
+            return self.unknown_call(args, kwargs)
+        cut_before = self.cut
         outer_limit, self.work_limit = self.work_limit, self.work + CALL_BUDGET
         self.work += len(fn.body)
         callee = Frame(
@@ -1945,6 +1949,9 @@ class Interpreter:
         finally:
             self.call_stack.pop()
             self.work_limit = outer_limit
+        key = self.model.def_key(fn) if self.model.path is None else ""
+        if key and self.cut == cut_before:
+            self.followed.add(key)
         self.heap = self._exit_heap(callee)
         if not callee.returns:
             return scalar()

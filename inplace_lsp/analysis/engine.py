@@ -63,7 +63,11 @@ class DocumentResult:
     notes: tuple[Note, ...] = ()
 
 
-_Analysed = tuple[list[Finding], tuple[Note, ...]]  # a block's findings and notes
+# A block's findings, each with the entry point that found it ("Net.forward", "main"; "" for
+# module-level code), its notes, and which entry points followed which functions of the file.
+_Analysed = tuple[
+    list[tuple[str, Finding]], tuple[Note, ...], tuple[tuple[str, frozenset[str]], ...]
+]
 
 
 _OLD_RESULTS = 32  # findings of texts the document no longer has, kept for an undo
@@ -130,8 +134,9 @@ class DocumentAnalysis:
             repr(sorted(model.imports.items()))
             + (str(self.workspace.generation) if self.workspace else "")
         )
-        findings: list[Finding] = []
+        findings: list[tuple[str, Finding]] = []
         notes: list[Note] = []
+        follows: list[tuple[str, frozenset[str]]] = []
         analysed = used = 0
         dependencies = _Dependencies(defs, texts, self._edges)
         for block in parsed:
@@ -150,11 +155,13 @@ class DocumentAnalysis:
             used += 1
             findings.extend(cached[0])
             notes.extend(cached[1])
-        script_findings, script_notes = self._analyse_script(
+            follows.extend(cached[2])
+        script_findings, script_notes, script_follows = self._analyse_script(
             parsed, model, ctx, texts, dependencies, imports_key
         )
         findings.extend(script_findings)
         notes.extend(script_notes)
+        follows.extend(script_follows)
         self._log(notes)
         self._forget_old_results(used + 1)
         errors = [
@@ -166,8 +173,10 @@ class DocumentAnalysis:
             for block in blocks
             if block.tree is None
         ]
+        shadowed = _followed_from_call_sites(follows)
+        kept = [finding for entry, finding in findings if entry not in shadowed]
         return DocumentResult(
-            _dedupe(findings), errors, analysed, _verify_targets(parsed, model), tuple(notes)
+            _dedupe(kept), errors, analysed, _verify_targets(parsed, model), tuple(notes)
         )
 
     def _log(self, notes: list[Note]) -> None:
@@ -194,7 +203,7 @@ class DocumentAnalysis:
             texts[b.key].candidate or not self._candidate_functions.isdisjoint(texts[b.key].names)
             for b in loose
         ):
-            return [], ()
+            return [], (), ()
         names = frozenset().union(*(texts[b.key].names for b in loose))
         deps = dependencies.digest(names)
         key = _digest(imports_key + repr([(b.key, b.start_line) for b in loose]) + deps)
@@ -205,11 +214,12 @@ class DocumentAnalysis:
             interp = Interpreter(model, self.knowledge)
             try:
                 facts = interp.run_module_code(pieces)
-                cached = ([f for rule in self._rules for f in rule.check(facts, ctx)], ())
+                found = [("", f) for rule in self._rules for f in rule.check(facts, ctx)]
+                cached = (found, (), (("", frozenset(interp.followed)),))
             except RecursionError:
                 line = interp.too_deep_line or loose[0].start_line
                 what = "the module-level code"
-                cached = ([], (Note(line, 0, _too_deep(what, line), what),))
+                cached = ([], (Note(line, 0, _too_deep(what, line), what),), ())
             self._results[cache_key] = cached
         else:
             self._results.move_to_end(cache_key)
@@ -363,10 +373,11 @@ class DocumentAnalysis:
         assert tree is not None
         notes: list[Note] = []
         block_lines = block.text.splitlines()
-        findings: list[Finding] = []
+        findings: list[tuple[str, Finding]] = []
+        follows: list[tuple[str, frozenset[str]]] = []
         for rule in self._rules:
             if isinstance(rule, AnomalyLeftOn) and "anomaly" in block.text:
-                findings.extend(rule.check_tree(tree, block.start, ctx))
+                findings.extend(("", f) for f in rule.check_tree(tree, block.start, ctx))
         entries = list(iter_entry_points(model, tree))
         segments = {
             id(fn): "\n".join(
@@ -395,9 +406,11 @@ class DocumentAnalysis:
                 notes.append(Note(line, fn.col_offset, _too_deep(what, where), what))
                 continue
             _drop_intended_accumulations(facts, fn)
+            entry = f"{owner.name}.{fn.name}" if owner is not None else fn.name
             for rule in self._rules:
-                findings.extend(rule.check(facts, ctx))
-        return findings, tuple(notes)
+                findings.extend((entry, f) for f in rule.check(facts, ctx))
+            follows.append((entry, frozenset(interp.followed)))
+        return findings, tuple(notes), tuple(follows)
 
 
 @dataclass(frozen=True)
@@ -536,6 +549,25 @@ def _verify_targets(
             ):
                 targets.append(("function", stmt.name, line, end))
     return tuple(targets)
+
+
+def _followed_from_call_sites(follows: list[tuple[str, frozenset[str]]]) -> set[str]:
+    """The entry points whose own findings give way to a call site's: those followed, to
+    their end, from an entry point that nothing follows (`main()` builds the model and calls
+    it: its facts, such as inputs that do not require grad, win over the assumption that
+    `forward`'s inputs require grad). A cycle that nothing outside follows keeps its own."""
+    edges: dict[str, set[str]] = {}
+    for entry, followed in follows:
+        edges.setdefault(entry, set()).update(followed - {entry})
+    targets = set().union(*edges.values()) if edges else set()
+    reached: set[str] = set()
+    todo = [entry for entry in edges if entry not in targets]
+    while todo:
+        for callee in edges.get(todo.pop(), ()):
+            if callee not in reached:
+                reached.add(callee)
+                todo.append(callee)
+    return reached
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

@@ -64,6 +64,17 @@ class ModuleModel:
     lines: list[str] = field(default_factory=list)
     # Resolves an imported qualified name to the model of the file defining it.
     resolver: Callable[[str], ModuleModel | None] | None = None
+    _def_keys: dict[int, str] = field(default_factory=dict)
+
+    def def_key(self, fn: ast.AST) -> str:
+        """`Net.forward` / `main`: the name of a function or method defined in this file."""
+        if not self._def_keys:
+            for name, function in self.functions.items():
+                self._def_keys[id(function)] = name
+            for class_name, info in self.classes.items():
+                for method_name, method in info.methods.items():
+                    self._def_keys[id(method)] = f"{class_name}.{method_name}"
+        return self._def_keys.get(id(fn), "")
 
     def lookup_class(self, qualname: str) -> ClassInfo | None:
         """A class defined in this file, or imported from another file of the workspace."""
