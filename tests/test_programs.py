@@ -554,6 +554,26 @@ PROGRAMS = [
         """,
         True,
     ),
+    (
+        "a-moduledict-run-in-the-order-a-constant-list-gives",
+        """
+        class Gate(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stages = nn.ModuleDict({"l0": nn.Linear(4, 4), "l1": nn.ELU(inplace=True)})
+                self.order = ["l0", "l1"]
+
+            def forward(self, x):
+                h = x
+                for name in self.order:
+                    h = self.stages[name](h)
+                h += 1.0  # <-
+                return h
+
+        Gate()(x).sum().backward()
+        """,
+        True,
+    ),
 ]
 
 

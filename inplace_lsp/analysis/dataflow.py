@@ -777,7 +777,15 @@ class Interpreter:
             ]
             self.loop(stmt, frame, heads)
             return
-        steps = _small_range(stmt.iter)
+        numbers = _small_range(stmt.iter)
+        steps: list[object] | None = None if numbers is None else list(numbers)
+        if (
+            steps is None
+            and iterable.has_const
+            and isinstance(iterable.const, (list, tuple))
+            and len(iterable.const) <= _UNROLLED_LAYERS
+        ):
+            steps = list(iterable.const)  # `for name in self.order` with a constant list
         if steps is not None and isinstance(stmt.target, ast.Name):
             # `for step in range(3)`: each pass with its number, so `if step == 0: break`
             # is decided as Python decides it.
@@ -1191,7 +1199,7 @@ class Interpreter:
         if (
             sub is not None
             and sub.children
-            and qualname in ("torch.nn.Sequential", "torch.nn.ModuleList")
+            and qualname in ("torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict")
         ):
             ref.children = [
                 self.module_value(child.qualname, child, new_id(), site_start, ref).module  # type: ignore[misc]
@@ -1212,7 +1220,8 @@ class Interpreter:
             except IndexError:
                 return unknown()
         if base.module is not None:
-            return _element_module(base.module)
+            key = index.const if index.has_const else position
+            return _element_module(base.module, key)
         if base.tensorish and base.kind == "tensor" and _string_key(node.slice):
             # `outputs["pair"]`: a mapping taken for a tensor; its items are not views of it.
             return Value("unknown", frozenset({new_id()}), None, base.grad, graph=base.graph)
@@ -2608,11 +2617,19 @@ def _annotation_text(node: ast.expr | None) -> str:
     return ""
 
 
-def _element_module(container: ModuleRef) -> Value:
-    """An element of a ModuleList / Sequential (indexed or iterated): its first child when
-    known, else a module the analysis knows nothing about."""
-    if container.children:
-        return Value("module", tensor=False, grad=False, module=container.children[0])
+def _element_module(container: ModuleRef, key: object = None) -> Value:
+    """An element of a ModuleList / Sequential / ModuleDict: the child at a known index or
+    key (`self.stages["l1"]`, `self.blocks[-1]`), else its first child when known, else a
+    module the analysis knows nothing about."""
+    children = container.children or []
+    if isinstance(key, str):
+        named = [c for c in children if c.submodule is not None and c.submodule.name == key]
+        if named:
+            return Value("module", tensor=False, grad=False, module=named[0])
+    elif isinstance(key, int) and -len(children) <= key < len(children):
+        return Value("module", tensor=False, grad=False, module=children[key])
+    if children:
+        return Value("module", tensor=False, grad=False, module=children[0])
     return Value(
         "module", tensor=False, grad=False, module=ModuleRef(None, None, container.params_group)
     )

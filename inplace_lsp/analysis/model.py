@@ -241,6 +241,17 @@ def submodule(model: ModuleModel, name: str, value: ast.expr) -> Submodule | Non
             child = submodule(model, str(i), item)
             if child is not None:
                 sub.children.append(child)
+    elif (
+        qual == "torch.nn.ModuleDict"
+        and len(value.args) == 1
+        and isinstance(value.args[0], ast.Dict)
+    ):
+        # `nn.ModuleDict({"l0": nn.Linear(...), ...})`: each child under its key.
+        for key, item in zip(value.args[0].keys, value.args[0].values, strict=True):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                child = submodule(model, key.value, item)
+                if child is not None:
+                    sub.children.append(child)
     return sub
 
 
@@ -457,6 +468,8 @@ def evaluate(node: ast.expr, consts: dict[str, object]) -> object:
         if isinstance(node.op, ast.USub) and isinstance(operand, (int, float)):
             return -operand
         raise Undecidable("unary")
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [evaluate(element, consts) for element in node.elts]
     if isinstance(node, ast.BoolOp):
         values = [evaluate(v, consts) for v in node.values]
         return all(values) if isinstance(node.op, ast.And) else any(values)
