@@ -574,6 +574,19 @@ PROGRAMS = [
         """,
         True,
     ),
+    (
+        "a-gather-index-bumped-after-the-gather",
+        """
+        def f(e):
+            idx = e.argmax(dim=-1, keepdim=True)
+            picked = e.gather(1, idx.unsqueeze(-1).expand(-1, 1, e.shape[-1]))
+            idx += 1  # <-
+            return (e + picked).sum()
+
+        f(torch.randn(2, 3, 4, requires_grad=True)).backward()
+        """,
+        True,
+    ),
 ]
 
 

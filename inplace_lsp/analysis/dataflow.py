@@ -2096,6 +2096,12 @@ class Interpreter:
         grad_from = _grad_from(unknown_grad)
         if all(s != TENSOR_GRAD for s in signature):
             return  # nothing requires grad: no graph, nothing saved
+        operands = args
+        if SCALAR in signature and not _listed(op, signature, inplace):
+            # `e.gather(1, index)`: the table lists the tensor operands only (a dim between
+            # them is structural), so "arg1" is the index, not the 1.
+            operands = [a for a, kind in zip(args, signature, strict=False) if kind != SCALAR]
+            signature = [kind for kind in signature if kind != SCALAR]
         slots = _lookup(op, signature, inplace)
         if not slots:
             return
@@ -2107,8 +2113,8 @@ class Interpreter:
                 if index >= len(outputs):
                     continue
                 target = outputs[index]
-            elif slot.startswith("arg") and slot[3:].isdigit() and int(slot[3:]) < len(args):
-                target = args[int(slot[3:])]
+            elif slot.startswith("arg") and slot[3:].isdigit() and int(slot[3:]) < len(operands):
+                target = operands[int(slot[3:])]
             else:
                 continue
             targets = _tensors_in(target)
@@ -2443,6 +2449,12 @@ def _inplace_flag(call: ast.Call | None, position: int | None) -> ast.AST | None
         if isinstance(arg, ast.Constant) and arg.value is True:
             return arg
     return None
+
+
+def _listed(op: OpInfo, signature: list[str], inplace: bool) -> bool:
+    """Whether the table has this signature or a prefix of it."""
+    suffix = ";inplace" if inplace else ""
+    return any(",".join(signature[:k]) + suffix in op.saves for k in range(len(signature), 0, -1))
 
 
 def _lookup(op: OpInfo, signature: list[str], inplace: bool) -> frozenset[str]:
