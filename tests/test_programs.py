@@ -578,7 +578,7 @@ PROGRAMS = [
         "a-gather-index-bumped-after-the-gather",
         """
         def f(e):
-            idx = e.argmax(dim=-1, keepdim=True)
+            idx = e.norm(dim=-1).argmax(dim=-1, keepdim=True)
             picked = e.gather(1, idx.unsqueeze(-1).expand(-1, 1, e.shape[-1]))
             idx += 1  # <-
             return (e + picked).sum()
