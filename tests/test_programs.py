@@ -587,6 +587,23 @@ PROGRAMS = [
         """,
         True,
     ),
+    (
+        "an-actor-critic-step-between-the-two-backwards",
+        """
+        body, actor, critic = nn.Linear(4, 4), nn.Linear(4, 2), nn.Linear(4, 1)
+        opt_a = torch.optim.Adam(list(body.parameters()) + list(actor.parameters()), lr=1e-3)
+        opt_c = torch.optim.SGD(list(body.parameters()) + list(critic.parameters()), lr=0.1)
+        feat = body(x)
+        value = critic(feat)
+        actor_loss = -(actor(feat).log_softmax(-1)[:, :1] * (1.0 - value)).mean()
+        critic_loss = (1.0 - value).pow(2).mean()
+        critic_loss.backward(retain_graph=True)
+        opt_c.step()  # <-
+        actor_loss.backward()
+        opt_a.step()
+        """,
+        True,
+    ),
 ]
 
 

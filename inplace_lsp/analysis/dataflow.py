@@ -1280,6 +1280,9 @@ class Interpreter:
         return self.binop(BIN_OPS.get(type(node.op), "add"), left, right, node, frame)
 
     def binop(self, opname: str, left: Value, right: Value, node: ast.AST, frame: Frame) -> Value:
+        if left.kind == right.kind == "params" and opname == "add":
+            # `list(body.parameters()) + list(critic.parameters())`: both models' parameters.
+            return Value("params", left.groups | right.groups, tensor=False, grad=True)
         if left.kind != "tensor" and right.kind != "tensor":
             if left.kind == "scalar" and right.kind == "scalar":
                 return scalar()
@@ -2545,6 +2548,8 @@ def _builtin_call(name: str, args: list[Value]) -> Value | None:
     of the iterables' elements. None: the usual handling."""
     if name in _PYTHON_VALUES:
         return scalar()
+    if name in ("list", "tuple") and len(args) == 1 and args[0].kind == "params":
+        return args[0]  # `list(model.parameters())`: the same parameters
     if name == "zip":
         return Value("zip", tensor=False, grad=None, items=tuple(args))
     if name == "enumerate" and args:
