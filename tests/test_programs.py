@@ -604,6 +604,52 @@ PROGRAMS = [
         """,
         True,
     ),
+    (
+        "a-custom-function-saves-its-input-which-is-then-written",
+        """
+        class Square(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                ctx.save_for_backward(t)
+                return t * t
+
+            @staticmethod
+            def backward(ctx, grad):
+                (t,) = ctx.saved_tensors
+                return 2 * t * grad
+
+        def f(x):
+            h = x * 1.5
+            y = Square.apply(h)
+            h.tanh_()  # <-
+            return y.sum()
+
+        f(x).backward()
+        """,
+        True,
+    ),
+    (
+        "a-custom-function-that-saves-nothing",
+        """
+        class Double(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                return t * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2
+
+        def f(x):
+            h = x * 1.5
+            y = Double.apply(h)
+            h.tanh_()  # <-
+            return y.sum()
+
+        f(x).backward()
+        """,
+        None,
+    ),
 ]
 
 

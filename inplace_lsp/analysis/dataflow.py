@@ -427,6 +427,8 @@ class Interpreter:
         # The functions of this document followed to their end from here (no call inside
         # cut short by a limit): a visible call site, whose facts win over assumptions.
         self.followed: set[str] = set()
+        # The tensors each running autograd.Function forward passed to ctx.save_for_backward.
+        self._function_saves: list[list[Value]] = []
         self.cut = 0  # calls not followed because of a limit
         self.too_deep_line: int | None = None  # the statement Python's stack could not take
 
@@ -1490,6 +1492,10 @@ class Interpreter:
             return unknown()
         if receiver.kind == "params":
             return receiver
+        if receiver.kind == "fnctx":
+            if name == "save_for_backward" and self._function_saves:
+                self._function_saves[-1].extend(t for a in args for t in _tensors_in(a))
+            return unknown()
         if receiver.kind == "container":
             if name in ("append", "extend", "insert", "add", "update", "setdefault"):
                 for a in args:
@@ -1658,6 +1664,12 @@ class Interpreter:
                 )
             owner_name, _, method_name = qual.rpartition(".")
             owner_cls = self.model.lookup_class(owner_name) if owner_name else None
+            if (
+                owner_cls is not None
+                and method_name == "apply"
+                and any(b in _AUTOGRAD_FUNCTIONS for b in owner_cls.bases)
+            ):
+                return self.function_apply(owner_cls, args, kwargs, node, frame)
             if owner_cls is not None:
                 found = self.model.find_method(owner_cls, method_name)
                 if found is not None and _static(found[1]):
@@ -1719,6 +1731,52 @@ class Interpreter:
                 op, qual, args, node, frame, kwargs=kwargs, describe=_spelled(node.func, qual)
             )
         return self.unknown_call(args, kwargs)
+
+    def function_apply(
+        self,
+        cls: ClassInfo,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        """`Square.apply(h)` of a torch.autograd.Function of this file: its forward runs
+        without grad on (ctx, *args); what it passes to `ctx.save_for_backward` is saved for
+        the node that the output gets when an input requires grad."""
+        found = self.model.find_method(cls, "forward")
+        if found is None:
+            return self.unknown_call(args, kwargs)
+        owner, forward = found
+        ctx = Value("fnctx", tensor=False, grad=False)
+        self._function_saves.append([])
+        saved_grad = frame.grad_enabled
+        frame.grad_enabled = False
+        try:
+            where = owner.owner or self.model
+            result = self.inline(
+                forward, where.start_of(forward), [ctx, *args], kwargs, node, frame, where
+            )
+        finally:
+            frame.grad_enabled = saved_grad
+            saved = self._function_saves.pop()
+        inputs = [t for a in args for t in _tensors_in(a)]
+        grads = [t.grad for t in inputs]
+        if not frame.grad_enabled or all(g is False for g in grads):
+            return result
+        possible = any(g is None for g in grads)
+        label = f"{cls.name}.apply"
+        new = {
+            self._save(
+                group, label, "input", f"{cls.name}Backward", node, frame, possible, t.name or ""
+            )
+            for t in saved
+            for group in sorted(t.groups)
+        }
+        graph = frozenset(new).union(*(t.graph for t in inputs))
+        for output in _tensors_in(result) or [result]:
+            output.grad = True if any(grads) else None
+            output.graph = output.graph | graph
+        return result
 
     def _param_groups(self, value: Value) -> frozenset[int]:
         if value.kind == "params" or value.leaf:
@@ -2500,6 +2558,7 @@ _FLOAT_TENSOR = re.compile(r"\b(?:Float|Double|Half|BFloat16)?Tensor\b")
 _PYTHON_VALUES = frozenset(
     "len int float bool str repr isinstance issubclass hasattr callable id hash print".split()
 )
+_AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 _HELD_ITEMS = 64  # the elements a list built by append() keeps track of
 _UNROLLED_LAYERS = 32  # a ModuleList iterated in a loop is followed layer by layer up to this
 _UNROLLED_STEPS = 4  # `for i in range(n)` with n this small runs each pass with its number
