@@ -650,6 +650,45 @@ PROGRAMS = [
         """,
         None,
     ),
+    (
+        "a-step-after-zero-grad-and-before-any-backward-changes-nothing",
+        """
+        model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(2):
+            optimizer.zero_grad()
+            loss = model(x).pow(2).mean()
+            optimizer.step()  # <-
+            loss.backward()
+        """,
+        None,
+    ),
+    (
+        "a-step-with-gradients-kept-before-the-backward-that-needs-the-weights",
+        """
+        model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(x).sum().backward()
+        loss = model(x).pow(2).mean()
+        optimizer.step()  # <-
+        loss.backward()
+        """,
+        True,
+    ),
+    (
+        "an-ema-copy-frozen-with-requires-grad-false",
+        """
+        import copy
+
+        model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+        ema = copy.deepcopy(model)
+        ema.requires_grad_(False)
+        model(x).sum().backward()
+        for e, p in zip(ema.parameters(), model.parameters()):
+            e.mul_(0.99).add_(p.detach(), alpha=0.01)  # <-
+        """,
+        None,
+    ),
 ]
 
 

@@ -140,6 +140,16 @@ class ModuleRef:
     children: list[ModuleRef] | None = None
     # register_forward_pre_hook / register_forward_hook: ("pre" | "post", the hook function)
     hooks: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=list)
+    frozen: bool | None = None  # requires_grad_(False) on it (None: as its parent)
+
+    @property
+    def params_frozen(self) -> bool:
+        ref: ModuleRef | None = self
+        while ref is not None:
+            if ref.frozen is not None:
+                return ref.frozen
+            ref = ref.parent
+        return False
 
     @property
     def training(self) -> bool:
@@ -328,6 +338,9 @@ class Heap:
     stale: dict[int, Mutation] = field(default_factory=dict)
     freed: set[int] = field(default_factory=set)
     pending_alias: dict[int, list[tuple[Mutation, frozenset[str]]]] = field(default_factory=dict)
+    # Parameter groups known to hold no gradient: zero_grad() set them to None and no
+    # backward() ran since. optimizer.step() skips a parameter without one.
+    no_grads: frozenset[int] = frozenset()
 
     def copy(self) -> Heap:
         return Heap(
@@ -335,6 +348,7 @@ class Heap:
             dict(self.stale),
             set(self.freed),
             {k: list(v) for k, v in self.pending_alias.items()},
+            self.no_grads,
         )
 
     def join(self, other: Heap) -> None:
@@ -346,6 +360,7 @@ class Heap:
         for sid, mutation in other.stale.items():
             self.stale.setdefault(sid, mutation)
         self.freed &= other.freed
+        self.no_grads &= other.no_grads
         for group, pend in other.pending_alias.items():
             mine_p = self.pending_alias.setdefault(group, [])
             if pend != mine_p:
@@ -1138,7 +1153,7 @@ class Interpreter:
             if value.module is not None and conditional:
                 value.module.conditional = True
         elif cls is not None and attr in cls.parameters:
-            frozen = _frozen_parameter(cls.parameters[attr])
+            frozen = _frozen_parameter(cls.parameters[attr]) or ref.params_frozen
             value = Value(
                 "tensor",
                 frozenset({ref.params_group}),
@@ -1163,7 +1178,7 @@ class Interpreter:
                 "tensor",
                 frozenset({ref.params_group}),
                 True,
-                True,
+                not ref.params_frozen,
                 leaf=True,
                 origin=f"parameter .{attr}",
             )
@@ -1386,7 +1401,8 @@ class Interpreter:
                 items = (scalar(), *items)
             return Value("container", tensor=False, grad=None, items=items)
         if iterable.kind == "params":
-            return Value("tensor", iterable.groups, True, True, leaf=True, origin="parameter")
+            grad = iterable.grad is not False  # parameters() of a frozen module: no grad
+            return Value("tensor", iterable.groups, True, grad, leaf=True, origin="parameter")
         if iterable.items:
             result = iterable.items[0]
             for item in iterable.items[1:]:
@@ -1476,7 +1492,9 @@ class Interpreter:
         if receiver.module is not None:
             return self.module_method(receiver, name, args, kwargs, node, frame)
         if receiver.kind == "optimizer":
-            if name == "step":
+            if name == "zero_grad" and _set_to_none(node):
+                self.heap.no_grads |= receiver.steps
+            if name == "step" and not (receiver.steps and receiver.steps <= self.heap.no_grads):
                 self.mutate(
                     Value("tensor", receiver.steps, True, True, origin=receiver.origin),
                     kind="step",
@@ -1600,7 +1618,15 @@ class Interpreter:
         ref = receiver.module
         assert ref is not None
         if name in ("parameters", "named_parameters"):
-            return Value("params", self.param_groups(ref), tensor=False, grad=True)
+            return Value("params", self.param_groups(ref), tensor=False, grad=not ref.params_frozen)
+        if name == "zero_grad" and _set_to_none(node):
+            self.heap.no_grads |= self.param_groups(ref)
+            return receiver
+        if name == "requires_grad_":
+            flag = node.args[0] if node.args else None
+            ref.frozen = _const_bool(flag) is False if flag is not None else False
+            self._refreeze(ref)
+            return receiver
         if name in ("train", "eval"):
             training = name == "train"
             if (
@@ -1777,6 +1803,18 @@ class Interpreter:
             output.grad = True if any(grads) else None
             output.graph = output.graph | graph
         return result
+
+    def _refreeze(self, ref: ModuleRef, depth: int = 0) -> None:
+        """The parameters already looked at follow a module's new requires_grad flag."""
+        frozen = ref.params_frozen
+        for value in ref.attrs.values():
+            if value.kind == "tensor" and value.leaf and value.groups == {ref.params_group}:
+                value.grad = not frozen
+            elif value.module is not None and depth < 8:
+                self._refreeze(value.module, depth + 1)
+        for child in ref.children or ():
+            if depth < 8:
+                self._refreeze(child, depth + 1)
 
     def _param_groups(self, value: Value) -> frozenset[int]:
         if value.kind == "params" or value.leaf:
@@ -2438,6 +2476,7 @@ class Interpreter:
 
     def backward(self, value: Value, node: ast.AST, frame: Frame, retain: bool) -> None:
         value.grad = True  # backward() on it: it requires grad
+        self.heap.no_grads = frozenset()
         loc = self.loc(node, frame)
         for sid in sorted(self._graph_of(value)):  # in the order the ops ran: deterministic
             mutation = self.heap.stale.get(sid)
@@ -2589,6 +2628,12 @@ def _small_range(node: ast.expr) -> list[int] | None:
         return None
     numbers = range(*[b for b in bounds if b is not None])
     return list(numbers) if 1 <= len(numbers) <= _UNROLLED_STEPS else None
+
+
+def _set_to_none(node: ast.Call) -> bool:
+    """`zero_grad()` sets gradients to None (torch 2's default) unless `set_to_none=False`."""
+    flag = next((k.value for k in node.keywords if k.arg == "set_to_none"), None)
+    return not (isinstance(flag, ast.Constant) and flag.value is False)
 
 
 def _const_index(node: ast.expr) -> int | None:
