@@ -144,21 +144,22 @@ class ModuleRef:
 
     @property
     def params_frozen(self) -> bool:
-        ref: ModuleRef | None = self
-        while ref is not None:
-            if ref.frozen is not None:
-                return ref.frozen
-            ref = ref.parent
-        return False
+        return self._inherited("frozen", False)
 
     @property
     def training(self) -> bool:
+        return self._inherited("training_flag", True)
+
+    def _inherited(self, flag: str, default: bool) -> bool:
+        """A flag set on the module or, where it is None, on the nearest parent that has it
+        (`model.eval()` and `model.requires_grad_(False)` reach every submodule)."""
         ref: ModuleRef | None = self
         while ref is not None:
-            if ref.training_flag is not None:
-                return ref.training_flag
+            value: bool | None = getattr(ref, flag)
+            if value is not None:
+                return value
             ref = ref.parent
-        return True
+        return default
 
 
 @dataclass(eq=False)
