@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 
 from inplace_lsp.analysis.candidates import is_candidate
 from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, Knowledge, OpInfo
-from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule, Undecidable, evaluate
+from inplace_lsp.analysis.model import (
+    ClassInfo,
+    ModuleModel,
+    Submodule,
+    Undecidable,
+    constant_range,
+    evaluate,
+)
 from inplace_lsp.analysis.model import submodule as submodule_of
 
 MAX_INLINE_DEPTH = 4
@@ -1548,12 +1555,7 @@ class Interpreter:
         if name == "clone":
             return self._copy_of(receiver, name, frame, producer="")
         if name == "requires_grad_":
-            flag = (
-                node.args[0]
-                if node.args
-                else next((k.value for k in node.keywords if k.arg == "requires_grad"), None)
-            )
-            _toggle_grad(receiver, True if flag is None else _const_bool(flag))
+            _toggle_grad(receiver, _requires_grad_flag(node))
             return receiver
         if name in _LAYOUT_METHODS or name in ALIAS_METHODS:
             copied = self._copy_or_alias(receiver, name, node, frame)
@@ -1579,7 +1581,7 @@ class Interpreter:
             if receiver.contiguous is None and name == "contiguous":
                 return replace(receiver, leaf=False, joined=True)
             return None
-        target = _target_dtype(name, node, self.model)
+        target = _target_dtype(name, node)
         if target is None:
             return None  # `.to(device)`, `.type_as(other)`: unknown here, the usual handling
         if receiver.dtype and receiver.dtype != target:
@@ -1624,8 +1626,7 @@ class Interpreter:
             self.heap.no_grads |= self.param_groups(ref)
             return receiver
         if name == "requires_grad_":
-            flag = node.args[0] if node.args else None
-            ref.frozen = _const_bool(flag) is False if flag is not None else False
+            ref.frozen = _requires_grad_flag(node) is False
             self._refreeze(ref)
             return receiver
         if name in ("train", "eval"):
@@ -2616,19 +2617,8 @@ def _outer_type(annotation: str) -> str:
 
 def _small_range(node: ast.expr) -> list[int] | None:
     """The numbers of `range(...)` with constant arguments, when there are a few."""
-    if not (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "range"
-        and 1 <= len(node.args) <= 3
-        and not node.keywords
-    ):
-        return None
-    bounds = [_const_index(arg) for arg in node.args]
-    if any(b is None for b in bounds):
-        return None
-    numbers = range(*[b for b in bounds if b is not None])
-    return list(numbers) if 1 <= len(numbers) <= _UNROLLED_STEPS else None
+    numbers = constant_range(node)
+    return list(numbers) if numbers is not None and 1 <= len(numbers) <= _UNROLLED_STEPS else None
 
 
 def _set_to_none(node: ast.Call) -> bool:
@@ -2715,8 +2705,14 @@ def _toggle_grad(value: Value, flag: object) -> None:
         value.grad = None
 
 
-def _const_bool(node: ast.expr) -> bool | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, bool) else None
+def _requires_grad_flag(node: ast.Call) -> bool | None:
+    """The flag of `t.requires_grad_(flag)` / `module.requires_grad_(requires_grad=flag)`:
+    True when none is given, None when it is not a constant."""
+    flag = node.args[0] if node.args else None
+    flag = flag or next((k.value for k in node.keywords if k.arg == "requires_grad"), None)
+    if flag is None:
+        return True
+    return flag.value if isinstance(flag, ast.Constant) and isinstance(flag.value, bool) else None
 
 
 def _annotation_text(node: ast.expr | None) -> str:
@@ -2894,7 +2890,7 @@ def _dtype_name(node: ast.expr) -> str | None:
     return None
 
 
-def _target_dtype(name: str, node: ast.Call, model: ModuleModel) -> str | None:
+def _target_dtype(name: str, node: ast.Call) -> str | None:
     """The floating dtype `.double()` / `.to(torch.float64)` / `.type(torch.float64)` asks
     for; None when the call names none (a device) or one this analysis does not follow."""
     if name in _DTYPE_METHODS:

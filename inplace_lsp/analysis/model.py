@@ -207,19 +207,37 @@ def _self_attr(target: ast.expr) -> str | None:
     return None
 
 
+def constant_range(node: ast.expr) -> range | None:
+    """`range(3)`, `range(0, n, 2)` with constant ints: that range; else None."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and 1 <= len(node.args) <= 3
+        and not node.keywords
+    ):
+        return None
+    bounds: list[int] = []
+    for arg in node.args:
+        try:
+            value = evaluate(arg, {})
+        except Undecidable:
+            return None
+        if type(value) is not int:
+            return None
+        bounds.append(value)
+    try:
+        return range(*bounds)
+    except ValueError:  # range(0, 4, 0)
+        return None
+
+
 def _repeats(comp: ast.ListComp | ast.GeneratorExp) -> int:
     """How many elements `[... for _ in range(n)]` makes: n when constant (at most 32)."""
     if len(comp.generators) == 1 and not comp.generators[0].ifs:
-        it = comp.generators[0].iter
-        if (
-            isinstance(it, ast.Call)
-            and isinstance(it.func, ast.Name)
-            and it.func.id == "range"
-            and len(it.args) == 1
-            and isinstance(it.args[0], ast.Constant)
-            and isinstance(it.args[0].value, int)
-        ):
-            return max(0, min(it.args[0].value, 32))
+        numbers = constant_range(comp.generators[0].iter)
+        if numbers is not None:
+            return min(len(numbers), 32)
     return 2
 
 

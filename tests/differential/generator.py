@@ -545,6 +545,11 @@ def _input_line(g: _Gen, name: str = "x", shape: str = "4, 8") -> str:
     return f"{name} = torch.randn({shape})"
 
 
+def _forward(body: list[str]) -> str:
+    """`def forward(self, x):` with `body` (lines) as its block."""
+    return "def forward(self, x):\n" + _indent("\n".join(body), 1)
+
+
 def _with_main(text: str, lines: list[str]) -> str:
     """`text` (classes and helpers), then the driver `lines` and the `__main__` guard."""
     guard = ["", "", 'if __name__ == "__main__":', "    main()"]
@@ -580,7 +585,7 @@ def scenario_module(g: _Gen) -> str:
     )
     body.append(f"return self._readout({core.result})")
     cls = g.pick(CLASS_NAMES)
-    forward = "def forward(self, x):\n" + _indent("\n".join(body), 1)
+    forward = _forward(body)
     used = forward + "\n".join(g.methods)
     g.init = [line for line in g.init if line.split(" = ")[0] in used or "self.head" in line]
     text = "\n\n".join(g.helpers + [_class(g, cls, forward)])
@@ -668,7 +673,7 @@ def scenario_sequential(g: _Gen) -> str:
         g.feat(f"post_write:{wname}")
         body.append(wtmpl.format(v="h"))
     body.append("return self.head(h)")
-    forward = "def forward(self, x):\n" + _indent("\n".join(body), 1)
+    forward = _forward(body)
     cls = g.pick(CLASS_NAMES)
     text = "\n\n".join(g.helpers + [_class(g, cls, forward)])
     setup = [f"model = {cls}({_flag_args(g)})", _input_line(g)]
@@ -716,7 +721,7 @@ def scenario_hook(g: _Gen) -> str:
         "input": "h = x",
     }
     body = [first[pre], "h = self.layer(h)", "return self.head(h)"]
-    forward = "def forward(self, x):\n" + _indent("\n".join(body), 1)
+    forward = _forward(body)
     cls = g.pick(CLASS_NAMES)
     text = "\n\n".join(g.helpers + [hook, _class(g, cls, forward)])
     register = (
@@ -783,7 +788,7 @@ def scenario_recurrent(g: _Gen) -> str:
     if mem_use != "none":
         body.append("    outs.append(y)")
     body.append("return self.head(torch.stack(outs)).mean()")
-    forward = "def forward(self, x):\n" + _indent("\n".join(body), 1)
+    forward = _forward(body)
     text = _class(g, "RecurrentCell", forward)
     setup = ["model = RecurrentCell()", _input_line(g, "x", "3, 4, 8")]
     return text + "\n\n" + _driver(g, setup, "model(x)", g.chance(0.3))
@@ -1079,7 +1084,7 @@ def scenario_buffer(g: _Gen) -> str:
     if edit_line and at == "after_use":
         body.append(edit_line)
     body.append("return self.head(out)")
-    forward = "def forward(self, x):\n" + _indent("\n".join(body), 1)
+    forward = _forward(body)
     text = _class(g, "Normalizer", forward)
     setup = ["model = Normalizer()", _input_line(g)]
     return text + "\n\n" + _driver(g, setup, "model(x)", g.chance(0.4))
@@ -1128,7 +1133,7 @@ def scenario_grad_mode(g: _Gen) -> str:
         main_extra = ["scores = evaluate(model, x)"]
         if kind == "decorated_eval_write":
             main_extra.append(wtmpl.format(v="scores"))
-    forward = "def forward(self, x):\n" + _indent("\n".join(body), 1)
+    forward = _forward(body)
     text = "\n\n".join(helpers + [_class(g, "Classifier", forward)])
     setup = ["model = Classifier()", _input_line(g)] + main_extra
     return text + "\n\n" + _driver(g, setup, "model(x)", g.chance(0.3))
@@ -1229,7 +1234,7 @@ def scenario_attention(g: _Gen) -> str:
     if mask_kind[2] == "late":
         body += mask_kind[1].split("\n")
     body.append("return self.out(ctx + x)")
-    forward = "def forward(self, x):\n" + _indent("\n".join(body), 1)
+    forward = _forward(body)
     text = _class(g, "SelfAttention", forward)
     setup = ["model = SelfAttention()", _input_line(g, "x", "2, 5, 8")]
     return text + "\n\n" + _driver(g, setup, "model(x)", g.chance(0.3))
@@ -1268,7 +1273,7 @@ def scenario_param_edit(g: _Gen) -> str:
         body = edit_lines + ["h = torch.relu(self.fc(x))", "return self.head(h)"]
     else:
         body = ["h = torch.relu(self.fc(x))"] + edit_lines + ["return self.head(h)"]
-    forward = "def forward(self, x):\n" + _indent("\n".join(body), 1)
+    forward = _forward(body)
     text = _class(g, "Clipped", forward)
     setup = ["model = Clipped()", _input_line(g)]
     return text + "\n\n" + _driver(g, setup, "model(x)", g.chance(0.3))
@@ -1385,7 +1390,7 @@ def scenario_custom_function(g: _Gen) -> str:
     elif target == "clone_output":
         body += ["y = y.clone()", wtmpl.format(v="y")]
     body.append("return self.head(y)")
-    forward = "def forward(self, x):\n" + _indent("\n".join(body), 1)
+    forward = _forward(body)
     text = fn + "\n\n" + _class(g, "Custom", forward)
     setup = ["model = Custom()", _input_line(g)]
     return text + "\n\n" + _driver(g, setup, "model(x)", g.chance(0.3))
