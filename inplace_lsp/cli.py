@@ -108,6 +108,12 @@ _FALLBACK_RULES = {
             "In-place op changes a value that another name reads later.",
             "warning",
         ),
+        RuleInfo(
+            "IPL009",
+            "inplace-refused",
+            "In-place write that torch refuses on the spot (inference tensor, out=, split view).",
+            "error",
+        ),
     )
 }
 

@@ -15,13 +15,11 @@ from types import ModuleType
 import pytest
 
 try:
-    from casefile import Case, discover, problems
+    from casefile import Case, discover, outcome_of_error, problems
 except ImportError:  # tests/ imported as a package
-    from tests.casefile import Case, discover, problems
+    from tests.casefile import Case, discover, outcome_of_error, problems
 
 CASES = discover()
-INPLACE_MESSAGE = "modified by an inplace operation"
-LEAF_MESSAGE = "leaf Variable that requires grad is being used in an in-place operation"
 _module_ids = itertools.count()
 
 
@@ -47,12 +45,10 @@ def _outcome_of(run: Callable[[], None]) -> str:
     try:
         run()
     except RuntimeError as exc:
-        message = str(exc)
-        if INPLACE_MESSAGE in message:
-            return "inplace-error"
-        if LEAF_MESSAGE in message:  # also "a view of a leaf Variable ..."
-            return "leaf-error"
-        raise
+        outcome = outcome_of_error(str(exc))
+        if outcome is None:
+            raise
+        return outcome
     return "ok"
 
 
@@ -88,9 +84,14 @@ def test_harness_names_both_lines(case: Case, torch_state: ModuleType) -> None:
     )
     module = _import_case(case)
     result = harness.trace_call(module.run, user_files=[str(case.path)])
-    # torch raises nothing for a write through `.data` into a saved tensor (outcome ok, yet an
-    # expected error with its save): the harness sees it and reports a silent in-place error.
-    silent = case.outcome == "ok" and bool(case.errors) and bool(case.saved_by)
+    silent = case.silent  # torch raises nothing; the harness sees the `.data` write
+    if case.outcome == "refused-error":
+        # torch raises at the write itself: the harness reports the error where it was raised.
+        (error_line,) = case.errors
+        assert result["status"] == "error", result
+        raised = [r for r in result["related"] if r["message"] == "raised here"]
+        assert [r["line"] for r in raised] == [error_line], result
+        return
     assert result["status"] == ("inplace-error" if silent else case.outcome), result
     assert bool(result.get("silent")) == silent, result
     if case.outcome == "leaf-error" and result.get("mutation") is not None:
@@ -98,7 +99,7 @@ def test_harness_names_both_lines(case: Case, torch_state: ModuleType) -> None:
         assert result["mutation"]["line"] == min(case.errors), result
     if result["status"] != "inplace-error":
         return
-    (error_line,) = case.errors
+    (error_line,) = case.write_lines
     (saved_line,) = case.saved_by
     assert result["mutation"] is not None, result
     assert result["saved_by"] is not None, result
@@ -140,5 +141,6 @@ def test_case_collection() -> None:
     assert 3 * ok >= len(CASES), f"only {ok} of {len(CASES)} cases are safe"
     assert sum(case.outcome == "inplace-error" for case in CASES) >= 10
     assert sum(case.outcome == "leaf-error" for case in CASES) >= 3
+    assert sum(case.outcome == "refused-error" for case in CASES) >= 3
     assert sum(case.far_apart for case in CASES) >= 10
     assert len({case.name.split("_", 1)[0] for case in CASES}) == len(CASES), "duplicate numbers"

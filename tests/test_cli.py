@@ -231,7 +231,7 @@ def test_sarif_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert driver["name"] == "inplace-lsp"
     assert {"version", "informationUri", "rules"} <= driver.keys()
     rule_ids = [rule["id"] for rule in driver["rules"]]
-    assert [f"IPL00{i}" for i in range(1, 9)] == rule_ids[:8]
+    assert [f"IPL00{i}" for i in range(1, 10)] == rule_ids[:9]
     for rule in driver["rules"]:
         assert {"id", "name", "shortDescription", "helpUri"} <= rule.keys()
         assert rule["shortDescription"]["text"]
@@ -254,17 +254,17 @@ def test_sarif_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None
 def test_sarif_levels_for_hints_and_unknown_codes(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write(project / "a.py", "import torch\nx += 1  #! IPL009 hint\n")
+    write(project / "a.py", "import torch\nx += 1  #! IPL099 hint\n")
     _, out, _ = run_main(capsys, "check", "--format", "sarif", "--show-hints")
     run = json.loads(out)["runs"][0]
     (result,) = run["results"]
     assert result["level"] == "note"
-    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "IPL009"
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "IPL099"
 
 
 def test_rule_infos_come_from_the_registry() -> None:
     infos = cli.rule_infos()
-    assert [f"IPL00{i}" for i in range(1, 9)] == sorted(infos)[:8]
+    assert [f"IPL00{i}" for i in range(1, 10)] == sorted(infos)[:9]
     assert infos["IPL001"].name == "inplace-on-saved"
     assert infos["IPL001"].help_uri.endswith("docs/rules.md#ipl001")
     assert all(info.summary and "\n" not in info.summary for info in infos.values())
@@ -280,7 +280,7 @@ def test_rule_infos_without_a_registry(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(cli.importlib, "import_module", import_module)
     infos = cli.rule_infos()
-    assert sorted(infos) == [f"IPL00{i}" for i in range(1, 9)]
+    assert sorted(infos) == [f"IPL00{i}" for i in range(1, 10)]
     assert (infos["IPL004"].name, infos["IPL004"].default_severity) == (
         "graph-accumulation",
         "warning",

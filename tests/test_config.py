@@ -281,14 +281,14 @@ def codes(findings: list[Finding]) -> list[str]:
     return [f.code for f in findings]
 
 
-ALL = [finding(f"IPL00{i}") for i in range(1, 9)]
+ALL = [finding(f"IPL00{i}") for i in range(1, 10)]
 LINES = ["x += 1"]
 
 
 @pytest.mark.parametrize(
     ("select", "ignore", "expected"),
     [
-        (("IPL",), (), [f"IPL00{i}" for i in range(1, 9)]),
+        (("IPL",), (), [f"IPL00{i}" for i in range(1, 10)]),
         (("IPL001", "IPL003"), (), ["IPL001", "IPL003"]),
         (("IPL",), ("IPL003", "IPL00"), []),
         (("IPL", "IPL001"), ("IPL00",), ["IPL001"]),  # the more specific select wins

@@ -594,7 +594,7 @@ async def test_debug_info(client: Editor, workspace: Path) -> None:
     assert info["version"]
     assert info["python"]
     assert info["configFile"] is None
-    assert info["enabledRules"][0] == "IPL001" and len(info["enabledRules"]) == 8
+    assert info["enabledRules"][0] == "IPL001" and len(info["enabledRules"]) == 9
     assert info["settings"]["run"] == "onType"
     assert info["positionEncoding"] == client.profile.encoding
     assert info["diagnostics"] == ("pull" if client.profile.pull else "push")

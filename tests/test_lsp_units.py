@@ -711,7 +711,7 @@ def test_debug_info(tmp_path: Path) -> None:
     session, _ = _session(tmp_path, encoding="utf-8", pull=True)
     info = session.debug_info(None)
     assert info["positionEncoding"] == "utf-8" and info["diagnostics"] == "pull"
-    assert info["enabledRules"] == [f"IPL00{i}" for i in range(1, 9)]
+    assert info["enabledRules"] == [f"IPL00{i}" for i in range(1, 10)]
     assert info["settings"]["severity"] == {} and info["settings"]["select"] == ["IPL"]
 
 
@@ -740,7 +740,7 @@ def test_enclosing_class() -> None:
 
 def test_rule_docs_cover_every_rule() -> None:
     docs = hover.rule_docs()
-    assert sorted(docs) == [f"IPL00{i}" for i in range(1, 9)]
+    assert sorted(docs) == [f"IPL00{i}" for i in range(1, 10)]
     assert all(summary for _, summary in docs.values())
 
 

@@ -18,6 +18,11 @@ import pytest
 from inplace_lsp.analysis.engine import analyze
 from inplace_lsp.analysis.findings import Severity
 
+try:
+    from casefile import outcome_of_error
+except ImportError:  # tests/ imported as a package
+    from tests.casefile import outcome_of_error
+
 REPORTED = (Severity.ERROR, Severity.WARNING)
 
 HEAD = """\
@@ -28,7 +33,9 @@ x = torch.randn(3, 4, requires_grad=True)
 """
 
 # (id, program body after HEAD, what torch raises: True / "inplace" for the saved-tensor
-# error at backward, "leaf" for an in-place write into a leaf, None / False for nothing)
+# error at backward, "leaf" for an in-place write into a leaf, "refused" for a write torch
+# refuses on the spot (IPL009: inference tensor, out=, split output, no_grad view), None /
+# False for nothing)
 PROGRAMS = [
     (
         "write-after-break",
@@ -689,6 +696,178 @@ PROGRAMS = [
         """,
         None,
     ),
+    (
+        "an-inference-cache-written-outside-inference-mode",
+        """
+        fc = nn.Linear(4, 4)
+        with torch.inference_mode():
+            cache = fc(x)
+        cache /= 2.0  # <-
+        (fc(x) + cache).sum().backward()
+        """,
+        "refused",
+    ),
+    (
+        "an-inference-cache-written-inside-inference-mode",
+        """
+        fc = nn.Linear(4, 4)
+        with torch.inference_mode():
+            cache = fc(x)
+            cache /= 2.0  # <-
+        fc(x).sum().backward()
+        """,
+        None,
+    ),
+    (
+        "a-view-of-a-normal-tensor-taken-in-inference-mode-and-written-outside",
+        """
+        buf = torch.zeros(3, 4)
+        with torch.inference_mode():
+            head = buf[:2]
+        head += 1  # <-
+        (x * buf).sum().backward()
+        """,
+        None,
+    ),
+    (
+        "inference-mode-off-makes-no-inference-tensor",
+        """
+        fc = nn.Linear(4, 4)
+        with torch.inference_mode(False):
+            cache = torch.zeros(3, 4)
+        cache /= 2.0  # <-
+        (fc(x) + cache).sum().backward()
+        """,
+        None,
+    ),
+    (
+        "the-result-of-an-inference-mode-function-written-by-its-caller",
+        """
+        fc = nn.Linear(4, 4)
+
+        @torch.inference_mode()
+        def predict(x):
+            return torch.softmax(fc(x), dim=-1)
+
+        probs = predict(x)
+        probs[:, 0] = 0  # <-
+        fc(x).sum().backward()
+        """,
+        "refused",
+    ),
+    (
+        "out-with-an-argument-that-requires-grad",
+        """
+        h = torch.empty(3, 4)
+        torch.mul(x, 2.0, out=h)  # <-
+        h.sum()
+        """,
+        "refused",
+    ),
+    (
+        "out-under-no-grad",
+        """
+        h = torch.empty(3, 4)
+        with torch.no_grad():
+            torch.mul(x, 2.0, out=h)  # <-
+        (x * h).sum().backward()
+        """,
+        None,
+    ),
+    (
+        "a-chunk-of-a-tensor-that-requires-grad-written-in-place",
+        """
+        value, gate = (x * 2).chunk(2, dim=-1)
+        value.mul_(torch.sigmoid(gate))  # <-
+        value.sum().backward()
+        """,
+        "refused",
+    ),
+    (
+        "a-chunk-written-under-no-grad",
+        """
+        h = x * 2
+        value, gate = h.chunk(2, dim=-1)
+        with torch.no_grad():
+            value.zero_()  # <-?
+        h.sum().backward()
+        """,
+        None,
+    ),
+    (
+        "a-tensor-split-piece-written-in-place",
+        """
+        h = x * 2
+        value, gate = h.tensor_split(2, dim=-1)
+        value += 1  # <-
+        h.sum().backward()
+        """,
+        None,
+    ),
+    (
+        "a-chunk-of-a-tensor-without-grad-written-in-place",
+        """
+        noise = torch.randn(3, 4)
+        a, b = noise.chunk(2, dim=-1)
+        a.mul_(0.5)  # <-
+        (x * noise).sum().backward()
+        """,
+        None,
+    ),
+    (
+        "a-view-made-under-no-grad-written-with-grad-on",
+        """
+        h = x * 2
+        with torch.no_grad():
+            head = h[:, :2]
+        head.clamp_(-1, 1)  # <-
+        h.sum().backward()
+        """,
+        "refused",
+    ),
+    (
+        "a-view-made-under-no-grad-written-under-no-grad",
+        """
+        h = x * 2
+        with torch.no_grad():
+            head = h[:, :2]
+        with torch.no_grad():
+            head.clamp_(-1, 1)  # <-?
+        h.sum().backward()
+        """,
+        None,
+    ),
+    (
+        "an-ema-copy-updated-before-the-backward-its-forward-needs",
+        """
+        import copy
+
+        model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+        ema = copy.deepcopy(model)
+        loss = (model(x) - ema(x)).pow(2).mean()
+        with torch.no_grad():
+            for e, p in zip(ema.parameters(), model.parameters()):
+                e.mul_(0.99).add_(p, alpha=0.01)  # <-
+        loss.backward()
+        """,
+        True,
+    ),
+    (
+        "a-frozen-ema-copy-updated-before-backward",
+        """
+        import copy
+
+        model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+        ema = copy.deepcopy(model)
+        ema.requires_grad_(False)
+        loss = (model(torch.randn(3, 4)) - ema(torch.randn(3, 4))).pow(2).mean()
+        with torch.no_grad():
+            for e, p in zip(ema.parameters(), model.parameters()):
+                e.mul_(0.99).add_(p, alpha=0.01)  # <-
+        loss.backward()
+        """,
+        None,
+    ),
 ]
 
 
@@ -710,12 +889,10 @@ def test_torch_agrees_and_errors_follow_what_runs(body: str, raises: object) -> 
     try:
         exec(compile(text, "<program>", "exec"), {"__name__": "program"})  # noqa: S102
     except RuntimeError as exc:
-        if "modified by an inplace operation" in str(exc):
-            raised = "inplace"
-        elif "leaf Variable that requires grad is being used in an in-place" in str(exc):
-            raised = "leaf"
-        else:
+        outcome = outcome_of_error(str(exc))
+        if outcome is None:
             raise
+        raised = outcome.removesuffix("-error")
     expected = "inplace" if raises is True else (raises or None)
     assert raised == expected, "the program's label disagrees with torch"
     findings = analyze(text, "program.py")

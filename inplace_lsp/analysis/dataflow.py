@@ -52,6 +52,9 @@ CREATION_FUNCTIONS = frozenset(
     ).split()
 )
 NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
+# Ops that return several views of their input: torch refuses in-place writes into any of them
+# (or views of them) while grad is recorded. tensor_split and the unsafe_ variants are not.
+MULTI_OUTPUT_VIEWS = frozenset({"split", "chunk", "unbind", "split_with_sizes"})
 ENABLE_GRAD_CONTEXTS = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
 SET_GRAD_CONTEXTS = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
 ACTIVATIONS = frozenset(
@@ -194,6 +197,13 @@ class Value:
     grad_from: str = ""  # grad unknown: the argument whose requires-grad it rests on
     dtype: str = ""  # "float32", "float64", ... ("": unknown)
     contiguous: bool | None = None  # the memory layout, where known (transpose: False)
+    # Made by an op under torch.inference_mode(): the line of that block or decorator (0: not
+    # an inference tensor). Views keep it; a view of a normal tensor made there is normal.
+    inference: int = 0
+    # How torch created this view, where that forbids writing into it with grad on: "multi"
+    # (an output of split / chunk / unbind) or "no_grad" (made under no_grad from a tensor
+    # that requires grad); "" otherwise.
+    view_kind: str = ""
 
     @property
     def tensorish(self) -> bool:
@@ -289,6 +299,19 @@ class Conflict:
 
 
 @dataclass(eq=False)
+class Refusal:
+    """An in-place write that torch refuses at once, whatever was saved: into an inference
+    tensor outside inference mode, `out=` with an argument that requires grad, into an
+    output of split / chunk / unbind, into a view made under no_grad (each with grad on)."""
+
+    mutation: Mutation
+    reason: str  # "inference" | "out" | "multi_view" | "no_grad_view"
+    definite: bool
+    grad_from: str = ""  # not definite: the argument whose requires-grad decides
+    line: int = 0  # "inference": the line of the inference_mode block that made the tensor
+
+
+@dataclass(eq=False)
 class LeafWrite:
     mutation: Mutation
     definite: bool
@@ -326,6 +349,7 @@ class Facts:
     # Every `inplace=True` write (module or function), to tell whether turning one keyword off
     # keeps what every call through it computes.
     inplace_flags: list[Mutation] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
 
     def extend(self, other: Facts) -> None:
         self.conflicts += other.conflicts
@@ -336,6 +360,7 @@ class Facts:
         self.activation_reads += other.activation_reads
         self.safe_writes += other.safe_writes
         self.inplace_flags += other.inplace_flags
+        self.refusals += other.refusals
 
 
 @dataclass
@@ -453,6 +478,8 @@ class Interpreter:
         # The tensors each running autograd.Function forward passed to ctx.save_for_backward.
         self._function_saves: list[list[Value]] = []
         self.cut = 0  # calls not followed because of a limit
+        # Inside torch.inference_mode(): the line of the block or decorator (0: outside).
+        self.inference_line = 0
         self.too_deep_line: int | None = None  # the statement Python's stack could not take
 
     # ------------------------------------------------------------------ entry points
@@ -464,6 +491,7 @@ class Interpreter:
         owner: ClassInfo | None,
     ) -> Facts:
         frame = Frame({}, start, grad_enabled=not self._decorated_no_grad(fn), ctx=Ctx())
+        self.inference_line = self._decorated_inference(fn, start)
         args = fn.args
         positional = [*args.posonlyargs, *args.args]
         defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(
@@ -587,9 +615,17 @@ class Interpreter:
     def _decorated_no_grad(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         for dec in fn.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
-            if self.model.qualify(target) in NO_GRAD_CONTEXTS:
+            if self.model.qualify(target) in NO_GRAD_CONTEXTS and not _mode_off(dec):
                 return True
         return False
+
+    def _decorated_inference(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int) -> int:
+        """The line of an `@torch.inference_mode()` decorator (0: none, or mode=False)."""
+        for dec in fn.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            if self.model.qualify(target) == "torch.inference_mode" and not _mode_off(dec):
+                return dec.lineno + start - 1
+        return 0
 
     # ------------------------------------------------------------------ locations
 
@@ -876,12 +912,17 @@ class Interpreter:
 
     def stmt_With(self, stmt: ast.With | ast.AsyncWith, frame: Frame) -> None:
         saved = frame.grad_enabled
+        saved_inference = self.inference_line
         for item in stmt.items:
             expr = item.context_expr
             func = expr.func if isinstance(expr, ast.Call) else expr
             qual = self.model.qualify(func)
             if qual in NO_GRAD_CONTEXTS:
+                if _mode_off(expr):
+                    continue
                 frame.grad_enabled = False
+                if qual == "torch.inference_mode" and not self.inference_line:
+                    self.inference_line = self.loc(expr, frame)[0]
             elif qual in ENABLE_GRAD_CONTEXTS:
                 frame.grad_enabled = True
             elif qual in SET_GRAD_CONTEXTS and isinstance(expr, ast.Call) and expr.args:
@@ -894,6 +935,7 @@ class Interpreter:
                     self.assign(item.optional_vars, value, frame, stmt)
         self.exec_body(stmt.body, frame)
         frame.grad_enabled = saved
+        self.inference_line = saved_inference
 
     stmt_AsyncWith = stmt_With
 
@@ -1264,7 +1306,13 @@ class Interpreter:
                     graph=base.graph,
                     origin="indexing",
                 )
-            return replace(base, leaf=False, detached=base.detached, partial=True)
+            return replace(
+                base,
+                leaf=False,
+                detached=base.detached,
+                partial=True,
+                view_kind=self._no_grad_view(base, frame),
+            )
         if base.kind == "container":
             return Value("unknown", frozenset({new_id()}), None, base.grad, graph=base.graph)
         return Value("unknown", frozenset({new_id()}), None, None)
@@ -1475,6 +1523,14 @@ class Interpreter:
         )
         return Value("unknown", frozenset({new_id()}), None, grad, graph=graph)
 
+    @staticmethod
+    def _no_grad_view(base: Value, frame: Frame) -> str:
+        """The view kind of a view of `base` made here: "no_grad" when grad mode is off and
+        `base` may require grad (writing into it with grad on is refused), else base's."""
+        if not frame.grad_enabled and base.grad is not False and not base.detached:
+            return base.view_kind or "no_grad"
+        return base.view_kind
+
     def derived(self, inputs: list[Value]) -> Value:
         grads = [v.grad for v in inputs if v.tensorish]
         grad = True if any(grads) else (False if grads and all(g is False for g in grads) else None)
@@ -1564,7 +1620,7 @@ class Interpreter:
         if name in ALIAS_METHODS:
             return replace(receiver, leaf=False)
         if name in NEW_TENSOR_METHODS:
-            return _created(node, f"Tensor.{name}")
+            return replace(_created(node, f"Tensor.{name}"), inference=self.inference_line)
         op = self.kb.op(f"Tensor.{name}")
         return self.apply_op(op, name, [receiver, *args], node, frame, kwargs=kwargs, method=True)
 
@@ -1607,6 +1663,7 @@ class Interpreter:
             grad_from=receiver.grad_from if grad is None else "",
             dtype=receiver.dtype,
             contiguous=True,
+            inference=self.inference_line,
         )
 
     def module_method(
@@ -1715,11 +1772,7 @@ class Interpreter:
                 return unknown()
             if qual == "copy.deepcopy" and args and args[0].module is not None:
                 # An EMA / teacher copy: the same modules, with parameters of their own.
-                original = args[0].module
-                twin = dataclasses.replace(
-                    original, params_group=new_id(), attrs={}, hooks=[], children=None
-                )
-                return Value("module", tensor=False, grad=False, module=twin)
+                return Value("module", tensor=False, grad=False, module=_twin(args[0].module))
             # A function of another file: only tensor code that can write in place is worth
             # interpreting (model factories and config helpers are not).
             if any(v.kind == "tensor" for v in (*args, *kwargs.values())):
@@ -1733,7 +1786,7 @@ class Interpreter:
                 "tensor", frozenset({new_id()}), True, True, leaf=True, origin="nn.Parameter"
             )
         if qual in CREATION_FUNCTIONS:
-            return _created(node, qual)
+            return replace(_created(node, qual), inference=self.inference_line)
         if qual.startswith("torch.optim.") and qual.count(".") == 2 and args:
             fused = any(
                 kw.arg == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True
@@ -1944,9 +1997,12 @@ class Interpreter:
             out = Value("tensor", frozenset({new_id()}), True, None, x.grad_assumed, graph=x.graph)
             out.producer = "nn." + (ref.qualname or "module").rsplit(".", 1)[-1]
             out.dtype, out.contiguous = x.dtype, True  # a torch.nn layer keeps its input's dtype
+            out.inference = self.inference_line
         input_grad = x.grad is not False
-        any_grad = frame.grad_enabled and (input_grad or bool(info.params))
-        out.grad = (True if (x.grad or info.params) else x.grad) if frame.grad_enabled else False
+        # Parameters that require grad (not after `module.requires_grad_(False)`).
+        params = bool(info.params) and not ref.params_frozen
+        any_grad = frame.grad_enabled and (input_grad or params)
+        out.grad = (True if (x.grad or params) else x.grad) if frame.grad_enabled else False
         if any_grad:
             short = ref.qualname.rsplit(".", 1)[-1] if ref.qualname else "module"
             slots = info.saves.get(
@@ -2054,11 +2110,14 @@ class Interpreter:
         if fn.args.kwarg:
             callee.env[fn.args.kwarg.arg] = Value("container", tensor=False, grad=None)
         self.call_stack.append(fn)
+        outer_inference = self.inference_line
+        self.inference_line = outer_inference or self._decorated_inference(fn, start)
         try:
             self.exec_body(fn.body, callee)
         finally:
             self.call_stack.pop()
             self.work_limit = outer_limit
+            self.inference_line = outer_inference
         key = self.model.def_key(fn) if self.model.path is None else ""
         if key and self.cut == cut_before:
             self.followed.add(key)
@@ -2148,6 +2207,10 @@ class Interpreter:
             )
             if op.name.endswith(("chunk", "split", "unbind", "tensor_split", "split_with_sizes")):
                 result = replace(result, kind="tensor")
+            if short in MULTI_OUTPUT_VIEWS and frame.grad_enabled and receiver.grad is not False:
+                result.view_kind = "multi"
+            else:
+                result.view_kind = self._no_grad_view(receiver, frame)
             return result
         else:
             result = (
@@ -2156,6 +2219,7 @@ class Interpreter:
                 else Value("tensor", frozenset({new_id()}), True, False)
             )
             result.producer = label
+            result.inference = self.inference_line
         dim_keyword = call is not None and any(kw.arg == "dim" for kw in call.keywords)
         if result is not receiver:
             result = self._tuple_result(op, args, dim_keyword, result, label)
@@ -2253,7 +2317,14 @@ class Interpreter:
         if count == 1:
             return result
         extra = tuple(
-            Value("tensor", frozenset({new_id()}), True, False, producer=label)
+            Value(
+                "tensor",
+                frozenset({new_id()}),
+                True,
+                False,
+                producer=label,
+                inference=self.inference_line,
+            )
             for _ in range(count - 1)
         )
         return Value(
@@ -2425,6 +2496,11 @@ class Interpreter:
         )
         if kind in ("inplace_module", "inplace_kwarg"):
             self.facts.inplace_flags.append(mutation)
+        refusal = self._refusal(mutation, grad_on, inputs) if kind != "step" else None
+        if refusal is not None:
+            self.facts.refusals.append(refusal)
+            if refusal.definite:
+                return mutation  # torch raises here: nothing after the write runs
         if value.leaf and value.grad and grad_on and kind != "step":
             self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
             return mutation
@@ -2475,6 +2551,28 @@ class Interpreter:
             if value.grad is False and any(i.grad for i in inputs):
                 value.grad = True
         return mutation
+
+    def _refusal(self, mutation: Mutation, grad_on: bool, inputs: list[Value]) -> Refusal | None:
+        """Whether torch refuses this write at once (the Refusal kinds), and how sure."""
+        value = mutation.value
+        sure = not mutation.possible
+        if value.inference and not self.inference_line:
+            return Refusal(mutation, "inference", sure, line=value.inference)
+        if not grad_on:
+            return None
+        if mutation.kind == "out":
+            operands = [value, *inputs]
+            if any(v.grad is True for v in operands):
+                return Refusal(mutation, "out", sure)
+            if any(v.grad is None and v.tensorish for v in operands):
+                return Refusal(mutation, "out", False, _grad_from(operands))
+            return None
+        if value.view_kind and not value.detached and value.grad is not False:
+            reason = "multi_view" if value.view_kind == "multi" else "no_grad_view"
+            if value.grad is True:
+                return Refusal(mutation, reason, sure)
+            return Refusal(mutation, reason, False, value.grad_from)
+        return None
 
     def backward(self, value: Value, node: ast.AST, frame: Frame, retain: bool) -> None:
         value.grad = True  # backward() on it: it requires grad
@@ -2733,6 +2831,25 @@ def _annotation_text(node: ast.expr | None) -> str:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return ""
+
+
+def _mode_off(node: ast.expr) -> bool:
+    """`torch.inference_mode(False)` / `(mode=False)`: the context changes nothing."""
+    if not isinstance(node, ast.Call):
+        return False
+    given = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "mode")]
+    return any(isinstance(a, ast.Constant) and a.value is False for a in given)
+
+
+def _twin(ref: ModuleRef, parent: ModuleRef | None = None, depth: int = 0) -> ModuleRef:
+    """`copy.deepcopy(module)`: the same modules, each with parameters of its own (a Sequential's
+    children too); the copy's hooks and attributes set after construction are not followed."""
+    twin = dataclasses.replace(
+        ref, params_group=new_id(), attrs={}, hooks=[], children=None, parent=parent
+    )
+    if ref.children is not None and depth < 8:
+        twin.children = [_twin(child, twin, depth + 1) for child in ref.children]
+    return twin
 
 
 def _element_module(container: ModuleRef, key: object = None) -> Value:

@@ -187,6 +187,12 @@ def _clone_before(
     anchor = locate(scope.block, stmt)
     if anchor is None or _saved_after(scope, finding, anchor.line(stmt)):
         return None
+    if (
+        "." not in name
+        and name not in scope.params
+        and not scope.binding_before(name, anchor.line(stmt))
+    ):
+        return None  # bound inside the block (`for e in ...:`): no tensor to clone before it
     return Plan("clone", name, anchor)
 
 

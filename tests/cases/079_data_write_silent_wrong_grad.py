@@ -14,7 +14,7 @@ class SoftRouter(nn.Module):
 
     def forward(self, x):
         weights = F.softmax(self.gate(x), dim=-1)  # saved-by
-        weights.data.pow_(2)  # error: IPL005
+        weights.data.pow_(2)  # warning: IPL005
         outs = self.experts(x).view(x.shape[0], self.n_experts, -1)
         return (weights.unsqueeze(-1) * outs).sum(1)
 

@@ -1,4 +1,4 @@
-"""The rule registry: one class per file, IPL001-IPL008."""
+"""The rule registry: one class per file, IPL001-IPL009."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from inplace_lsp.analysis.rules.ipl005_mutated_detached_alias import MutatedDeta
 from inplace_lsp.analysis.rules.ipl006_anomaly_left_on import AnomalyLeftOn
 from inplace_lsp.analysis.rules.ipl007_step_before_backward import StepBeforeBackward
 from inplace_lsp.analysis.rules.ipl008_silent_alias_change import SilentAliasChange
+from inplace_lsp.analysis.rules.ipl009_inplace_refused import InplaceRefused
 
 RULES: tuple[type[Rule], ...] = (
     InplaceOnSaved,
@@ -21,6 +22,7 @@ RULES: tuple[type[Rule], ...] = (
     AnomalyLeftOn,
     StepBeforeBackward,
     SilentAliasChange,
+    InplaceRefused,
 )
 
 

@@ -111,6 +111,8 @@ def history(ctx: DocContext, conflict: Conflict) -> tuple[str, ...]:
 
 def suggestion(ctx: DocContext, mutation: Mutation) -> str:
     """The out-of-place rewrite in words, e.g. "Write `h = h + 1`"."""
+    if mutation.value.leaf:  # a parameter's own update (no quick fix: see conflict_finding)
+        return "Make this update after the backward() that needs the old values."
     stmt_text = ctx.text(mutation.stmt_loc).strip()
     if mutation.fix == "augassign":
         try:
@@ -275,9 +277,12 @@ class Rule:
                 span=ctx.span(span_loc),
                 confidence=Confidence.DEFINITE if conflict.definite else Confidence.POSSIBLE,
                 related=tuple(related),
+                # A write into a leaf (a parameter updated under no_grad, an EMA copy's
+                # weights) is the update itself: out of place or on a clone, the leaf would no
+                # longer change. Only moving it after backward() fixes it, never automatic.
                 fix=(
                     fix_recipe(ctx, mutation, facts is None or keeps_values(facts, mutation, ctx))
-                    if mutation.path is None
+                    if mutation.path is None and not mutation.value.leaf
                     else None
                 ),
                 history=history(ctx, conflict),

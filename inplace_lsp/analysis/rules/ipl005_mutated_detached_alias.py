@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from inplace_lsp.analysis.dataflow import Facts
@@ -20,8 +21,9 @@ class MutatedDetachedAlias(Rule):
 
     `y.detach()` and `y.data` do not copy: they share y's memory and (for detach) its version
     counter. Writing into them changes y itself; if an op saved y for backward, backward()
-    fails (detach) or silently computes wrong gradients (`.data`, which hides the write from
-    the version check).
+    fails (detach: an Error) or silently computes wrong gradients (`.data`, which hides the
+    write from the version check: a Warning, since torch runs on and whether those gradients
+    are used is not known; `verify` sees the write and reports it).
 
     Fix: `.detach().clone()` when you need an independent copy.
     """
@@ -61,10 +63,15 @@ class MutatedDetachedAlias(Rule):
                 message = (
                     f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); writing it "
                     "through `.data` hides the change from autograd's version check, so no error "
-                    "is raised and the gradients are silently wrong. Write out of place, or "
-                    "`.detach().clone()`."
+                    "is raised and the gradients computed from it are silently wrong. Write out "
+                    "of place, or `.detach().clone()`."
                 )
-                yield from self.conflict_finding(conflict, ctx, message, facts)
+                # Torch runs on: whether the wrong gradients matter depends on who reads them
+                # (an EMA copy's own .grad is never used), so a Warning, never an Error.
+                for found in self.conflict_finding(conflict, ctx, message, facts):
+                    yield dataclasses.replace(
+                        found, severity=Severity.WARNING, confidence=Confidence.POSSIBLE
+                    )
                 continue
             message = (
                 f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); this write goes "

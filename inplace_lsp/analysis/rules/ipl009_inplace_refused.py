@@ -1,0 +1,130 @@
+"""IPL009 inplace-refused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from inplace_lsp.analysis.dataflow import Facts, Refusal
+from inplace_lsp.analysis.findings import Confidence, Finding, Related, Severity
+from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule, fix_recipe, keeps_values
+
+
+class InplaceRefused(Rule):
+    """An in-place write that torch refuses on the spot, whatever was saved for backward.
+
+    Four writes raise a RuntimeError at the line that writes, not at backward():
+    - into a tensor made under `torch.inference_mode()`, once outside it ("Inplace update to
+      inference tensor outside InferenceMode is not allowed"), even under `no_grad`;
+    - an op called with `out=` while grad is on and one of its arguments (or `out` itself)
+      requires grad ("functions with out=... arguments don't support automatic
+      differentiation");
+    - into an output of `split`, `chunk` or `unbind` (or a view of one) that requires grad,
+      with grad on ("This view is the output of a function that returns multiple views");
+    - into a view made under `no_grad` of a tensor that requires grad, once grad is on again
+      ("A view was created in no_grad mode and is being modified inplace with grad mode
+      enabled").
+
+    Fix: write out of place (`h = h / 2`, `c = torch.mul(a, b)`); for an inference tensor,
+    make it outside `inference_mode` or `.clone()` it first; for split outputs, write into
+    the tensor before splitting, or `torch.cat` the changed pieces.
+    """
+
+    CODE = "IPL009"
+    NAME = "inplace-refused"
+    DEFAULT_SEVERITY = Severity.ERROR
+    VALID = [
+        "import torch\n"
+        "def f(x):\n"
+        "    with torch.inference_mode():\n"
+        "        cache = x * 2\n"
+        "        cache += 1\n"
+        "    return cache\n",
+        "import torch\n"
+        "def f():\n"
+        "    x = torch.randn(4, 8)\n"
+        "    a, b = x.chunk(2)\n"
+        "    a += 1\n"
+        "    return b\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "class Head(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.fc = nn.Linear(4, 4)\n"
+            "    def forward(self, x):\n"
+            "        with torch.inference_mode():\n"
+            "            cache = self.fc(x)\n"
+            "        cache /= 2.0\n"
+            "        return cache\n",
+            fixed="        cache = cache / 2.0\n",
+        ),
+        Invalid(
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "class Gate(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        a, b = (x * 2).chunk(2, dim=-1)\n"
+            "        a.mul_(torch.sigmoid(b))\n"
+            "        return a\n",
+        ),
+    ]
+
+    def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
+        for refusal in facts.refusals:
+            mutation = refusal.mutation
+            if mutation.path is not None:
+                continue
+            related: tuple[Related, ...] = ()
+            if refusal.line:
+                line = ctx.lines[refusal.line - 1] if refusal.line <= len(ctx.lines) else ""
+                start = len(line) - len(line.lstrip())
+                loc = (refusal.line, start, refusal.line, len(line.rstrip()))
+                related = (Related(ctx.span(loc), "the inference tensor is made here"),)
+            yield Finding(
+                code=self.CODE,
+                severity=Severity.ERROR if refusal.definite else Severity.WARNING,
+                message=self._message(refusal),
+                span=ctx.span(mutation.loc),
+                confidence=Confidence.DEFINITE if refusal.definite else Confidence.POSSIBLE,
+                related=related,
+                # The original raises at this line; the out-of-place rewrite keeps the values
+                # it meant to compute unless another name reads the written tensor.
+                fix=fix_recipe(ctx, mutation, keeps_values(facts, mutation, ctx)),
+            )
+
+    @staticmethod
+    def _message(refusal: Refusal) -> str:
+        mutation = refusal.mutation
+        name = f"`{mutation.target}`" if mutation.target else "the tensor"
+        if refusal.definite:
+            when = "torch raises a RuntimeError here"
+        elif refusal.grad_from:
+            when = f"torch raises here if `{refusal.grad_from}` requires grad"
+        else:
+            when = "torch may raise here (on some paths)"
+        if refusal.reason == "inference":
+            return (
+                f"{name} was made under torch.inference_mode() (line {refusal.line}); "
+                f"`{mutation.op}` writes into it outside inference mode, and {when}. "
+                "Write out of place, or `.clone()` it first."
+            )
+        if refusal.reason == "out":
+            return (
+                f"`{mutation.op}` writes through `out=` while grad is recorded and an argument "
+                f"requires grad: functions with out= do not support autograd, and {when}. "
+                "Assign the result instead."
+            )
+        if refusal.reason == "multi_view":
+            return (
+                f"{name} is one of the views returned by split / chunk / unbind; "
+                f"`{mutation.op}` writes into it with grad on, and {when}. "
+                "Write out of place, or change the tensor before splitting it."
+            )
+        return (
+            f"{name} is a view made under no_grad of a tensor that requires grad; "
+            f"`{mutation.op}` writes into it with grad on, and {when}. "
+            "Make the view outside no_grad, or write under no_grad."
+        )
