@@ -221,6 +221,13 @@ def _op_specs() -> list[OpSpec]:
     both("chunk", X, args=(3, 1))
     both("split", X, args=(1, 1))
     both("unbind", X)
+    both("split_with_sizes", X, args=([1, 2], 1))
+    both("tensor_split", X, args=(2, 1))  # views, but not of a multi-output node
+    both("hsplit", X, args=(3,))
+    both("moveaxis", X, args=(0, 1))
+    both("swapdims", X, args=(0, 1))
+    both("unflatten", X, args=(1, (1, 3)))
+    both("vsplit", X, args=(2,))
     both("diagonal", X)
     add("Tensor.unfold", X, args=(1, 2, 1))
     both("as_strided", X, args=((2, 2), (3, 1)))
@@ -268,6 +275,10 @@ def _op_specs() -> list[OpSpec]:
     )
     add(FN + "gumbel_softmax", X, kwargs={"tau": 1.0})
     add("Tensor.zero_", X)
+    # Random fills: in place, with no out-of-place method of the same meaning.
+    for fill in "normal_ uniform_ random_ exponential_ cauchy_ log_normal_ geometric_".split():
+        add(f"Tensor.{fill}", X, args=(0.5,) if fill == "geometric_" else ())
+    add("Tensor.bernoulli_", X, args=(0.5,))
     add("Tensor.copy_", X, X)
     add("Tensor.detach_", X)
     add("Tensor.requires_grad_", _x(2, 3, kinds=(T0,)))
@@ -584,6 +595,10 @@ class _Call:
     view: bool  # the first output shares its version counter with arg0 / the first input
     grad_fn: str | None
     requires_grad: bool = False  # some output requires grad
+    # The outputs are views of a multi-output node (split, chunk, unbind): torch refuses
+    # in-place writes into them while grad is recorded.
+    multi_output_view: bool = False
+    tuple_output: bool = False  # returns a tuple or list of tensors (chunk, max(dim), ...)
 
 
 def _run(
@@ -610,7 +625,15 @@ def _run(
         if not (first_out is first_in and not inplace):  # a returned input adds no node
             grad_fn = type(first_out.grad_fn).__name__
     view = bool(outputs) and first_in is not None and _shares_version(first_in, outputs[0])
-    return _Call(slots, inplace, view, grad_fn, any(t.requires_grad for t in outputs))
+    multi = view and outputs[0]._is_view() and _creation_meta(outputs[0]) == "MULTI_OUTPUT_NODE"
+    many = isinstance(result, (tuple, list))
+    return _Call(slots, inplace, view, grad_fn, any(t.requires_grad for t in outputs), multi, many)
+
+
+def _creation_meta(view: torch.Tensor) -> str:
+    """How autograd made a view ("DEFAULT", "MULTI_OUTPUT_NODE", "NO_GRAD_MODE", ...)."""
+    meta = torch._C._autograd._get_creation_meta(view)
+    return str(meta).rsplit(".", 1)[-1]
 
 
 def _accepts(fn: Any, keyword: str) -> bool:
@@ -696,7 +719,7 @@ def probe_op(name: str) -> Entry:
     if inplace_kwarg:
         modes.append((";inplace", {"inplace": True}))
     saves: dict[str, list[str]] = {}
-    inplace = view = False
+    inplace = view = multi_output_view = tuple_output = False
     differentiable = False  # some probe gave an output that requires grad
     grad_fn: str | None = None
     errors: list[str] = []
@@ -715,6 +738,8 @@ def probe_op(name: str) -> Entry:
                 if not suffix:
                     inplace |= result.inplace
                     view |= result.view
+                    multi_output_view |= result.multi_output_view
+                    tuple_output |= result.tuple_output
                     grad_fn = grad_fn or result.grad_fn
                     differentiable |= result.requires_grad
             if suffix and not writes:
@@ -737,6 +762,10 @@ def probe_op(name: str) -> Entry:
         entry["inplace_position"] = _position(inspect.signature(fn).parameters, "inplace")
     if not differentiable and not inplace:
         entry["differentiable"] = False  # integer or bool results: never require grad
+    if multi_output_view:
+        entry["multi_output_view"] = True
+    if tuple_output:
+        entry["tuple_output"] = True
     return entry
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from inplace_lsp.analysis.blocks import ParseCache
 from inplace_lsp.analysis.engine import DocumentAnalysis, analyze, analyze_document
+from inplace_lsp.analysis.findings import Severity
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CASES = Path(__file__).resolve().parent / "cases"
@@ -289,3 +290,46 @@ def test_a_function_too_deep_to_analyse_is_said_not_dropped(
         analysis.update(_DEEP_CHAIN)
         analysis.update(_DEEP_CHAIN.replace("mul_(2)", "mul_(3)"))
     assert [r.getMessage() for r in caplog.records] == ["<document>:3: " + result.notes[0].message]
+
+
+# ---------------------------------------------------------------- strict mode (unknown syntax)
+
+
+def _node_classes(base: type) -> list[type]:
+    """The node classes of this Python's parser (not the deprecated aliases it never makes)."""
+    deprecated = {"Num", "Str", "Bytes", "NameConstant", "Ellipsis"}
+    return [
+        cls
+        for name, cls in vars(ast).items()
+        if isinstance(cls, type) and issubclass(cls, base) and cls is not base
+        if name not in deprecated and not name.startswith("_")
+    ]
+
+
+def test_every_statement_and_expression_has_a_handler() -> None:
+    """Python's grammar grows (`type X = ...` in 3.12): a node the interpreter does not
+    handle must show up here, not be skipped silently while analysing."""
+    from inplace_lsp.analysis import dataflow
+
+    missing = [c.__name__ for c in _node_classes(ast.stmt) if c not in dataflow._STMT_HANDLERS]
+    missing += [c.__name__ for c in _node_classes(ast.expr) if c not in dataflow._EXPR_HANDLERS]
+    assert missing == []
+
+
+def test_the_suite_runs_in_strict_mode_and_an_unhandled_node_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from inplace_lsp.analysis import dataflow
+
+    assert dataflow.STRICT  # tests/conftest.py sets INPLACE_LSP_STRICT=1
+    text = (
+        "import torch\ndef f(x):\n    h = x * 2\n    assert h.dim() == 2\n    h.mul_(2)\n"
+        "    return h\n"
+    )
+    analyze(text)
+    handlers = {k: v for k, v in dataflow._STMT_HANDLERS.items() if k is not ast.Assert}
+    monkeypatch.setattr(dataflow, "_STMT_HANDLERS", handlers)
+    with pytest.raises(dataflow.UnhandledNode, match=r"ast\.Assert \(line 4\)"):
+        analyze(text)
+    monkeypatch.setattr(dataflow, "STRICT", False)
+    assert [f for f in analyze(text) if f.severity is Severity.ERROR] == []

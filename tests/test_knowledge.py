@@ -37,6 +37,8 @@ SAMPLE_OPS = [
     "torch.exp",
     "torch.relu",
     "torch.relu_",
+    "Tensor.chunk",
+    "Tensor.tensor_split",
     "torch.softmax",
     "torch.max",
     "torch.matmul",
@@ -199,6 +201,10 @@ def test_views_and_inplace(kb: Knowledge) -> None:
         assert op.view and not op.inplace, name
     for name in ("Tensor.clone", "torch.cat", "Tensor.float", "torch.sigmoid"):
         assert not kb.ops[name].view, name
+    # Views of a multi-output node: writing into one raises while grad is recorded.
+    multi = {name for name, op in kb.ops.items() if op.multi_output_view}
+    assert {"Tensor.chunk", "torch.split", "Tensor.unbind", "Tensor.split_with_sizes"} <= multi
+    assert not multi & {"Tensor.tensor_split", "Tensor.hsplit", "Tensor.view", "Tensor.select"}
     for name in (
         "Tensor.__setitem__",
         "Tensor.__iadd__",

@@ -799,7 +799,7 @@ PROGRAMS = [
         """
         h = x * 2
         value, gate = h.tensor_split(2, dim=-1)
-        value += 1  # <-
+        value += 1  # <-?
         h.sum().backward()
         """,
         None,

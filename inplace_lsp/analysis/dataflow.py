@@ -18,6 +18,7 @@ import ast
 import dataclasses
 import functools
 import itertools
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -52,9 +53,9 @@ CREATION_FUNCTIONS = frozenset(
     ).split()
 )
 NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
-# Ops that return several views of their input: torch refuses in-place writes into any of them
-# (or views of them) while grad is recorded. tensor_split and the unsafe_ variants are not.
-MULTI_OUTPUT_VIEWS = frozenset({"split", "chunk", "unbind", "split_with_sizes"})
+# Strict mode (the test suite sets INPLACE_LSP_STRICT=1): a syntax node without a handler
+# raises UnhandledNode instead of being skipped, so unknown syntax cannot hide silently.
+STRICT = os.environ.get("INPLACE_LSP_STRICT") == "1"
 ENABLE_GRAD_CONTEXTS = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
 SET_GRAD_CONTEXTS = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
 ACTIVATIONS = frozenset(
@@ -658,9 +659,14 @@ class Interpreter:
         if method is not None:
             method(self, stmt, frame)
         else:
+            if STRICT:
+                raise UnhandledNode(stmt)
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
                     self.eval(child, frame)
+
+    def stmt_Assert(self, stmt: ast.Assert, frame: Frame) -> None:
+        self.eval(stmt.test, frame)  # the message is built only when the assertion fails
 
     def stmt_Expr(self, stmt: ast.Expr, frame: Frame) -> None:
         self.eval(stmt.value, frame)
@@ -1057,6 +1063,8 @@ class Interpreter:
                     self.record_saves(op, [base, value], base, target, frame)
             else:
                 self.escaped |= self._graph_of(value)
+        elif STRICT:
+            raise UnhandledNode(target)
 
     def unpack(self, value: Value, count: int) -> list[Value]:
         if value.items is not None:
@@ -1082,6 +1090,8 @@ class Interpreter:
         if method is not None:
             result: Value = method(self, node, frame)
             return result
+        if STRICT:
+            raise UnhandledNode(node)
         self.work += 1
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
@@ -1098,6 +1108,12 @@ class Interpreter:
         return value
 
     def expr_JoinedStr(self, node: ast.JoinedStr, frame: Frame) -> Value:
+        for part in node.values:
+            self.eval(part, frame)
+        return scalar()
+
+    def expr_FormattedValue(self, node: ast.FormattedValue, frame: Frame) -> Value:
+        self.eval(node.value, frame)  # `f"{h.shape}"`: read, never written
         return scalar()
 
     def expr_NamedExpr(self, node: ast.NamedExpr, frame: Frame) -> Value:
@@ -1317,7 +1333,7 @@ class Interpreter:
             return Value("unknown", frozenset({new_id()}), None, base.grad, graph=base.graph)
         return Value("unknown", frozenset({new_id()}), None, None)
 
-    def expr_Tuple(self, node: ast.Tuple | ast.List, frame: Frame) -> Value:
+    def expr_Tuple(self, node: ast.Tuple | ast.List | ast.Set, frame: Frame) -> Value:
         items = tuple(
             self.eval(e.value if isinstance(e, ast.Starred) else e, frame) for e in node.elts
         )
@@ -1421,7 +1437,7 @@ class Interpreter:
         return unknown()
 
     def expr_ListComp(
-        self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp, frame: Frame
+        self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, frame: Frame
     ) -> Value:
         inner = dict(frame.env)
         for gen in node.generators:
@@ -1433,8 +1449,13 @@ class Interpreter:
             frame.env = saved_env
         saved_env = frame.env
         frame.env = inner
-        first = self.eval(node.elt, frame)
-        elt = join_values(first, self.eval(node.elt, frame))  # a second iteration, as for loops
+        if isinstance(node, ast.DictComp):
+            self.eval(node.key, frame)
+            shown = node.value
+        else:
+            shown = node.elt
+        first = self.eval(shown, frame)
+        elt = join_values(first, self.eval(shown, frame))  # a second iteration, as for loops
         frame.env = saved_env
         return Value(
             "container",
@@ -1446,6 +1467,21 @@ class Interpreter:
 
     expr_GeneratorExp = expr_ListComp
     expr_SetComp = expr_ListComp
+    expr_DictComp = expr_ListComp
+
+    def expr_Set(self, node: ast.Set, frame: Frame) -> Value:
+        return replace(self.expr_Tuple(node, frame), items=None)  # unordered: no positions
+
+    def expr_Starred(self, node: ast.Starred, frame: Frame) -> Value:
+        self.eval(node.value, frame)
+        return Value("container", tensor=False, grad=None)
+
+    def expr_Yield(self, node: ast.Yield | ast.YieldFrom, frame: Frame) -> Value:
+        if node.value is not None:
+            self.eval(node.value, frame)
+        return unknown()  # what the consumer sends back in
+
+    expr_YieldFrom = expr_Yield
 
     def expr_Await(self, node: ast.Await, frame: Frame) -> Value:
         return self.eval(node.value, frame)
@@ -2205,9 +2241,9 @@ class Interpreter:
                 if short in _STRIDED_VIEWS
                 else (receiver.contiguous if short in _LAYOUT_KEEPING_VIEWS else None),
             )
-            if op.name.endswith(("chunk", "split", "unbind", "tensor_split", "split_with_sizes")):
+            if op.tuple_output:  # chunk, split, unbind: views of it, unpacked or indexed
                 result = replace(result, kind="tensor")
-            if short in MULTI_OUTPUT_VIEWS and frame.grad_enabled and receiver.grad is not False:
+            if op.multi_output_view and frame.grad_enabled and receiver.grad is not False:
                 result.view_kind = "multi"
             else:
                 result.view_kind = self._no_grad_view(receiver, frame)
@@ -2600,6 +2636,14 @@ class Interpreter:
                 on_some_paths,
             )
         )
+
+
+class UnhandledNode(Exception):
+    """Strict mode: the interpreter met a syntax node it has no handler for."""
+
+    def __init__(self, node: ast.AST) -> None:
+        line = getattr(node, "lineno", "?")
+        super().__init__(f"no handler for ast.{type(node).__name__} (line {line})")
 
 
 def _join_states(states: list[_State]) -> _State:

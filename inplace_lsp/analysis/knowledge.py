@@ -65,6 +65,10 @@ class OpInfo:
     outofplace_variant: str | None = None  # "Tensor.add" for "Tensor.add_"
     grad_fn: str | None = None  # e.g. "SigmoidBackward0"
     differentiable: bool = True  # False: integer or bool results, which never require grad
+    # Views of a multi-output node (split, chunk, unbind): torch refuses in-place writes into
+    # them (and views of them) while grad is recorded.
+    multi_output_view: bool = False
+    tuple_output: bool = False  # returns a tuple or list of tensors (chunk, max(dim), topk)
 
     def saved_slots(self, signature: Iterable[str]) -> frozenset[str] | None:
         """Slots saved for this call signature, or None when the table has no such probe."""
@@ -126,6 +130,8 @@ def parse(table: Mapping[str, object]) -> Knowledge:
             outofplace_variant=entry.get("outofplace_variant"),
             grad_fn=entry.get("grad_fn"),
             differentiable=bool(entry.get("differentiable", True)),
+            multi_output_view=bool(entry.get("multi_output_view", False)),
+            tuple_output=bool(entry.get("tuple_output", False)),
         )
         for name, entry in ops_raw.items()
     }

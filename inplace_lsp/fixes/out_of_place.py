@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import libcst as cst
 
+from inplace_lsp.analysis import knowledge
 from inplace_lsp.analysis.findings import Finding, Span
 from inplace_lsp.fixes.cstedit import (
     clone_statement,
@@ -31,26 +32,15 @@ from inplace_lsp.fixes.scope import scope_of
 from inplace_lsp.fixes.source import Edit, Located, Region, Source, region_for
 
 # In-place methods without an out-of-place twin of the same meaning: `x = x.clone().op_()`.
-# (`bernoulli()` exists but reads x as probabilities; `bernoulli_(p)` draws with p.)
+# From the knowledge table (in place, no out-of-place variant: fill_, zero_, copy_, normal_...;
+# `bernoulli()` exists but reads x as probabilities, so the table gives `bernoulli_` none),
+# and the methods that take a Python callable, which the table cannot probe.
 NO_TWIN = frozenset(
-    {
-        "apply_",
-        "bernoulli_",
-        "cauchy_",
-        "copy_",
-        "exponential_",
-        "fill_",
-        "fill_diagonal_",
-        "geometric_",
-        "log_normal_",
-        "map_",
-        "map2_",
-        "normal_",
-        "random_",
-        "uniform_",
-        "zero_",
-    }
-)
+    name[len("Tensor.") :]
+    for name, op in knowledge.load().ops.items()
+    if name.startswith("Tensor.") and name.endswith("_") and not name.endswith("__")
+    if op.inplace and op.outofplace_variant is None
+) | {"apply_", "map_", "map2_"}
 # In-place methods that change metadata or storage, not values: no out-of-place rewrite.
 NOT_REWRITTEN = frozenset(
     {"requires_grad_", "resize_", "resize_as_", "set_", "share_memory_", "detach_", "retain_grad"}

@@ -10,39 +10,32 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from inplace_lsp.analysis import knowledge
+from inplace_lsp.analysis.dataflow import ALIAS_METHODS, TENSOR_ATTR_VIEWS
 from inplace_lsp.analysis.findings import Span
 from inplace_lsp.fixes.source import BlockTree, Located, Source, walk_statements
 
+# `.to()`, `.contiguous()`, `.float()` and the like return the tensor itself when nothing has to
+# change, and users take `.detach()` to get a separate tensor: they end a view chain.
+_CHAIN_ENDS = ALIAS_METHODS | {
+    "detach",
+    "detach_",
+    "requires_grad_",
+    "__getitem__",
+    "__pos__",
+    "positive",
+    "conj",
+}
 # Methods and attributes whose result shares memory with the tensor they are taken from, as
-# users write them to change part of a tensor (`h.view(-1)[i] = ...`). `.detach()`, `.data`
-# are aliases too, but users take them to get a separate tensor: they end a view chain.
+# users write them to change part of a tensor (`h.view(-1)[i] = ...`): the knowledge table's
+# views that return one tensor, less the chain ends.
 VIEW_METHODS = frozenset(
-    {
-        "as_strided",
-        "diagonal",
-        "expand",
-        "expand_as",
-        "flatten",
-        "movedim",
-        "moveaxis",
-        "narrow",
-        "permute",
-        "reshape",
-        "reshape_as",
-        "select",
-        "squeeze",
-        "swapaxes",
-        "swapdims",
-        "t",
-        "transpose",
-        "unflatten",
-        "unfold",
-        "unsqueeze",
-        "view",
-        "view_as",
-    }
+    name[len("Tensor.") :]
+    for name, op in knowledge.load().ops.items()
+    if name.startswith("Tensor.") and op.view and not op.inplace and not op.tuple_output
+    if name[len("Tensor.") :] not in _CHAIN_ENDS
 )
-VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+VIEW_ATTRS = TENSOR_ATTR_VIEWS
 GRAD_OFF = frozenset({"no_grad", "inference_mode", "set_grad_enabled"})
 _MAX_CALLER_DEPTH = 3
 

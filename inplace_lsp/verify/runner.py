@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import atexit
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -860,31 +861,28 @@ def _error_result(path: str, message: str, started: float) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- messages
 
-# Backward nodes whose op saves its OUTPUT (so an in-place write on the result breaks it).
-_SAVES_OUTPUT = {
-    "Sigmoid": "torch.sigmoid",
-    "Tanh": "torch.tanh",
-    "Exp": "torch.exp",
-    "Relu": "torch.relu",
-    "Threshold": "torch.relu",
-    "Softmax": "torch.softmax",
-    "LogSoftmax": "torch.log_softmax",
-    "Sqrt": "torch.sqrt",
-    "Rsqrt": "torch.rsqrt",
-    "HardTanh": "hardtanh",
-    "Elu": "F.elu",
-}
+
+@functools.cache
+def _saves_output() -> dict[str, str]:
+    """Backward node -> the op that made it and saved its OUTPUT (so an in-place write on
+    the result breaks it), from the knowledge table: {"SigmoidBackward0": "torch.sigmoid"}."""
+    from inplace_lsp.analysis import knowledge
+
+    found: dict[str, str] = {}
+    ops = knowledge.load().ops
+    # torch.<op> first, then torch.nn.functional (as `F.`), then Tensor methods.
+    for name in sorted(ops, key=lambda n: (n.startswith("Tensor."), "nn.functional" in n, n)):
+        op = ops[name]
+        if op.grad_fn and not op.inplace and any("output" in s for s in op.saves.values()):
+            found.setdefault(op.grad_fn, name.replace("torch.nn.functional.", "F."))
+    return found
 
 
 def _op_phrase(op: str) -> str:
     """What was saved, to be followed by "saved": "the output of torch.sigmoid"."""
-    base = op
-    for suffix in ("Backward0", "Backward1", "Backward"):
-        if base.endswith(suffix):
-            base = base[: -len(suffix)]
-            break
-    if base in _SAVES_OUTPUT:
-        return f"the output of {_SAVES_OUTPUT[base]}"
+    made_by = _saves_output().get(op)
+    if made_by is not None:
+        return f"the output of {made_by}"
     return f"a tensor that {op}"
 
 
