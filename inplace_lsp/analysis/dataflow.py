@@ -205,6 +205,9 @@ class Value:
     # (an output of split / chunk / unbind) or "no_grad" (made under no_grad from a tensor
     # that requires grad); "" otherwise.
     view_kind: str = ""
+    # One parameter of a module (`self.fc.bias`): the module's parameters share one version
+    # group, and a save of another of them (`param:weight`) is not this tensor ("": any).
+    param: str = ""
 
     @property
     def tensorish(self) -> bool:
@@ -257,6 +260,7 @@ class Save:
     path: str | None = None  # file of the saving op (None: the document analysed)
     grad_from: str = ""  # saved only if this argument requires grad (it is not known)
     on_some_paths: bool = False  # possible for another reason than an unknown argument
+    param: str = ""  # the module parameter saved (`weight`), where known ("": any of them)
 
 
 @dataclass(eq=False)
@@ -1228,6 +1232,7 @@ class Interpreter:
                 leaf=True,
                 origin=f"parameter self.{attr}",
                 name=f"self.{attr}",
+                param=attr,
             )
         elif cls is not None and attr in cls.plain_attrs:
             value = _plain_value(cls, attr, ref.consts)
@@ -1247,6 +1252,7 @@ class Interpreter:
                 not ref.params_frozen,
                 leaf=True,
                 origin=f"parameter .{attr}",
+                param=attr,
             )
         elif (
             ref.qualname is not None
@@ -1328,6 +1334,7 @@ class Interpreter:
                 detached=base.detached,
                 partial=True,
                 view_kind=self._no_grad_view(base, frame),
+                contiguous=base.contiguous if _leading_index(node.slice) else None,
             )
         if base.kind == "container":
             return Value("unknown", frozenset({new_id()}), None, base.grad, graph=base.graph)
@@ -1670,6 +1677,9 @@ class Interpreter:
         if name in _LAYOUT_METHODS:
             if receiver.contiguous is False:
                 return self._copy_of(receiver, name, frame)
+            if receiver.contiguous is None and receiver.partial:
+                # A part of a tensor of unknown strides (`h[:, :4]`): a view or a copy.
+                return replace(receiver, leaf=False, joined=True)
             if receiver.contiguous is None and name == "contiguous":
                 return replace(receiver, leaf=False, joined=True)
             return None
@@ -2334,6 +2344,7 @@ class Interpreter:
                         target.name or "",
                         grad_from if len(unknown_grad) == 1 else "",
                         target.joined,
+                        target.param,
                     )
                 )
         for output in outputs:
@@ -2404,6 +2415,7 @@ class Interpreter:
         what: str,
         grad_from: str = "",
         joined: bool = False,
+        param: str = "",
     ) -> int:
         sid = new_id()
         self.saves[sid] = Save(
@@ -2419,6 +2431,7 @@ class Interpreter:
             frame.path,
             grad_from,
             joined or self.uncertain > 0 or not grad_from,
+            param or (slot[6:] if slot.startswith("param:") else ""),
         )
         self.heap.live[group] = (*self.heap.live.get(group, ()), sid)
         return sid
@@ -2555,11 +2568,15 @@ class Interpreter:
         track_alias = value.grad is True or bool(value.detached)
         staled = False
         for group in sorted(value.groups):
+            kept: tuple[int, ...] = ()
             for sid in self.heap.live.get(group, ()):
-                if sid not in self.heap.freed:
+                saved = self.saves[sid].param
+                if value.param and saved and saved != value.param:
+                    kept += (sid,)  # another parameter of the module: not written
+                elif sid not in self.heap.freed:
                     self.heap.stale.setdefault(sid, mutation)
                     staled = True
-            self.heap.live[group] = ()
+            self.heap.live[group] = kept
             names = self.group_names.get(group, set())
             # The written name reads the new values on purpose, except after an in-place
             # activation whose result goes elsewhere (`y = F.relu(h, inplace=True)`).
@@ -2875,6 +2892,38 @@ def _annotation_text(node: ast.expr | None) -> str:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return ""
+
+
+def _leading_index(index: ast.expr) -> bool:
+    """Whether basic indexing with `index` keeps a contiguous tensor contiguous: it indexes or
+    slices (step 1) the first dimension only, the rest whole (`h[0]`, `h[1:3]`, `h[None]`,
+    `h[2, :]`); `h[:, :4]` or `h[::2]` may not."""
+    parts = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+    while parts and isinstance(parts[0], ast.Constant) and parts[0].value is None:
+        parts.pop(0)
+    if not parts:
+        return True
+    first, rest = parts[0], parts[1:]
+    if isinstance(first, ast.Slice) and first.step is not None:
+        return False
+    if isinstance(first, ast.Constant) and first.value is Ellipsis:
+        return all(_whole(p) for p in rest) and not rest
+    whole_rest = all(
+        _whole(p) or (isinstance(p, ast.Constant) and p.value is Ellipsis) for p in rest
+    )
+    return whole_rest and not isinstance(first, (ast.Starred, ast.Tuple, ast.List))
+
+
+def _whole(part: ast.expr) -> bool:
+    """`:` (a whole dimension) or `None` (a new one)."""
+    if isinstance(part, ast.Constant) and part.value is None:
+        return True
+    return (
+        isinstance(part, ast.Slice)
+        and part.lower is None
+        and part.upper is None
+        and part.step is None
+    )
 
 
 def _mode_off(node: ast.expr) -> bool:

@@ -86,6 +86,27 @@ OPS: tuple[tuple[str, str, str, str], ...] = (
     ("logsumexp", "torch.logsumexp({a}, dim=-1)", "vec", "both"),  # saves input and output
     ("cat", "torch.cat([{a}, {a}], dim=-1)", "wide", "none"),  # saves nothing
     ("stack", "torch.stack([{a}, {a} * 2.0])", "stack", "none"),
+    ("softplus", "F.softplus({a})", "same", "in"),
+    ("erf", "torch.erf({a})", "same", "in"),
+    ("sqrt", "torch.sqrt({a}.abs() + 1.0)", "same", "out"),  # saves its output
+    ("reciprocal", "torch.reciprocal({a}.abs() + 1.0)", "same", "out"),
+    ("sigmoid_method", "{a}.sigmoid()", "same", "out"),
+    ("exp_method", "{a}.exp()", "same", "out"),
+    ("softmax_method", "{a}.softmax(-1)", "same", "out"),
+    ("hardtanh", "F.hardtanh({a})", "same", "in"),
+    ("hardswish", "F.hardswish({a})", "same", "in"),
+    ("mish", "F.mish({a})", "same", "in"),
+    ("square", "{a}.square()", "same", "in"),
+    ("clamp_min", "{a}.clamp_min(0.0)", "same", "in"),
+    ("rsub", "1.0 - {a}", "same", "none"),
+    ("neg", "-{a}", "same", "none"),
+    ("masked_fill", "{a}.masked_fill({a} > 1.0, 0.0)", "same", "none"),  # saves the mask
+    ("addcmul", "torch.addcmul({a}, {a}, {p})", "same", "in"),  # saves both factors
+    ("einsum", "torch.einsum('ij,jk->ik', {a}, {m})", "same", "in"),
+    ("sort", "{a}.sort(dim=-1).values", "same", "none"),  # saves the indices
+    ("amax", "{a}.amax(dim=-1)", "vec", "both"),  # saves input and output
+    ("prod", "{a}.prod(dim=-1)", "vec", "both"),
+    ("std", "{a}.std(dim=-1)", "vec", "both"),
 )
 # Layer-backed ops (modules built in __init__); only available inside a module.
 MODULE_OPS: tuple[tuple[str, str, str, str], ...] = (
@@ -136,6 +157,19 @@ ALIASES: tuple[tuple[str, str, int, str], ...] = (
     ("unbind", "{t}.unbind(0)[1]", 1, "multi-view"),
     ("split", "{t}.split(4, dim=1)[1]", 2, "multi-view"),
     ("mul_one", "{t} * 1", 2, "copy"),
+    ("ellipsis", "{t}[..., :4]", 2, "view"),
+    ("none_index", "{t}[None]", 3, "view"),
+    ("T", "{t}.T", 2, "view"),
+    ("mT", "{t}.mT", 2, "view"),
+    ("unflatten", "{t}.unflatten(1, (2, 4))", 3, "view"),
+    ("movedim", "{t}.movedim(0, 1)", 2, "view"),
+    ("squeeze", "{t}.unsqueeze(0).squeeze(0)", 2, "view"),
+    ("rows_view", "{t}[1:3].view(-1)", 1, "view"),  # contiguous rows: view() works
+    ("slice_contiguous", "{t}[:, :4].contiguous()", 2, "copy"),  # non-contiguous: copies
+    ("slice_reshape", "{t}[:, :4].reshape(-1)", 1, "copy"),
+    ("tensor_split", "{t}.tensor_split(2, dim=1)[0]", 2, "view"),  # not a multi-output node
+    ("hsplit", "{t}.hsplit(2)[1]", 2, "view"),
+    ("split_sizes", "{t}.split([3, 5], dim=1)[0]", 2, "multi-view"),
 )
 
 GENERIC_ALIASES = frozenset(
@@ -340,7 +374,9 @@ def _core(
     v = V
     if alias_name == "same" and g.chance(0.6):
         v = tname
-    elif how < 0.25 and (not needs_name or alias_tmpl.startswith("{t}[")):
+    elif how < 0.25 and (
+        not needs_name or (alias_tmpl.startswith("{t}[") and alias_tmpl.endswith("]"))
+    ):
         inline = True
         v = f"({alias_expr})" if " * " in alias_expr else alias_expr
         g.feat("alias:inline")
