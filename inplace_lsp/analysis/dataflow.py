@@ -202,8 +202,8 @@ class Value:
     # an inference tensor). Views keep it; a view of a normal tensor made there is normal.
     inference: int = 0
     # How torch created this view, where that forbids writing into it with grad on: "multi"
-    # (an output of split / chunk / unbind) or "no_grad" (made under no_grad from a tensor
-    # that requires grad); "" otherwise.
+    # (an output of split / chunk / unbind), "no_grad" (made under no_grad from a tensor
+    # that requires grad) or "leaf" (a view of a leaf that requires grad); "" otherwise.
     view_kind: str = ""
     # One parameter of a module (`self.fc.bias`): the module's parameters share one version
     # group, and a save of another of them (`param:weight`) is not this tensor ("": any).
@@ -1035,7 +1035,7 @@ class Interpreter:
                 replace(value, name=target.id) if value.name != target.id else value
             )
         elif isinstance(target, (ast.Tuple, ast.List)):
-            elements = self.unpack(value, len(target.elts))
+            elements = self.unpack(value, len(target.elts), frame)
             for elt, item in zip(target.elts, elements, strict=False):
                 self.assign(elt.value if isinstance(elt, ast.Starred) else elt, item, frame, stmt)
         elif isinstance(target, ast.Attribute):
@@ -1070,12 +1070,12 @@ class Interpreter:
         elif STRICT:
             raise UnhandledNode(target)
 
-    def unpack(self, value: Value, count: int) -> list[Value]:
+    def unpack(self, value: Value, count: int, frame: Frame) -> list[Value]:
         if value.items is not None:
             return list(value.items)
         if value.kind == "tensor":
             # Unpacking a tensor (or the result of chunk/split/unbind) yields views of it.
-            return [replace(value, leaf=False, name=None) for _ in range(count)]
+            return [self._view(value, frame, name=None) for _ in range(count)]
         return [
             Value(
                 value.kind if value.kind != "container" else "unknown",
@@ -1200,7 +1200,7 @@ class Interpreter:
                 )
             if attr in TENSOR_ATTR_VIEWS:
                 layout = False if attr in ("T", "mT", "H", "mH") else base.contiguous
-                return replace(base, leaf=False, contiguous=layout)
+                return self._view(base, frame, contiguous=layout)
             if attr == "grad":
                 return Value("tensor", frozenset({new_id()}), True, False, origin=".grad")
             if attr in SCALAR_ATTRS:
@@ -1328,12 +1328,10 @@ class Interpreter:
                     graph=base.graph,
                     origin="indexing",
                 )
-            return replace(
+            return self._view(
                 base,
-                leaf=False,
-                detached=base.detached,
+                frame,
                 partial=True,
-                view_kind=self._no_grad_view(base, frame),
                 contiguous=base.contiguous if _leading_index(node.slice) else None,
             )
         if base.kind == "container":
@@ -1510,7 +1508,7 @@ class Interpreter:
         if iterable.module is not None:
             return _element_module(iterable.module)
         if iterable.kind == "tensor":
-            return replace(iterable, leaf=False)
+            return self._view(iterable, frame)
         if iterable.kind == "container":
             return Value(
                 "unknown", frozenset({new_id()}), None, iterable.grad, graph=iterable.graph
@@ -1567,12 +1565,18 @@ class Interpreter:
         return Value("unknown", frozenset({new_id()}), None, grad, graph=graph)
 
     @staticmethod
-    def _no_grad_view(base: Value, frame: Frame) -> str:
-        """The view kind of a view of `base` made here: "no_grad" when grad mode is off and
-        `base` may require grad (writing into it with grad on is refused), else base's."""
-        if not frame.grad_enabled and base.grad is not False and not base.detached:
-            return base.view_kind or "no_grad"
-        return base.view_kind
+    def _view(base: Value, frame: Frame, **changes: object) -> Value:
+        """A view of `base` made here: its memory and version counter, not a leaf itself. Its
+        view kind says what torch refuses to write into: a view of a leaf that requires grad
+        ("leaf"), one made under no_grad of a tensor that may require grad ("no_grad"), or
+        what `base` already was."""
+        kind = base.view_kind
+        if not kind and not base.detached and base.grad is not False:
+            if not frame.grad_enabled:
+                kind = "no_grad"
+            elif base.leaf and base.grad:
+                kind = "leaf"
+        return replace(base, leaf=False, view_kind=kind, **changes)
 
     def derived(self, inputs: list[Value]) -> Value:
         grads = [v.grad for v in inputs if v.tensorish]
@@ -1661,7 +1665,9 @@ class Interpreter:
             if copied is not None:
                 return copied
         if name in ALIAS_METHODS:
-            return replace(receiver, leaf=False)
+            if name != "contiguous" and (_target_dtype(name, node) is None or not receiver.dtype):
+                return replace(receiver, leaf=False)  # `.to(device)`: the tensor or a copy
+            return replace(receiver)  # nothing to change: torch returns the tensor itself
         if name in NEW_TENSOR_METHODS:
             return replace(_created(node, f"Tensor.{name}"), inference=self.inference_line)
         op = self.kb.op(f"Tensor.{name}")
@@ -1828,8 +1834,16 @@ class Interpreter:
                     return self.inline(fn, owner.start_of(fn), args, kwargs, node, frame, owner)
             return self.unknown_call(args, kwargs)
         if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            data = args[0] if args else None  # its dtype and layout are the parameter's
             return Value(
-                "tensor", frozenset({new_id()}), True, True, leaf=True, origin="nn.Parameter"
+                "tensor",
+                frozenset({new_id()}),
+                True,
+                _parameter_grad(node),
+                leaf=True,
+                origin="nn.Parameter",
+                dtype=data.dtype if data is not None else "",
+                contiguous=data.contiguous if data is not None else None,
             )
         if qual in CREATION_FUNCTIONS:
             return replace(_created(node, qual), inference=self.inference_line)
@@ -2021,7 +2035,7 @@ class Interpreter:
         if info.eval_alias and not ref.training:
             return x
         if info.view:
-            return replace(x, leaf=False)
+            return self._view(x, frame)
         if inplace and x.tensorish:
             uncertain = ref.conditional or (
                 "Dropout" in info.name and not _positive_p(ref.submodule, _owner(ref))
@@ -2243,20 +2257,16 @@ class Interpreter:
                 result = self.derived(tensor_args)
         elif op.view and receiver.tensorish:
             short = name.rsplit(".", 1)[-1]
-            result = replace(
+            result = self._view(
                 receiver,
-                leaf=False,
-                kind="tensor" if receiver.kind == "unknown" else receiver.kind,
+                frame,
+                kind="tensor" if receiver.kind == "unknown" or op.tuple_output else receiver.kind,
                 contiguous=False
                 if short in _STRIDED_VIEWS
                 else (receiver.contiguous if short in _LAYOUT_KEEPING_VIEWS else None),
             )
-            if op.tuple_output:  # chunk, split, unbind: views of it, unpacked or indexed
-                result = replace(result, kind="tensor")
             if op.multi_output_view and frame.grad_enabled and receiver.grad is not False:
-                result.view_kind = "multi"
-            else:
-                result.view_kind = self._no_grad_view(receiver, frame)
+                result.view_kind = "multi"  # chunk, split, unbind: views of a multi-output node
             return result
         else:
             result = (
@@ -2550,7 +2560,8 @@ class Interpreter:
             self.facts.refusals.append(refusal)
             if refusal.definite:
                 return mutation  # torch raises here: nothing after the write runs
-        if value.leaf and value.grad and grad_on and kind != "step":
+        leafish = value.leaf or value.view_kind == "leaf"  # a leaf, or a view of one
+        if leafish and value.grad and grad_on and kind != "step":
             self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
             return mutation
         if value.detached == "data":
@@ -2620,7 +2631,11 @@ class Interpreter:
             if any(v.grad is None and v.tensorish for v in operands):
                 return Refusal(mutation, "out", False, _grad_from(operands))
             return None
-        if value.view_kind and not value.detached and value.grad is not False:
+        if (
+            value.view_kind in ("multi", "no_grad")
+            and not value.detached
+            and value.grad is not False
+        ):
             reason = "multi_view" if value.view_kind == "multi" else "no_grad_view"
             if value.grad is True:
                 return Refusal(mutation, reason, sure)
@@ -2862,6 +2877,13 @@ def _toggle_grad(value: Value, flag: object) -> None:
             value.leaf = True
     else:
         value.grad = None
+
+
+def _parameter_grad(node: ast.Call) -> bool:
+    """`nn.Parameter(data, requires_grad=False)` (or positional) makes one that does not."""
+    flag = node.args[1] if len(node.args) > 1 else None
+    flag = next((k.value for k in node.keywords if k.arg == "requires_grad"), flag)
+    return not (isinstance(flag, ast.Constant) and flag.value is False)
 
 
 def _requires_grad_flag(node: ast.Call) -> bool | None:

@@ -47,12 +47,13 @@ class InplaceOnLeaf(Rule):
             if mutation.path is not None:
                 continue
             name = mutation.target or "this tensor"
+            what = "a leaf" if mutation.value.leaf else "a view of a leaf"
             yield Finding(
                 code=self.CODE,
                 severity=Severity.ERROR if write.definite else Severity.WARNING,
                 message=(
-                    f"`{name}` is a leaf that requires grad; `{mutation.op}` writes into it while "
-                    "autograd is recording, which raises at once. Do the update under "
+                    f"`{name}` is {what} that requires grad; `{mutation.op}` writes into it "
+                    "while autograd is recording, which raises at once. Do the update under "
                     "`with torch.no_grad():`."
                 ),
                 span=ctx.span(mutation.loc),
