@@ -868,6 +868,63 @@ PROGRAMS = [
         """,
         None,
     ),
+    (
+        "a-view-of-a-leaf-written-with-grad-on",
+        """
+        v = x[None]
+        v += 1  # <-
+        """,
+        "leaf",
+    ),
+    (
+        "float-of-a-float-leaf-is-the-leaf-itself",
+        """
+        v = x.float()
+        v.mul_(2)  # <-
+        """,
+        "leaf",
+    ),
+    (
+        "double-of-a-float-leaf-is-a-copy",
+        """
+        v = x.double()
+        v.mul_(2)  # <-
+        v.sum().backward()
+        """,
+        None,
+    ),
+    (
+        "a-view-of-a-leaf-taken-with-grad-on-and-written-under-no-grad",
+        """
+        v = x[:2]
+        with torch.no_grad():
+            v.mul_(2)  # <-?
+        (x * 2).sum().backward()
+        """,
+        None,
+    ),
+    (
+        "zeroing-a-bias-keeps-the-weight-a-linear-saved",
+        """
+        fc = nn.Linear(4, 4)
+        h = fc(x)
+        with torch.no_grad():
+            fc.bias.zero_()  # <-
+        h.sum().backward()
+        """,
+        None,
+    ),
+    (
+        "scaling-the-weight-a-linear-saved",
+        """
+        fc = nn.Linear(4, 4)
+        h = fc(x)
+        with torch.no_grad():
+            fc.weight.mul_(0.5)  # <-
+        h.sum().backward()
+        """,
+        True,
+    ),
 ]
 
 

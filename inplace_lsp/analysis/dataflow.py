@@ -208,6 +208,9 @@ class Value:
     # One parameter of a module (`self.fc.bias`): the module's parameters share one version
     # group, and a save of another of them (`param:weight`) is not this tensor ("": any).
     param: str = ""
+    # Joined because an op may return the tensor itself or a copy: the condition under which
+    # it is the same memory, for messages ("" when the doubt is the path taken).
+    maybe: str = ""
 
     @property
     def tensorish(self) -> bool:
@@ -579,7 +582,8 @@ class Interpreter:
             "list",
             "dict",
         )
-        if "Tensor" in annotation:
+        tensor_annotation = _TENSOR_ANNOTATION.search(annotation) is not None
+        if tensor_annotation:
             scalar_annotation = False
             if _INTEGER_TENSOR.search(annotation) and not _FLOAT_TENSOR.search(annotation):
                 # torch.LongTensor (token ids), BoolTensor (masks): integer and bool tensors
@@ -605,7 +609,7 @@ class Interpreter:
             assumed = False  # `tuple[Tensor, float]`: the assumption is about tensor inputs
         # In an nn.Module method, an argument without a default is taken for a tensor; in a
         # plain function it is unknown until it is used like one.
-        tensor = True if "Tensor" in annotation or (default is None and assumed) else None
+        tensor = True if tensor_annotation or (default is None and assumed) else None
         return Value(
             "tensor" if tensor else "unknown",
             groups=frozenset({new_id()}),
@@ -1670,6 +1674,9 @@ class Interpreter:
             return replace(receiver)  # nothing to change: torch returns the tensor itself
         if name in NEW_TENSOR_METHODS:
             return replace(_created(node, f"Tensor.{name}"), inference=self.inference_line)
+        if receiver.kind == "unknown" and name in _BUILTIN_METHODS:
+            # `name.split(".")`, `seen.add(k)`: as likely a str, list or set as a tensor.
+            return self.unknown_call([receiver, *args], kwargs)
         op = self.kb.op(f"Tensor.{name}")
         return self.apply_op(op, name, [receiver, *args], node, frame, kwargs=kwargs, method=True)
 
@@ -1683,11 +1690,11 @@ class Interpreter:
         if name in _LAYOUT_METHODS:
             if receiver.contiguous is False:
                 return self._copy_of(receiver, name, frame)
-            if receiver.contiguous is None and receiver.partial:
-                # A part of a tensor of unknown strides (`h[:, :4]`): a view or a copy.
-                return replace(receiver, leaf=False, joined=True)
-            if receiver.contiguous is None and name == "contiguous":
-                return replace(receiver, leaf=False, joined=True)
+            if receiver.contiguous is None and (receiver.partial or name == "contiguous"):
+                # A part of a tensor (`h[:, :4]`), or strides not known: a view or a copy.
+                part = "of this slice " if receiver.partial else ""
+                maybe = f"`.{name}()` {part}returns a view (it copies a non-contiguous tensor)"
+                return replace(receiver, leaf=False, joined=True, maybe=maybe)
             return None
         target = _target_dtype(name, node)
         if target is None:
@@ -1695,7 +1702,8 @@ class Interpreter:
         if receiver.dtype and receiver.dtype != target:
             return replace(self._copy_of(receiver, name, frame), dtype=target)
         if not receiver.dtype:
-            return replace(receiver, leaf=False, joined=True, dtype=target)
+            maybe = f"the tensor is already {target} (`.{name}()` then returns it, not a copy)"
+            return replace(receiver, leaf=False, joined=True, dtype=target, maybe=maybe)
         return None
 
     def _copy_of(
@@ -2219,7 +2227,9 @@ class Interpreter:
             if inplace_kw and args and args[0].tensorish:
                 self._kwarg_mutation(args[0], name, node, frame, flag)
                 return args[0]
-            if not tensor_args:
+            if not tensor_args or (method and args[0].kind != "tensor"):
+                # No torch op of that name, on something not known to be a tensor (a
+                # TensorDict's `.get()`, a config's `.replace()`): nothing is known of it.
                 return self.unknown_call(args, kwargs)
             return self.derived(tensor_args)
         receiver = args[0] if args else unknown()
@@ -2265,7 +2275,8 @@ class Interpreter:
                 if short in _STRIDED_VIEWS
                 else (receiver.contiguous if short in _LAYOUT_KEEPING_VIEWS else None),
             )
-            if op.multi_output_view and frame.grad_enabled and receiver.grad is not False:
+            multi = op.multi_output_view and receiver.kind == "tensor"  # not `text.split()`
+            if multi and frame.grad_enabled and receiver.grad is not False:
                 result.view_kind = "multi"  # chunk, split, unbind: views of a multi-output node
             return result
         else:
@@ -2625,11 +2636,12 @@ class Interpreter:
         if not grad_on:
             return None
         if mutation.kind == "out":
-            operands = [value, *inputs]
+            operands = [v for v in (value, *inputs) if v.kind == "tensor"]  # known tensors
             if any(v.grad is True for v in operands):
                 return Refusal(mutation, "out", sure)
-            if any(v.grad is None and v.tensorish for v in operands):
-                return Refusal(mutation, "out", False, _grad_from(operands))
+            unknown = [v for v in operands if v.grad is None]
+            if unknown and _grad_from(unknown):
+                return Refusal(mutation, "out", False, _grad_from(unknown))
             return None
         if (
             value.view_kind in ("multi", "no_grad")
@@ -2639,7 +2651,8 @@ class Interpreter:
             reason = "multi_view" if value.view_kind == "multi" else "no_grad_view"
             if value.grad is True:
                 return Refusal(mutation, reason, sure)
-            return Refusal(mutation, reason, False, value.grad_from)
+            if value.grad_from:  # it raises only if this argument requires grad: say which
+                return Refusal(mutation, reason, False, value.grad_from)
         return None
 
     def backward(self, value: Value, node: ast.AST, frame: Frame, retain: bool) -> None:
@@ -3096,6 +3109,12 @@ def _created(node: ast.Call, origin: str) -> Value:
 
 # Methods whose result is the tensor itself (or a view) when the layout allows, else a copy.
 _LAYOUT_METHODS = frozenset({"contiguous", "reshape", "flatten"})
+# `Tensor`, `torch.FloatTensor`, `Optional[Tensor]`; not `TensorDictBase` or `TensorSpec`.
+_TENSOR_ANNOTATION = re.compile(r"Tensor\b")
+# Method names of Python's own str, bytes, list, dict, set and tuple (`split`, `sort`, `add`).
+_BUILTIN_METHODS = frozenset(
+    name for kind in (str, bytes, list, dict, set, tuple) for name in dir(kind) if name[0] != "_"
+)
 # Views with other strides than their base's: reshape() of them copies.
 _STRIDED_VIEWS = frozenset(
     "t transpose permute swapaxes swapdims movedim moveaxis expand expand_as mT T".split()

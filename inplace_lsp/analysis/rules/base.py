@@ -313,8 +313,13 @@ class Rule:
         known facts; a Warning says which argument's requires-grad or which paths decide."""
         if conflict.definite:
             return "will fail"
-        if conflict.grad_from and not conflict.on_some_paths:
-            return f"fails if `{conflict.grad_from}` requires grad"
+        # A maybe-alias (`.float()` of a tensor of unknown dtype) is what makes it uncertain.
+        maybe = conflict.mutation.value.maybe
+        conditions = [maybe] if maybe else []
+        if conflict.grad_from:
+            conditions.append(f"`{conflict.grad_from}` requires grad")
+        if conditions and (maybe or not conflict.on_some_paths):
+            return "fails if " + " and ".join(conditions)
         if conflict.grad_from:
             return f"may fail (on some paths, and if `{conflict.grad_from}` requires grad)"
         return "may fail (on some paths)"
