@@ -331,3 +331,36 @@ def test_speechbrain_gev_fails_backward_in_the_library_code() -> None:
     Ys = multi_mic.Gev()(stft(speech + noise), SSs, NNs)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         Ys.sum().backward()
+
+
+def _library_function(path: Path, name: str, namespace: dict[str, Any]) -> Any:
+    """One top-level function of a library file, compiled alone into `namespace` (the rest of
+    the module imports what this checkout has not installed)."""
+    tree = ast.parse(path.read_text("utf-8"))
+    (node,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    node.decorator_list = []
+    exec(compile(ast.Module([node], []), str(path), "exec"), namespace)  # noqa: S102
+    return namespace[name]
+
+
+def test_torchvision_hue_adjustment_refuses_an_image_that_requires_grad() -> None:
+    """The IPL009 warnings on torchvision's transforms/v2/functional/_color.py ("fails if
+    `image` requires grad"), proven on its own code: `_rgb_to_hsv` and `adjust_hue_image` write
+    in place into the channels `unbind` returns, which torch refuses while they require grad."""
+    torch = pytest.importorskip("torch")
+    color = _corpus_root("torchvision") / "torchvision/transforms/v2/functional/_color.py"
+    namespace: dict[str, Any] = {"torch": torch}
+    rgb_to_hsv = _library_function(color, "_rgb_to_hsv", namespace)
+    _library_function(color, "_hsv_to_rgb", namespace)
+    image = torch.rand(3, 4, 4)
+    rgb_to_hsv(image)  # runs on an image that does not require grad
+    with pytest.raises(RuntimeError, match="returns multiple views"):
+        rgb_to_hsv(image.clone().requires_grad_())
+    # adjust_hue_image's own `h.add_(hue_factor)` (line 392), past the conversion: an HSV image
+    # that requires grad (its float conversion and _rgb_to_hsv stand in as copies).
+    namespace["to_dtype_image"] = lambda image, dtype, scale: image
+    namespace["_rgb_to_hsv"] = lambda image: image * 1.0
+    adjust_hue = _library_function(color, "adjust_hue_image", namespace)
+    adjust_hue(image, 0.1)
+    with pytest.raises(RuntimeError, match="returns multiple views"):
+        adjust_hue(image.clone().requires_grad_(), 0.1)
