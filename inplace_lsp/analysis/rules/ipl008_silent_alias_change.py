@@ -50,12 +50,15 @@ class SilentAliasChange(Rule):
             mutation = read.mutation
             if mutation.kind == "step" or mutation.path is not None:
                 continue
+            shares = "refers to the same memory, so it changes too"
+            if mutation.value.maybe:  # `.reshape()` of a slice: a view or a copy
+                shares = f"refers to the same memory if {mutation.value.maybe}"
             yield Finding(
                 code=self.CODE,
                 severity=Severity.WARNING,
                 message=(
                     f"`{mutation.op}` changes the tensor in place, and `{read.read_name}` "
-                    f"(line {read.read_loc[0]}) refers to the same memory, so it changes too."
+                    f"(line {read.read_loc[0]}) {shares}."
                 ),
                 span=ctx.span(mutation.loc),
                 confidence=Confidence.POSSIBLE,
