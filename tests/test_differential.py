@@ -30,12 +30,13 @@ TEST_SEED = 20261201
 SAMPLE = 400
 MAX_OTHER_RATE = 0.02
 MIN_LABEL_SHARE = 0.25  # each of `error` and `ok`
-# Measured at the commit that set them (seed 20261201, 400 programs): 177 error / 223 ok / 0
-# other; analyzer precision 1.000 (187/187 findings), recall 0.983 (174/177). Before IPL009
-# (refused writes) and the `.data` Warning: 0.994 / 0.927; at c7a945e, the start of issue 11's
-# work: 0.810 / 0.621. Raise them as the analyzer improves.
+# Measured at the commit that set them (seed 20261201, 400 programs): 181 error / 219 ok / 0
+# other; analyzer precision 1.000 (193/193 findings), recall 0.994 (180/181). Before IPL009
+# (refused writes), views of leaves and the `.data` Warning: 0.994 / 0.927 (on the generator's
+# smaller pool of then); at c7a945e, the start of issue 11's work: 0.810 / 0.621. The
+# thresholds are issue 11's targets; raise them as the analyzer improves.
 MIN_PRECISION = 0.99
-MIN_RECALL = 0.96
+MIN_RECALL = 0.97
 
 
 def _program(index: int, features: tuple[str, ...], text: str = "x = 1\n") -> Program:

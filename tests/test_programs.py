@@ -925,6 +925,21 @@ PROGRAMS = [
         """,
         True,
     ),
+    (
+        "layer-norm-over-the-last-dimension-saves-its-input",
+        """
+        import torch.nn.functional as F
+
+        def f(x):
+            h = x * 2
+            n = F.layer_norm(h, (h.shape[-1],))
+            h += 1  # <-
+            return n
+
+        f(x).sum().backward()
+        """,
+        True,
+    ),
 ]
 
 

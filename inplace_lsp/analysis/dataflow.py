@@ -1306,6 +1306,8 @@ class Interpreter:
 
     def subscript(self, base: Value, node: ast.Subscript, frame: Frame) -> Value:
         index = self.eval(node.slice, frame)
+        if base.kind == "scalar":
+            return scalar()  # `x.shape[-1]`, `sizes[0]`: a number, never a tensor
         position = _const_index(node.slice)
         if base.items is not None and position is not None:
             try:
@@ -2322,8 +2324,9 @@ class Interpreter:
         unknown_grad = [
             a
             for a in args
-            if a.grad is None and (a.tensorish or (a.kind == "container" and a.items))
-        ]
+            if a.grad is None
+            and (a.tensorish or any(i.grad is None for i in _tensors_in(a) if i is not a))
+        ]  # `(x.shape[-1],)`, a tuple of numbers, is no unknown
         possible = bool(unknown_grad)
         grad_from = _grad_from(unknown_grad)
         if all(s != TENSOR_GRAD for s in signature):
