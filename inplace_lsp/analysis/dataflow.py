@@ -43,6 +43,7 @@ MAX_INLINE_DEPTH = 4
 CALL_BUDGET = 1500
 
 Loc = tuple[int, int, int, int]  # absolute 1-based line, utf-8 col, end line, end col
+InferenceSite = tuple[Loc, str | None]  # a torch.inference_mode() block: where, in which file
 
 CREATION_FUNCTIONS = frozenset(
     f"torch.{name}"
@@ -198,9 +199,10 @@ class Value:
     grad_from: str = ""  # grad unknown: the argument whose requires-grad it rests on
     dtype: str = ""  # "float32", "float64", ... ("": unknown)
     contiguous: bool | None = None  # the memory layout, where known (transpose: False)
-    # Made by an op under torch.inference_mode(): the line of that block or decorator (0: not
-    # an inference tensor). Views keep it; a view of a normal tensor made there is normal.
-    inference: int = 0
+    # Made by an op under torch.inference_mode(): where that block or decorator is (its
+    # location and file; None: not an inference tensor). Views keep it; a view of a normal
+    # tensor made there is normal.
+    inference: InferenceSite | None = None
     # How torch created this view, where that forbids writing into it with grad on: "multi"
     # (an output of split / chunk / unbind), "no_grad" (made under no_grad from a tensor
     # that requires grad) or "leaf" (a view of a leaf that requires grad); "" otherwise.
@@ -316,7 +318,7 @@ class Refusal:
     reason: str  # "inference" | "out" | "multi_view" | "no_grad_view"
     definite: bool
     grad_from: str = ""  # not definite: the argument whose requires-grad decides
-    line: int = 0  # "inference": the line of the inference_mode block that made the tensor
+    made_in: InferenceSite | None = None  # "inference": the block that made the tensor
 
 
 @dataclass(eq=False)
@@ -486,8 +488,8 @@ class Interpreter:
         # The tensors each running autograd.Function forward passed to ctx.save_for_backward.
         self._function_saves: list[list[Value]] = []
         self.cut = 0  # calls not followed because of a limit
-        # Inside torch.inference_mode(): the line of the block or decorator (0: outside).
-        self.inference_line = 0
+        # Inside torch.inference_mode(): where the block or decorator is (None: outside).
+        self.inference_at: InferenceSite | None = None
         self.too_deep_line: int | None = None  # the statement Python's stack could not take
 
     # ------------------------------------------------------------------ entry points
@@ -499,7 +501,7 @@ class Interpreter:
         owner: ClassInfo | None,
     ) -> Facts:
         frame = Frame({}, start, grad_enabled=not self._decorated_no_grad(fn), ctx=Ctx())
-        self.inference_line = self._decorated_inference(fn, start)
+        self.inference_at = self._decorated_inference(fn, start)
         args = fn.args
         positional = [*args.posonlyargs, *args.args]
         defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(
@@ -628,13 +630,15 @@ class Interpreter:
                 return True
         return False
 
-    def _decorated_inference(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int) -> int:
-        """The line of an `@torch.inference_mode()` decorator (0: none, or mode=False)."""
+    def _decorated_inference(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int
+    ) -> InferenceSite | None:
+        """An `@torch.inference_mode()` decorator's site (None: none, or mode=False)."""
         for dec in fn.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
             if self.model.qualify(target) == "torch.inference_mode" and not _mode_off(dec):
-                return dec.lineno + start - 1
-        return 0
+                return self._loc_in(dec, start), self.model.path
+        return None
 
     # ------------------------------------------------------------------ locations
 
@@ -926,7 +930,7 @@ class Interpreter:
 
     def stmt_With(self, stmt: ast.With | ast.AsyncWith, frame: Frame) -> None:
         saved = frame.grad_enabled
-        saved_inference = self.inference_line
+        saved_inference = self.inference_at
         for item in stmt.items:
             expr = item.context_expr
             func = expr.func if isinstance(expr, ast.Call) else expr
@@ -935,8 +939,8 @@ class Interpreter:
                 if _mode_off(expr):
                     continue
                 frame.grad_enabled = False
-                if qual == "torch.inference_mode" and not self.inference_line:
-                    self.inference_line = self.loc(expr, frame)[0]
+                if qual == "torch.inference_mode" and self.inference_at is None:
+                    self.inference_at = (self.loc(expr, frame), frame.path)
             elif qual in ENABLE_GRAD_CONTEXTS:
                 frame.grad_enabled = True
             elif qual in SET_GRAD_CONTEXTS and isinstance(expr, ast.Call) and expr.args:
@@ -949,7 +953,7 @@ class Interpreter:
                     self.assign(item.optional_vars, value, frame, stmt)
         self.exec_body(stmt.body, frame)
         frame.grad_enabled = saved
-        self.inference_line = saved_inference
+        self.inference_at = saved_inference
 
     stmt_AsyncWith = stmt_With
 
@@ -1675,7 +1679,7 @@ class Interpreter:
                 return replace(receiver, leaf=False)  # `.to(device)`: the tensor or a copy
             return replace(receiver)  # nothing to change: torch returns the tensor itself
         if name in NEW_TENSOR_METHODS:
-            return replace(_created(node, f"Tensor.{name}"), inference=self.inference_line)
+            return replace(_created(node, f"Tensor.{name}"), inference=self.inference_at)
         if receiver.kind == "unknown" and name in _BUILTIN_METHODS:
             # `name.split(".")`, `seen.add(k)`: as likely a str, list or set as a tensor.
             return self.unknown_call([receiver, *args], kwargs)
@@ -1725,7 +1729,7 @@ class Interpreter:
             grad_from=receiver.grad_from if grad is None else "",
             dtype=receiver.dtype,
             contiguous=True,
-            inference=self.inference_line,
+            inference=self.inference_at,
         )
 
     def module_method(
@@ -1856,7 +1860,7 @@ class Interpreter:
                 contiguous=data.contiguous if data is not None else None,
             )
         if qual in CREATION_FUNCTIONS:
-            return replace(_created(node, qual), inference=self.inference_line)
+            return replace(_created(node, qual), inference=self.inference_at)
         if qual.startswith("torch.optim.") and qual.count(".") == 2 and args:
             fused = any(
                 kw.arg == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True
@@ -2067,7 +2071,7 @@ class Interpreter:
             out = Value("tensor", frozenset({new_id()}), True, None, x.grad_assumed, graph=x.graph)
             out.producer = "nn." + (ref.qualname or "module").rsplit(".", 1)[-1]
             out.dtype, out.contiguous = x.dtype, True  # a torch.nn layer keeps its input's dtype
-            out.inference = self.inference_line
+            out.inference = self.inference_at
         input_grad = x.grad is not False
         # Parameters that require grad (not after `module.requires_grad_(False)`).
         params = bool(info.params) and not ref.params_frozen
@@ -2180,14 +2184,14 @@ class Interpreter:
         if fn.args.kwarg:
             callee.env[fn.args.kwarg.arg] = Value("container", tensor=False, grad=None)
         self.call_stack.append(fn)
-        outer_inference = self.inference_line
-        self.inference_line = outer_inference or self._decorated_inference(fn, start)
+        outer_inference = self.inference_at
+        self.inference_at = outer_inference or self._decorated_inference(fn, start)
         try:
             self.exec_body(fn.body, callee)
         finally:
             self.call_stack.pop()
             self.work_limit = outer_limit
-            self.inference_line = outer_inference
+            self.inference_at = outer_inference
         key = self.model.def_key(fn) if self.model.path is None else ""
         if key and self.cut == cut_before:
             self.followed.add(key)
@@ -2288,7 +2292,7 @@ class Interpreter:
                 else Value("tensor", frozenset({new_id()}), True, False)
             )
             result.producer = label
-            result.inference = self.inference_line
+            result.inference = self.inference_at
         dim_keyword = call is not None and any(kw.arg == "dim" for kw in call.keywords)
         if result is not receiver:
             result = self._tuple_result(op, args, dim_keyword, result, label)
@@ -2394,7 +2398,7 @@ class Interpreter:
                 True,
                 False,
                 producer=label,
-                inference=self.inference_line,
+                inference=self.inference_at,
             )
             for _ in range(count - 1)
         )
@@ -2634,8 +2638,8 @@ class Interpreter:
         """Whether torch refuses this write at once (the Refusal kinds), and how sure."""
         value = mutation.value
         sure = not mutation.possible
-        if value.inference and not self.inference_line:
-            return Refusal(mutation, "inference", sure, line=value.inference)
+        if value.inference is not None and self.inference_at is None:
+            return Refusal(mutation, "inference", sure, made_in=value.inference)
         if not grad_on:
             return None
         if mutation.kind == "out":
@@ -2945,7 +2949,7 @@ def _leading_index(index: ast.expr) -> bool:
     if isinstance(first, ast.Slice) and first.step is not None:
         return False
     if isinstance(first, ast.Constant) and first.value is Ellipsis:
-        return all(_whole(p) for p in rest) and not rest
+        return not rest  # `h[...]` is all of it; `h[..., :4]` may not be
     whole_rest = all(
         _whole(p) or (isinstance(p, ast.Constant) and p.value is Ellipsis) for p in rest
     )

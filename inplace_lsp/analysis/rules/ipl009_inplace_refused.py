@@ -78,11 +78,10 @@ class InplaceRefused(Rule):
             if mutation.path is not None:
                 continue
             related: tuple[Related, ...] = ()
-            if refusal.line:
-                line = ctx.lines[refusal.line - 1] if refusal.line <= len(ctx.lines) else ""
-                start = len(line) - len(line.lstrip())
-                loc = (refusal.line, start, refusal.line, len(line.rstrip()))
-                related = (Related(ctx.span(loc), "the inference tensor is made here"),)
+            if refusal.made_in is not None:
+                loc, path = refusal.made_in
+                made = "the inference tensor is made under inference_mode here"
+                related = (Related(ctx.span(loc, path), made, path),)
             yield Finding(
                 code=self.CODE,
                 severity=Severity.ERROR if refusal.definite else Severity.WARNING,
@@ -107,7 +106,7 @@ class InplaceRefused(Rule):
             when = "torch may raise here (on some paths)"
         if refusal.reason == "inference":
             return (
-                f"{name} was made under torch.inference_mode() (line {refusal.line}); "
+                f"{name} was made under torch.inference_mode(){_where(refusal)}; "
                 f"`{mutation.op}` writes into it outside inference mode, and {when}. "
                 "Write out of place, or `.clone()` it first."
             )
@@ -128,3 +127,10 @@ class InplaceRefused(Rule):
             f"`{mutation.op}` writes into it with grad on, and {when}. "
             "Make the view outside no_grad, or write under no_grad."
         )
+
+
+def _where(refusal: Refusal) -> str:
+    """ " (line N)" for a block of this document; "" for one in another file."""
+    if refusal.made_in is None or refusal.made_in[1] is not None:
+        return ""
+    return f" (line {refusal.made_in[0][0]})"
