@@ -819,7 +819,8 @@ def probe_module(name: str) -> Entry:
                     grad_fn = grad_fn or result.grad_fn
         module = _make_module(spec, {}, train=False)
         call, inputs = _module_call(spec, module, kinds[0])
-        outputs = _flat_tensors(call())
+        returned = call()
+        outputs = _flat_tensors(returned)
         eval_alias = bool(outputs) and _shares_version(inputs[0][1], outputs[0])
     entry: Entry = {
         "saves": saves,
@@ -832,7 +833,18 @@ def probe_module(name: str) -> Entry:
     }
     if inplace_kwarg:
         entry["inplace_position"] = _position(init, "inplace", skip=1)
+    if isinstance(returned, (tuple, list)):
+        entry["outputs"] = _structure(returned)  # nn.LSTM: ["T", ["T", "T"]]
     return entry
+
+
+def _structure(value: Any) -> Any:
+    """What a module returns, as nested lists: "T" a tensor, None anything else."""
+    if isinstance(value, torch.Tensor):
+        return "T"
+    if isinstance(value, (tuple, list)):
+        return [_structure(v) for v in value]
+    return None
 
 
 # --------------------------------------------------------------------------- coverage

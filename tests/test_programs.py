@@ -940,6 +940,33 @@ PROGRAMS = [
         """,
         True,
     ),
+    (
+        "a-row-unpacked-from-a-tensor-that-requires-grad-written-in-place",
+        """
+        q, k, v = (x * 2)[:3].reshape(3, 2, 2)
+        q *= 0.5  # <-
+        (q @ k @ v).sum().backward()
+        """,
+        "refused",
+    ),
+    (
+        "a-row-iterated-from-a-tensor-that-requires-grad-written-in-place",
+        """
+        for row in x * 2:
+            row.clamp_(min=0.0)  # <-
+        """,
+        "refused",
+    ),
+    (
+        "the-hidden-state-of-an-lstm-written-in-place",
+        """
+        lstm = nn.LSTM(4, 8, batch_first=True)
+        out, (h, c) = lstm(x[None])
+        h += 1  # <-
+        (out.sum() + h.sum()).backward()
+        """,
+        None,
+    ),
 ]
 
 

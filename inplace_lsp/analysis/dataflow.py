@@ -213,6 +213,9 @@ class Value:
     # Joined because an op may return the tensor itself or a copy: the condition under which
     # it is the same memory, for messages ("" when the doubt is the path taken).
     maybe: str = ""
+    # Stands for the tuple of views split / chunk / tensor_split return: unpacking or indexing
+    # it gives those views (not torch's unbind of one tensor).
+    pieces: bool = False
 
     @property
     def tensorish(self) -> bool:
@@ -1083,7 +1086,7 @@ class Interpreter:
             return list(value.items)
         if value.kind == "tensor":
             # Unpacking a tensor (or the result of chunk/split/unbind) yields views of it.
-            return [self._view(value, frame, name=None) for _ in range(count)]
+            return [self._unbound(value, frame, name=None) for _ in range(count)]
         return [
             Value(
                 value.kind if value.kind != "container" else "unknown",
@@ -1342,6 +1345,7 @@ class Interpreter:
                 base,
                 frame,
                 partial=True,
+                pieces=False,  # `h.chunk(2)[0]`: one piece
                 contiguous=base.contiguous if _leading_index(node.slice) else None,
             )
         if base.kind == "container":
@@ -1518,7 +1522,7 @@ class Interpreter:
         if iterable.module is not None:
             return _element_module(iterable.module)
         if iterable.kind == "tensor":
-            return self._view(iterable, frame)
+            return self._unbound(iterable, frame)
         if iterable.kind == "container":
             return Value(
                 "unknown", frozenset({new_id()}), None, iterable.grad, graph=iterable.graph
@@ -1587,6 +1591,16 @@ class Interpreter:
             elif base.leaf and base.grad:
                 kind = "leaf"
         return replace(base, leaf=False, view_kind=kind, **changes)
+
+    def _unbound(self, value: Value, frame: Frame, **changes: object) -> Value:
+        """One of the tensors `a, b = h` or `for row in h` gives: torch unbinds `h`, so with
+        grad on they are views of a multi-output node. Only for a tensor a known op or module
+        made (`producer`): an unknown function's result may be a tuple of its own."""
+        view = self._view(value, frame, pieces=False, **changes)
+        one_tensor = value.producer and not value.pieces and not value.joined
+        if one_tensor and frame.grad_enabled and value.grad is not False:
+            view.view_kind = "multi"
+        return view
 
     def derived(self, inputs: list[Value]) -> Value:
         grads = [v.grad for v in inputs if v.tensorish]
@@ -2109,6 +2123,8 @@ class Interpreter:
                         )
                     )
             out.graph = out.graph | frozenset(new)
+        if isinstance(info.outputs, list):
+            return _shaped(info.outputs, out)
         return out
 
     def _loc_in(self, node: ast.AST, start: int) -> Loc:
@@ -2284,6 +2300,7 @@ class Interpreter:
             multi = op.multi_output_view and receiver.kind == "tensor"  # not `text.split()`
             if multi and frame.grad_enabled and receiver.grad is not False:
                 result.view_kind = "multi"  # chunk, split, unbind: views of a multi-output node
+            result.pieces = op.tuple_output
             return result
         else:
             result = (
@@ -2974,6 +2991,34 @@ def _mode_off(node: ast.expr) -> bool:
         return False
     given = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "mode")]
     return any(isinstance(a, ast.Constant) and a.value is False for a in given)
+
+
+def _shaped(shape: list[object], first: Value) -> Value:
+    """A module's tuple result (nn.LSTM's `output, (h_n, c_n)`) as containers: `first`, the
+    output its saves were recorded on, in the first tensor's place; fresh tensors of the same
+    graph and grad elsewhere; unknown values where it returns something else."""
+    placed = False
+
+    def build(part: object) -> Value:
+        nonlocal placed
+        if isinstance(part, list):
+            items = tuple(build(p) for p in part)
+            return Value("container", tensor=False, grad=first.grad, items=items, graph=first.graph)
+        if part != "T":
+            return unknown()
+        if not placed:
+            placed = True
+            return first
+        return Value(
+            "tensor",
+            frozenset({new_id()}),
+            True,
+            first.grad,
+            graph=first.graph,
+            producer=first.producer,
+        )
+
+    return build(shape)
 
 
 def _twin(ref: ModuleRef, parent: ModuleRef | None = None, depth: int = 0) -> ModuleRef:

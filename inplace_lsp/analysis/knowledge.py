@@ -90,6 +90,9 @@ class ModuleInfo:
     view: bool = False  # output shares the input's version counter (nn.Identity, nn.Flatten)
     eval_alias: bool = False  # in eval mode returns its input itself (Dropout)
     grad_fn: str | None = None
+    # What it returns when that is a tuple, as nested lists of "T" (a tensor) and None:
+    # nn.LSTM ["T", ["T", "T"]]; None for a module that returns one tensor.
+    outputs: object = None
 
     def saved_slots(self, input_requires_grad: bool) -> frozenset[str]:
         key = "input_grad" if input_requires_grad else "input_nograd"
@@ -146,6 +149,7 @@ def parse(table: Mapping[str, object]) -> Knowledge:
             view=bool(entry.get("view", False)),
             eval_alias=bool(entry.get("eval_alias", False)),
             grad_fn=entry.get("grad_fn"),
+            outputs=entry.get("outputs"),
         )
         for name, entry in modules_raw.items()
     }

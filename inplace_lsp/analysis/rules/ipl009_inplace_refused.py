@@ -19,7 +19,9 @@ class InplaceRefused(Rule):
       requires grad ("functions with out=... arguments don't support automatic
       differentiation");
     - into an output of `split`, `chunk` or `unbind` (or a view of one) that requires grad,
-      with grad on ("This view is the output of a function that returns multiple views");
+      with grad on, also the tensors that unpacking (`q, k, v = qkv`) or iterating a tensor
+      gives, since torch unbinds it ("This view is the output of a function that returns
+      multiple views");
     - into a view made under `no_grad` of a tensor that requires grad, once grad is on again
       ("A view was created in no_grad mode and is being modified inplace with grad mode
       enabled").
@@ -118,7 +120,8 @@ class InplaceRefused(Rule):
             )
         if refusal.reason == "multi_view":
             return (
-                f"{name} is one of the views returned by split / chunk / unbind; "
+                f"{name} is one of the views split / chunk / unbind return (unpacking or "
+                "iterating a tensor unbinds it too); "
                 f"`{mutation.op}` writes into it with grad on, and {when}. "
                 "Write out of place, or change the tensor before splitting it."
             )
