@@ -967,6 +967,14 @@ PROGRAMS = [
         """,
         None,
     ),
+    (
+        "out-into-a-maybe-copy-while-an-argument-requires-grad",
+        """
+        h = x * 2
+        torch.mul(h[:, :2].contiguous(), 0.5, out=h[:, :2].contiguous())  # <-
+        """,
+        "refused",
+    ),
 ]
 
 

@@ -2662,7 +2662,8 @@ class Interpreter:
         if mutation.kind == "out":
             operands = [v for v in (value, *inputs) if v.kind == "tensor"]  # known tensors
             if any(v.grad is True for v in operands):
-                return Refusal(mutation, "out", sure)
+                # Whatever `out` aliases (a maybe-copy too), torch refuses the call itself.
+                return Refusal(mutation, "out", self.uncertain == 0)
             unknown = [v for v in operands if v.grad is None]
             if unknown and _grad_from(unknown):
                 return Refusal(mutation, "out", False, _grad_from(unknown))
