@@ -111,6 +111,10 @@ class Knowledge:
     def module(self, name: str) -> ModuleInfo | None:
         return self.modules.get(name)
 
+    def methods(self) -> dict[str, OpInfo]:
+        """The table's Tensor methods by method name: "add_" for "Tensor.add_"."""
+        return {n[len("Tensor.") :]: op for n, op in self.ops.items() if n.startswith("Tensor.")}
+
 
 def _slots(raw: Mapping[str, list[str]]) -> dict[str, frozenset[str]]:
     return {sig: frozenset(slots) for sig, slots in raw.items()}

@@ -36,9 +36,9 @@ from inplace_lsp.fixes.source import Edit, Located, Region, Source, region_for
 # `bernoulli()` exists but reads x as probabilities, so the table gives `bernoulli_` none),
 # and the methods that take a Python callable, which the table cannot probe.
 NO_TWIN = frozenset(
-    name[len("Tensor.") :]
-    for name, op in knowledge.load().ops.items()
-    if name.startswith("Tensor.") and name.endswith("_") and not name.endswith("__")
+    name
+    for name, op in knowledge.load().methods().items()
+    if name.endswith("_") and not name.endswith("__")
     if op.inplace and op.outofplace_variant is None
 ) | {"apply_", "map_", "map2_"}
 # In-place methods that change metadata or storage, not values: no out-of-place rewrite.

@@ -30,10 +30,9 @@ _CHAIN_ENDS = ALIAS_METHODS | {
 # users write them to change part of a tensor (`h.view(-1)[i] = ...`): the knowledge table's
 # views that return one tensor, less the chain ends.
 VIEW_METHODS = frozenset(
-    name[len("Tensor.") :]
-    for name, op in knowledge.load().ops.items()
-    if name.startswith("Tensor.") and op.view and not op.inplace and not op.tuple_output
-    if name[len("Tensor.") :] not in _CHAIN_ENDS
+    name
+    for name, op in knowledge.load().methods().items()
+    if op.view and not op.inplace and not op.tuple_output and name not in _CHAIN_ENDS
 )
 VIEW_ATTRS = TENSOR_ATTR_VIEWS
 GRAD_OFF = frozenset({"no_grad", "inference_mode", "set_grad_enabled"})
