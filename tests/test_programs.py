@@ -1079,3 +1079,45 @@ def test_a_write_into_a_list_element_offers_no_fix() -> None:
     (body,) = [b for name, b, _ in PROGRAMS if name == "the-last-state-of-a-list-written-in-place"]
     (finding,) = [f for f in analyze(_program(body), "p.py") if f.severity is Severity.ERROR]
     assert finding.fix is None
+
+
+BRANCHES = """\
+import torch
+
+
+def step(x, w, mask=None):
+    h = x * w
+    if mask is None:
+        y = h.pow(2)
+    else:
+        y = h * mask
+    h += 1  # <-
+    return y
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "raises"),
+    [
+        ("step(torch.randn(3, requires_grad=True), torch.randn(3))", True),
+        ("step(torch.randn(3), torch.randn(3, requires_grad=True))", True),
+        ("step(torch.randn(3, requires_grad=True), torch.randn(3), torch.ones(3))", False),
+    ],
+)
+def test_a_warning_names_the_branch_and_the_arguments_it_rests_on(call: str, raises: bool) -> None:
+    """The save happens only when `if mask is None:` is true, and `h` requires grad when `x`
+    or `w` does: the Warning names both, and torch fails exactly then."""
+    namespace: dict[str, object] = {}
+    exec(compile(BRANCHES, "<program>", "exec"), namespace)  # noqa: S102
+    loss = eval(call, namespace).sum()  # noqa: S307
+    if raises:
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+    else:
+        loss.backward()
+    (warning,) = analyze(BRANCHES, "step.py")
+    assert warning.severity is Severity.WARNING and warning.span.line == _marked_line(BRANCHES)
+    assert (
+        "backward() may fail (when `if mask is None:` (line 6) is true, and if `w` or `x` "
+        "requires grad)" in warning.message
+    )

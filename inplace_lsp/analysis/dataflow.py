@@ -105,6 +105,9 @@ AUG_SYMBOL: dict[type[ast.operator], str] = {
     ast.RShift: ">>",
 }
 
+# At most this many arguments are named in "fails if `a` or `b` requires grad".
+_NAMED_ARGUMENTS = 3
+
 _ACTIVATION_KEYS = frozenset(a.replace("_", "") for a in ACTIVATIONS)
 
 
@@ -244,6 +247,9 @@ class Ctx:
     """A branch context; a save in an ancestor context happens on every path to its children."""
 
     parent: Ctx | None = None
+    # The condition under which this context runs, for messages ("`if mask is None:` (line
+    # 12) is true"); "" for the root and for contexts that need no saying.
+    label: str = ""
 
     def descends_from(self, other: Ctx) -> bool:
         node: Ctx | None = self
@@ -309,6 +315,9 @@ class Conflict:
     # also depends on the path taken.
     grad_from: str = ""
     on_some_paths: bool = True
+    # The branches on which the save happened and the write's path need not have taken, as
+    # the conditions they run under (outermost first): the failure needs all of them.
+    branches: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)
@@ -466,7 +475,7 @@ def join_values(a: Value, b: Value) -> Value:
         module=a.module if a.module is b.module else (a.module or b.module),
         steps=a.steps | b.steps,
         name=a.name,
-        grad_from=(a.grad_from or b.grad_from) if grad is None else "",
+        grad_from=_grad_from([a, b]) if grad is None else "",
     )
 
 
@@ -808,9 +817,15 @@ class Interpreter:
         if test.has_const:  # `if self.use_gate:` with the constructor's flag known
             self.exec_body(stmt.body if test.const else stmt.orelse, frame)
             return
-        self.branch([stmt.body, stmt.orelse], frame)
+        where = self._where(stmt, frame)
+        test_text = f"`if {_short(stmt.test)}:`{where}"
+        self.branch(
+            [stmt.body, stmt.orelse], frame, [f"{test_text} is true", f"{test_text} is false"]
+        )
 
-    def branch(self, bodies: list[list[ast.stmt]], frame: Frame) -> None:
+    def branch(
+        self, bodies: list[list[ast.stmt]], frame: Frame, labels: list[str] | None = None
+    ) -> None:
         """Runs each body from the same state and joins the paths that reach the end; a
         path that ended (`return`, `raise`, `break`, `continue`) is not joined. When one body
         alone goes on, the code after the branch runs in its context: what that body saved is
@@ -819,14 +834,14 @@ class Interpreter:
         results: list[_State] = []
         ctxs: list[Ctx] = []
         ended: set[str] = set()
-        for body in bodies:
+        for i, body in enumerate(bodies):
             if not body:  # `if` without `else`: that path changes nothing, and is only read
                 results.append((base_env, base_heap))
                 ctxs.append(base_ctx)
                 continue
             frame.env = dict(base_env)
             self.heap = base_heap.copy()
-            frame.ctx = Ctx(base_ctx)
+            frame.ctx = Ctx(base_ctx, labels[i] if labels and i < len(labels) else "")
             self.exec_body(body, frame)
             if frame.dead:
                 ended.add(frame.dead)
@@ -966,9 +981,10 @@ class Interpreter:
             # Every path of the body ended, but any call in it may have raised: a handler
             # may run (from the body's state, as below).
             frame.dead = ""
-            self.branch([h.body for h in stmt.handlers], frame)
+            self.branch([h.body for h in stmt.handlers], frame, self._handler_labels(stmt, frame))
         elif stmt.handlers:
-            self.branch([[], *[h.body for h in stmt.handlers]], frame)
+            labels = ["", *self._handler_labels(stmt, frame)]
+            self.branch([[], *[h.body for h in stmt.handlers]], frame, labels)
             self.exec_body(stmt.orelse, frame)
         else:
             self.exec_body(stmt.orelse, frame)
@@ -978,6 +994,17 @@ class Interpreter:
             frame.dead = frame.dead or ended
 
     stmt_TryStar = stmt_Try
+
+    def _where(self, node: ast.AST, frame: Frame) -> str:
+        """ " (line N)" for a statement of the document analysed; "" in another file."""
+        return f" (line {self.loc(node, frame)[0]})" if frame.path is None else ""
+
+    def _handler_labels(self, stmt: ast.Try | ast.TryStar, frame: Frame) -> list[str]:
+        return [
+            f"`except{' ' + _short(h.type) if h.type is not None else ''}:`"
+            f"{self._where(h, frame)} runs"
+            for h in stmt.handlers
+        ]
 
     def stmt_Return(self, stmt: ast.Return, frame: Frame) -> None:
         if stmt.value is not None:
@@ -1030,7 +1057,11 @@ class Interpreter:
             and isinstance(last.pattern, ast.MatchAs)
             and last.pattern.pattern is None
         )
-        self.branch(bodies if irrefutable else [*bodies, []], frame)  # else: no case matched
+        labels = [
+            f"`case {_short(case.pattern)}:`{self._where(case.pattern, frame)} matches"
+            for case in stmt.cases
+        ]
+        self.branch(bodies if irrefutable else [*bodies, []], frame, labels)  # []: none matched
 
     # ------------------------------------------------------------------ assignment
 
@@ -1396,7 +1427,12 @@ class Interpreter:
                 return scalar()
             grad = True if (left.grad or right.grad) else None
             return Value(
-                "unknown", frozenset({new_id()}), None, grad, graph=left.graph | right.graph
+                "unknown",
+                frozenset({new_id()}),
+                None,
+                grad,
+                graph=left.graph | right.graph,
+                grad_from=_grad_from([left, right]) if grad is None else "",
             )
         if left.kind == "tensor":
             op = self.kb.op(f"Tensor.__{opname}__")
@@ -2387,7 +2423,7 @@ class Interpreter:
                         frame,
                         possible or target.joined,
                         target.name or "",
-                        grad_from if len(unknown_grad) == 1 else "",
+                        grad_from,
                         target.joined,
                         target.param,
                     )
@@ -2704,6 +2740,7 @@ class Interpreter:
                 backward_loc,
                 "" if definite else save.grad_from,
                 on_some_paths,
+                () if every_path else _branches(save.ctx, mutation.ctx),
             )
         )
 
@@ -2714,6 +2751,24 @@ class UnhandledNode(Exception):
     def __init__(self, node: ast.AST) -> None:
         line = getattr(node, "lineno", "?")
         super().__init__(f"no handler for ast.{type(node).__name__} (line {line})")
+
+
+def _branches(saved_in: Ctx, written_in: Ctx) -> tuple[str, ...]:
+    """The conditions of the contexts the save ran in that the write's context is not within
+    (outermost first): the save happened only on the paths that took them."""
+    labels: list[str] = []
+    node: Ctx | None = saved_in
+    while node is not None and not written_in.descends_from(node):
+        if node.label:
+            labels.append(node.label)
+        node = node.parent
+    return tuple(reversed(labels))
+
+
+def _short(node: ast.AST, limit: int = 40) -> str:
+    """The source of a condition for a message, cut short when long."""
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _join_states(states: list[_State]) -> _State:
@@ -2901,9 +2956,13 @@ def _frozen_parameter(created: ast.AST) -> bool:
 
 
 def _grad_from(values: list[Value]) -> str:
-    """The argument an unknown requires-grad rests on, when exactly one is named."""
-    names = {v.grad_from for v in values if v.grad is None}
-    return names.pop() if len(names) == 1 else ""
+    """The arguments an unknown requires-grad rests on ("a" or "a, w": it requires grad if
+    any of them does), or "" when an unknown of them is not an argument (or too many are)."""
+    unknown = [v.grad_from for v in values if v.grad is None]
+    if not unknown or not all(unknown):
+        return ""
+    names = sorted({name for names in unknown for name in names.split(", ")})
+    return ", ".join(names) if len(names) <= _NAMED_ARGUMENTS else ""
 
 
 def _toggle_grad(value: Value, flag: object) -> None:

@@ -74,6 +74,12 @@ class DocContext:
         return raw[col:end].decode("utf-8", "ignore").rstrip("\r\n")
 
 
+def requires_grad(grad_from: str) -> str:
+    """ "`a` requires grad" or "`a` or `w` requires grad" for a grad_from of the analysis
+    (argument names joined by ", ": any of them requiring grad is enough)."""
+    return " or ".join(f"`{name}`" for name in grad_from.split(", ")) + " requires grad"
+
+
 def op_name(save: Save) -> str:
     return save.op.strip("`").removesuffix("()")
 
@@ -317,9 +323,16 @@ class Rule:
         maybe = conflict.mutation.value.maybe
         conditions = [maybe] if maybe else []
         if conflict.grad_from:
-            conditions.append(f"`{conflict.grad_from}` requires grad")
+            conditions.append(requires_grad(conflict.grad_from))
         if conditions and (maybe or not conflict.on_some_paths):
             return "fails if " + " and ".join(conditions)
+        # The branches the save needs, when they are what decides (the write itself runs
+        # on every path that reaches it, on a tensor that is surely the saved one).
+        paths = (
+            "when " + " and ".join(conflict.branches)
+            if conflict.branches and not conflict.mutation.possible
+            else "on some paths"
+        )
         if conflict.grad_from:
-            return f"may fail (on some paths, and if `{conflict.grad_from}` requires grad)"
-        return "may fail (on some paths)"
+            return f"may fail ({paths}, and if {requires_grad(conflict.grad_from)})"
+        return f"may fail ({paths})"

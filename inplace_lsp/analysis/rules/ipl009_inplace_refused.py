@@ -6,7 +6,14 @@ from collections.abc import Iterable
 
 from inplace_lsp.analysis.dataflow import Facts, Refusal
 from inplace_lsp.analysis.findings import Confidence, Finding, Related, Severity
-from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule, fix_recipe, keeps_values
+from inplace_lsp.analysis.rules.base import (
+    DocContext,
+    Invalid,
+    Rule,
+    fix_recipe,
+    keeps_values,
+    requires_grad,
+)
 
 
 class InplaceRefused(Rule):
@@ -103,7 +110,7 @@ class InplaceRefused(Rule):
         if refusal.definite:
             when = "torch raises a RuntimeError here"
         elif refusal.grad_from:
-            when = f"torch raises here if `{refusal.grad_from}` requires grad"
+            when = f"torch raises here if {requires_grad(refusal.grad_from)}"
         else:
             when = "torch may raise here (on some paths)"
         if refusal.reason == "inference":
