@@ -22,6 +22,7 @@ import importlib
 import inspect
 import itertools
 import json
+import operator
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -630,6 +631,38 @@ def _run(
     return _Call(slots, inplace, view, grad_fn, any(t.requires_grad for t in outputs), multi, many)
 
 
+def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def layout_of_view(make: Callable[[torch.Tensor], Any], x: torch.Tensor) -> str | None:
+    """How a view made by `make` lays out a contiguous `x`'s memory: "permutes" (its strides
+    are the contiguous ones in another order: transpose), "broadcasts" (a zero stride:
+    expand), "keeps" (every element, contiguous when the input is and not when it is not:
+    view, unsqueeze), or None (a part of the tensor, whose layout depends on which part)."""
+    out = _flat_tensors(make(x))[0]
+    strides = out.stride()
+    if 0 in strides and out.numel() > 1:
+        return "broadcasts"
+    if out.numel() != x.numel() or x.dim() < 2:
+        return None  # a part of the tensor
+    if sorted(strides) == sorted(x.stride()) and tuple(strides) != _contiguous_strides(out.shape):
+        return "permutes"
+    if not out.is_contiguous():
+        return None
+    order = list(reversed(range(x.dim())))
+    strided = x.permute(*order).contiguous().permute(*order)  # x's values, other strides
+    try:
+        other = _flat_tensors(make(strided))[0]
+    except RuntimeError:  # `view` of memory it cannot view: it needs the layout it keeps
+        return "keeps"
+    return "keeps" if not other.is_contiguous() else None
+
+
 def _creation_meta(view: torch.Tensor) -> str:
     """How autograd made a view ("DEFAULT", "MULTI_OUTPUT_NODE", "NO_GRAD_MODE", ...)."""
     meta = torch._C._autograd._get_creation_meta(view)
@@ -766,7 +799,20 @@ def probe_op(name: str) -> Entry:
         entry["multi_output_view"] = True
     if tuple_output:
         entry["tuple_output"] = True
+    if view and not inplace:
+        layout = _view_layout(spec, fn)
+        if layout is not None:
+            entry["layout"] = layout
     return entry
+
+
+def _view_layout(spec: OpSpec, fn: Any) -> str | None:
+    sig = [T0 if T0 in o.kinds else o.kinds[0] for o in spec.operands]
+    gen = torch.Generator().manual_seed(0)
+    values = [_value(o, kind, gen) for o, kind in zip(spec.operands, sig, strict=True)]
+    if not values or not isinstance(values[0], torch.Tensor):
+        return None
+    return layout_of_view(lambda t: spec.invoke(fn, [t, *values[1:]], {}), values[0])
 
 
 def _module_call(
@@ -847,6 +893,233 @@ def _structure(value: Any) -> Any:
     return None
 
 
+# --------------------------------------------------------------------------- tensor facts
+
+# What to probe (the facts come from the runs below): factories, each with argument sets that
+# differ in their data (a dtype is recorded only where every set gives the same one).
+_LIKE = ("zeros_like", "ones_like", "empty_like", "rand_like", "randn_like")
+FACTORIES: dict[str, tuple[Callable[[torch.Tensor], tuple[Any, ...]], ...]] = {
+    **{n: ((lambda x: (2, 3)), (lambda x: ((4,),))) for n in "zeros ones empty rand randn".split()},
+    "full": ((lambda x: ((2, 3), 1.5)), (lambda x: ((2, 3), 1))),
+    "randint": ((lambda x: (0, 5, (2, 3))),),
+    "randperm": ((lambda x: (4,)),),
+    "tensor": ((lambda x: ([1.0, 2.0],)), (lambda x: ([1, 2],)), (lambda x: (x,))),
+    "as_tensor": ((lambda x: ([1.0, 2.0],)), (lambda x: ([1, 2],)), (lambda x: (x,))),
+    "arange": ((lambda x: (4,)), (lambda x: (0.0, 1.0, 0.25))),
+    "linspace": ((lambda x: (0, 1, 4)), (lambda x: (0.0, 1.0, 4))),
+    "logspace": ((lambda x: (0, 1, 4)), (lambda x: (0.0, 1.0, 4))),
+    "eye": ((lambda x: (3,)),),
+    **{n: ((lambda x: (x,)),) for n in _LIKE},
+    "full_like": ((lambda x: (x, 1.5)),),
+    "randint_like": ((lambda x: (x, 5)),),
+    "tril_indices": ((lambda x: (3, 3)),),
+    "triu_indices": ((lambda x: (3, 3)),),
+    "bernoulli": ((lambda x: (x.sigmoid(),)),),
+    "multinomial": ((lambda x: (x.sigmoid().reshape(-1), 2)),),
+    "normal": ((lambda x: (x, x.abs() + 0.1)),),
+    "poisson": ((lambda x: (x.abs(),)),),
+}
+NEW_METHODS = "new_empty new_zeros new_ones new_full new_tensor".split()
+# Methods that return the tensor itself when nothing has to change, and a copy otherwise:
+# (the tensor it is called on when nothing changes, the one when something does, the call).
+_F32, _F64 = torch.float32, torch.float64
+
+
+def _x32() -> torch.Tensor:
+    return torch.randn(2, 3)
+
+
+def _x64() -> torch.Tensor:
+    return torch.randn(2, 3, dtype=_F64)
+
+
+CONVERSIONS: dict[str, tuple[Callable[[], torch.Tensor], Callable[[], torch.Tensor], Any]] = {
+    "float": (_x32, _x64, None),
+    "double": (_x64, _x32, None),
+    "half": (lambda: _x32().half(), _x32, None),
+    "bfloat16": (lambda: _x32().bfloat16(), _x32, None),
+    "to": (_x32, _x64, lambda t: t.to(_F32)),
+    "type": (_x32, _x64, lambda t: t.type(_F32)),
+    "type_as": (_x32, _x64, lambda t: t.type_as(torch.zeros(1))),
+    # `.cpu()` is `.to("cpu")`; its copy side is probed as `.to()` to another device (meta),
+    # the one every machine has.
+    "cpu": (_x32, _x32, None),
+    "contiguous": (_x32, lambda: torch.randn(3, 2).t(), None),
+    "reshape": (_x32, lambda: torch.randn(3, 2).t(), lambda t: t.reshape(-1)),
+    "flatten": (_x32, lambda: torch.randn(3, 2).t(), None),
+}
+# `.cuda()` is `.to("cuda")`: probed through `.to(device)` (`cpu` here), which needs no GPU.
+_DEVICE_LIKE = {"cuda": "cpu"}
+
+
+def _conversion_kind(name: str) -> str:
+    """What decides between the tensor itself and a copy: "dtype", "device" or "layout"."""
+    if name in ("contiguous", "reshape", "flatten"):
+        return "layout"
+    return "device" if name in ("cpu", "cuda") else "dtype"
+
+
+def _result_kind(result: Any, inputs: Sequence[torch.Tensor]) -> str | None:
+    """ "fresh" (a tensor outside every graph, in its own memory), "alias" (the input's
+    memory), or None (anything else: it is an op, not a factory)."""
+    if not isinstance(result, torch.Tensor):
+        return None
+    if any(_storage(result) == _storage(t) for t in inputs if t.numel()):
+        return "alias"
+    if result.requires_grad or result.grad_fn is not None:
+        return None
+    return "fresh"
+
+
+def probe_tensor_facts() -> Entry:
+    """Facts about tensors that are not an op's saves: which functions create tensors, which
+    methods and attributes give Python values or views, which conversions may return the
+    tensor itself, which dtypes are floating, and which functions are activations."""
+    facts: Entry = {}
+    factories: Entry = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, arg_sets in sorted(FACTORIES.items()):
+            fn = getattr(torch, name, None)
+            if fn is None:
+                continue
+            kinds: set[str | None] = set()
+            dtypes: set[str] = set()
+            for make in arg_sets:
+                x = torch.randn(2, 3, requires_grad=True)
+                args = make(x)
+                result = fn(*args)
+                kinds.add(_result_kind(result, [a for a in args if isinstance(a, torch.Tensor)]))
+                if isinstance(result, torch.Tensor):
+                    dtypes.add(str(result.dtype).removeprefix("torch."))
+            if None in kinds:
+                continue  # it builds a graph (torch.normal of a mean that requires grad)
+            entry: Entry = {"result": "alias_of_tensor" if "alias" in kinds else "fresh"}
+            like = any(isinstance(a, torch.Tensor) for a in arg_sets[0](torch.randn(1)))
+            (dtype, *others) = sorted(dtypes) or [""]
+            if dtype and not others and not like and getattr(torch, dtype).is_floating_point:
+                entry["dtype"] = dtype  # the same whatever the data: the factory's own
+            factories[f"torch.{name}"] = entry
+        for name in NEW_METHODS:
+            x = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+            result = getattr(x, name)(
+                [1.0] if name == "new_tensor" else (2,), *((1.0,) if name == "new_full" else ())
+            )
+            if _result_kind(result, [x]) == "fresh" and result.dtype == x.dtype:
+                factories[f"Tensor.{name}"] = {"result": "fresh"}  # of the tensor's dtype
+    facts["factories"] = factories
+    facts["python_methods"] = _python_methods()
+    facts["python_attrs"], facts["view_attrs"] = _attributes()
+    conversions: Entry = {}
+    for name, (same, changed, call) in sorted(CONVERSIONS.items()):
+        run = call or (lambda t, name=name: getattr(t, name)())
+        x, y = same(), changed()
+        itself, other = run(x), (y.to("meta") if name == "cpu" else run(y))
+        if _shares_version(x, itself) and not (
+            other.device == y.device and _storage(other) == _storage(y)
+        ):
+            conversion: Entry = {
+                "copies_unless_same": _conversion_kind(name),
+                "same": "itself" if itself is x else "view",  # `contiguous()` / `reshape()`
+            }
+            if name in ("float", "double", "half", "bfloat16"):
+                conversion["dtype"] = str(itself.dtype).removeprefix("torch.")
+            conversions[f"Tensor.{name}"] = conversion
+    for name, probed_as in _DEVICE_LIKE.items():
+        if hasattr(torch.Tensor, name) and f"Tensor.{probed_as}" in conversions:
+            conversions[f"Tensor.{name}"] = conversions[f"Tensor.{probed_as}"]
+    facts["conversions"] = conversions
+    # `torch.float` is float32, `torch.half` float16: the floating dtypes by every name.
+    facts["floating_dtypes"] = {
+        attr: str(dtype).removeprefix("torch.")
+        for attr in sorted(dir(torch))
+        if not attr.startswith("_")
+        and isinstance(dtype := getattr(torch, attr), torch.dtype)
+        and dtype.is_floating_point
+        and dtype.itemsize >= 2
+        and "float8" not in str(dtype)
+    }
+    facts["activations"] = activation_functions()
+    return facts
+
+
+_NOT_CALLED = frozenset(
+    "backward register_hook register_post_accumulate_grad_hook share_memory pin_memory cuda "
+    "numpy retain_grad apply map record_stream".split()
+)
+
+
+def _python_methods() -> list[str]:
+    """Tensor methods that, called with no argument (on a 2x3 and on a one-element float
+    tensor), return a Python value (a number, a bool, a str, a list, torch.Size), not a
+    tensor. Methods that write (`..._`) or have effects beyond the call are not called."""
+    found = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in sorted(dir(torch.Tensor)):
+            if name != "__len__" and (name.startswith("_") or name.endswith("_")):
+                continue
+            method = getattr(torch.Tensor, name, None)
+            if not callable(method) or name in _NOT_CALLED:
+                continue
+            results = []
+            for x in (torch.randn(2, 3), torch.randn(1)):
+                try:
+                    results.append(method(x))
+                except Exception:  # needs arguments, or a shape this probe lacks
+                    continue
+            if results and not any(_flat_tensors(r) for r in results):
+                found.append(name)
+    return found
+
+
+def _attributes() -> tuple[list[str], dict[str, str | None]]:
+    """Tensor attributes (not methods) that hold a Python value (`shape`, `dtype`), and those
+    that are views of the tensor (`T`, `mT`, `real`): the same version counter. Probed on a
+    real and a complex 2x3 tensor; `grad` and `data` are tensors of their own, not listed."""
+    python: set[str] = set()
+    views: dict[str, str | None] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in sorted(dir(torch.Tensor)):
+            if name.startswith("_") or name in ("grad", "data"):
+                continue
+            if callable(getattr(torch.Tensor, name, None)):
+                continue
+            for x in (torch.randn(2, 3), torch.randn(2, 3, dtype=torch.complex64)):
+                try:
+                    value = getattr(x, name)
+                except Exception:
+                    continue
+                if isinstance(value, torch.Tensor):
+                    if _shares_version(x, value) and value is not x:
+                        views[name] = layout_of_view(operator.attrgetter(name), x)
+                elif value is not None and not callable(value):
+                    python.add(name)
+    return sorted(python - set(views)), dict(sorted(views.items()))
+
+
+def activation_functions() -> list[str]:
+    """The torch.nn.functional functions that torch.nn.modules.activation has a module for
+    (`relu` for ReLU, `leaky_relu` for LeakyReLU), taken as activations: elementwise."""
+    import torch.nn.modules.activation as activation
+
+    classes = {
+        name.lower()
+        for name, obj in vars(activation).items()
+        if inspect.isclass(obj)
+        and issubclass(obj, nn.Module)
+        and obj.__module__ == activation.__name__
+    }
+    return sorted(
+        attr
+        for attr in dir(F)
+        if not attr.startswith("_")
+        and callable(getattr(F, attr))
+        and attr.replace("_", "") in {c.replace("_", "") for c in classes}
+    )
+
+
 # --------------------------------------------------------------------------- coverage
 
 
@@ -890,7 +1163,9 @@ def build_table() -> tuple[dict[str, Any], list[str]]:
     missing += [n for n in functions_with_inplace() if n not in ops]
     if missing:
         raise SystemExit(f"not covered (an `inplace` argument): {', '.join(missing)}")
-    return {"torch_version": torch.__version__, "ops": ops, "modules": modules}, skipped
+    table = {"torch_version": torch.__version__, "ops": ops, "modules": modules}
+    table["tensor"] = probe_tensor_facts()
+    return table, skipped
 
 
 def render(table: dict[str, Any]) -> str:

@@ -396,3 +396,38 @@ def test_module_slots_are_what_backward_checks(generator: ModuleType, name: str)
             named, outputs = tensors()
             survived = _backward_survives(torch, outputs, named[slot])
             assert survived == (slot not in slots), f"{name} {key}: bumping {slot}"
+
+
+@pytest.mark.torch
+def test_reprobe_tensor_facts(generator: ModuleType) -> None:
+    assert generator.probe_tensor_facts() == raw_table()["tensor"]
+
+
+def test_tensor_facts_the_analysis_reads(kb: Knowledge) -> None:
+    """The facts that were hand-written name tables before, as the probe measured them."""
+    facts = kb.tensor
+    fresh = {"zeros", "ones", "empty", "randn", "rand", "arange", "eye", "zeros_like", "tensor"}
+    assert all(facts.factories[f"torch.{n}"].result == "fresh" for n in fresh)
+    assert facts.factories["torch.as_tensor"].result == "alias_of_tensor"  # as_tensor(t) is t
+    assert "torch.bernoulli" not in facts.factories  # bernoulli(p) is in p's graph
+    assert facts.factories["torch.randn"].dtype == "float32"
+    assert facts.factories["torch.full"].dtype == ""  # full(shape, 1) is int64
+    assert {"size", "item", "numel", "dim", "tolist", "is_contiguous"} <= facts.python_methods
+    assert {"shape", "dtype", "device", "requires_grad", "is_leaf"} <= facts.python_attrs
+    assert facts.view_attrs["T"] == facts.view_attrs["mT"] == "permutes"
+    assert {n: c.unless for n, c in facts.conversions.items()} == {
+        **{f"Tensor.{n}": "dtype" for n in "float double half bfloat16 to type type_as".split()},
+        **{f"Tensor.{n}": "device" for n in ("cpu", "cuda")},
+        **{f"Tensor.{n}": "layout" for n in ("contiguous", "reshape", "flatten")},
+    }
+    assert not facts.conversions["Tensor.reshape"].itself  # a view, not the tensor itself
+    assert facts.conversions["Tensor.half"].dtype == "float16"
+    assert facts.floating_dtypes["float"] == "float32"
+    assert {"relu", "leaky_relu", "gelu", "silu", "hardtanh", "sigmoid"} <= facts.activations
+    layouts = {n: op.layout for n, op in kb.ops.items() if op.layout}
+    assert {layouts[f"Tensor.{n}"] for n in ("t", "transpose", "permute", "movedim")} == {
+        "permutes"
+    }
+    assert layouts["Tensor.expand"] == "broadcasts"
+    assert {layouts[f"Tensor.{n}"] for n in ("view", "unsqueeze", "squeeze")} == {"keeps"}
+    assert "Tensor.narrow" not in layouts  # which part decides

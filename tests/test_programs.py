@@ -975,6 +975,49 @@ PROGRAMS = [
         """,
         "refused",
     ),
+    (
+        "as-tensor-of-a-tensor-is-that-tensor",
+        """
+        h = x * 2
+        a = torch.as_tensor(h)
+        y = h.pow(2)
+        a.add_(1)  # <-
+        y.sum().backward()
+        """,
+        True,
+    ),
+    (
+        "as-tensor-of-a-list-is-a-new-tensor",
+        """
+        h = x * 2
+        a = torch.as_tensor([1.0, 2.0, 3.0, 4.0])
+        y = h.pow(2)
+        a.add_(1)  # <-
+        y.sum().backward()
+        """,
+        None,
+    ),
+    (
+        "bernoulli-of-probabilities-that-require-grad-is-in-the-graph",
+        """
+        p = x.sigmoid()
+        m = torch.bernoulli(p)
+        y = m.pow(2)
+        m.add_(1)  # <-
+        (y + p).sum().backward()
+        """,
+        True,
+    ),
+    (
+        "a-view-by-T-of-a-transposed-tensor-reshaped-is-a-view",
+        """
+        h = x * 2
+        y = h.pow(2)
+        h.t().T.reshape(-1).mul_(2)  # <-
+        y.sum().backward()
+        """,
+        True,
+    ),
 ]
 
 

@@ -24,7 +24,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from inplace_lsp.analysis.candidates import is_candidate
-from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, Knowledge, OpInfo
+from inplace_lsp.analysis.knowledge import (
+    SCALAR,
+    TENSOR_GRAD,
+    TENSOR_NO_GRAD,
+    Knowledge,
+    OpInfo,
+)
+from inplace_lsp.analysis.knowledge import load as load_knowledge
 from inplace_lsp.analysis.model import (
     ClassInfo,
     ModuleModel,
@@ -45,35 +52,30 @@ CALL_BUDGET = 1500
 Loc = tuple[int, int, int, int]  # absolute 1-based line, utf-8 col, end line, end col
 InferenceSite = tuple[Loc, str | None]  # a torch.inference_mode() block: where, in which file
 
-CREATION_FUNCTIONS = frozenset(
-    f"torch.{name}"
-    for name in (
-        "zeros ones empty full rand randn randint randperm tensor as_tensor from_numpy arange "
-        "linspace logspace eye zeros_like ones_like empty_like full_like rand_like randn_like "
-        "randint_like tril_indices triu_indices bernoulli multinomial normal"
-    ).split()
-)
 NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 # Strict mode (the test suite sets INPLACE_LSP_STRICT=1): a syntax node without a handler
 # raises UnhandledNode instead of being skipped, so unknown syntax cannot hide silently.
 STRICT = os.environ.get("INPLACE_LSP_STRICT") == "1"
 ENABLE_GRAD_CONTEXTS = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
 SET_GRAD_CONTEXTS = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
-ACTIVATIONS = frozenset(
-    "relu relu6 leaky_relu elu selu celu gelu silu mish hardtanh hardswish hardsigmoid sigmoid "
-    "tanh rrelu threshold softplus".split()
+# The torch facts below come from data/autograd.json (scripts/gen_autograd_table.py probes
+# them); the analysis and the fixes read them by these names.
+_FACTS = load_knowledge().tensor
+ACTIVATIONS = _FACTS.activations
+SCALAR_METHODS = _FACTS.python_methods
+SCALAR_ATTRS = _FACTS.python_attrs
+TENSOR_ATTR_VIEWS = frozenset(_FACTS.view_attrs)
+# `.to()`, `.float()`, `.contiguous()`: the tensor itself when nothing has to change.
+ALIAS_METHODS = frozenset(
+    name.removeprefix("Tensor.") for name, c in _FACTS.conversions.items() if c.itself
 )
-SCALAR_METHODS = frozenset(
-    "item tolist numpy size dim numel nelement element_size is_contiguous stride "
-    "data_ptr is_floating_point __len__ get_device".split()
+_LAYOUT_METHODS = frozenset(
+    name.removeprefix("Tensor.") for name, c in _FACTS.conversions.items() if c.unless == "layout"
 )
-ALIAS_METHODS = frozenset("to cuda cpu float double half bfloat16 type type_as contiguous".split())
-# `x.new_empty(shape)`: a fresh tensor with x's dtype and device, outside x's graph.
-NEW_TENSOR_METHODS = frozenset("new_empty new_zeros new_ones new_full new_tensor".split())
-TENSOR_ATTR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
-SCALAR_ATTRS = frozenset(
-    "shape dtype device ndim is_cuda is_leaf requires_grad names layout itemsize nbytes".split()
-)
+_DTYPE_METHODS = {
+    name.removeprefix("Tensor."): c.dtype for name, c in _FACTS.conversions.items() if c.dtype
+}
+_DTYPE_NAMES = _FACTS.floating_dtypes
 BIN_OPS: dict[type[ast.operator], str] = {
     ast.Add: "add",
     ast.Sub: "sub",
@@ -1241,8 +1243,9 @@ class Interpreter:
                     graph=frozenset(),
                 )
             if attr in TENSOR_ATTR_VIEWS:
-                layout = False if attr in ("T", "mT", "H", "mH") else base.contiguous
-                return self._view(base, frame, contiguous=layout)
+                return self._view(
+                    base, frame, contiguous=_layout(_FACTS.view_attrs[attr], base.contiguous)
+                )
             if attr == "grad":
                 return Value("tensor", frozenset({new_id()}), True, False, origin=".grad")
             if attr in SCALAR_ATTRS:
@@ -1701,8 +1704,8 @@ class Interpreter:
         if name == "backward":
             self.backward(receiver, node, frame, _retain(node))
             return scalar()
-        if name in SCALAR_METHODS:
-            return scalar()
+        if name in SCALAR_METHODS and not (name in ALIAS_METHODS and (node.args or node.keywords)):
+            return scalar()  # `x.size()`, `x.type()` (but `x.type(torch.float64)` converts)
         if name == "detach":
             return replace(
                 receiver,
@@ -1728,8 +1731,10 @@ class Interpreter:
             if name != "contiguous" and (_target_dtype(name, node) is None or not receiver.dtype):
                 return replace(receiver, leaf=False)  # `.to(device)`: the tensor or a copy
             return replace(receiver)  # nothing to change: torch returns the tensor itself
-        if name in NEW_TENSOR_METHODS:
-            return replace(_created(node, f"Tensor.{name}"), inference=self.inference_at)
+        made = _FACTS.factories.get(f"Tensor.{name}")
+        if made is not None:  # `x.new_zeros(shape)`: fresh, of x's dtype
+            created = _created(node, f"Tensor.{name}", receiver.dtype)
+            return replace(created, inference=self.inference_at)
         if receiver.kind == "unknown" and name in _BUILTIN_METHODS:
             # `name.split(".")`, `seen.add(k)`: as likely a str, list or set as a tensor.
             return self.unknown_call([receiver, *args], kwargs)
@@ -1909,8 +1914,16 @@ class Interpreter:
                 dtype=data.dtype if data is not None else "",
                 contiguous=data.contiguous if data is not None else None,
             )
-        if qual in CREATION_FUNCTIONS:
-            return replace(_created(node, qual), inference=self.inference_at)
+        factory = _FACTS.factories.get(qual)
+        if factory is not None:
+            if (
+                factory.result == "alias_of_tensor"
+                and args
+                and args[0].kind == "tensor"
+                and not node.keywords
+            ):
+                return args[0]  # `torch.as_tensor(t)`: t itself
+            return replace(_created(node, qual, factory.dtype), inference=self.inference_at)
         if qual.startswith("torch.optim.") and qual.count(".") == 2 and args:
             fused = any(
                 kw.arg == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True
@@ -2329,9 +2342,7 @@ class Interpreter:
                 receiver,
                 frame,
                 kind="tensor" if receiver.kind == "unknown" or op.tuple_output else receiver.kind,
-                contiguous=False
-                if short in _STRIDED_VIEWS
-                else (receiver.contiguous if short in _LAYOUT_KEEPING_VIEWS else None),
+                contiguous=_layout(op.layout, receiver.contiguous),
             )
             multi = op.multi_output_view and receiver.kind == "tensor"  # not `text.split()`
             if multi and frame.grad_enabled and receiver.grad is not False:
@@ -3198,14 +3209,14 @@ def _choose(options: list[Submodule], consts: dict[str, object]) -> tuple[Submod
     return options[0], True
 
 
-def _created(node: ast.Call, origin: str) -> Value:
+def _created(node: ast.Call, origin: str, default_dtype: str = "") -> Value:
     """A new tensor outside every graph (`torch.zeros(...)`, `x.new_empty(...)`): a leaf that
     requires grad only when the call says `requires_grad=True`; contiguous, and of the dtype
-    the call names (`torch.randn` and the like make float32 by default)."""
+    the call names, or else the factory's (`torch.randn` makes float32)."""
     grad = _requires_grad_kw(node)
     dtype = next((_dtype_name(k.value) for k in node.keywords if k.arg == "dtype"), None)
-    if dtype is None and origin.rsplit(".", 1)[-1] in _FLOAT32_CREATORS:
-        dtype = "float32"
+    if dtype is None:
+        dtype = default_dtype
     return Value(
         "tensor",
         frozenset({new_id()}),
@@ -3219,30 +3230,21 @@ def _created(node: ast.Call, origin: str) -> Value:
     )
 
 
-# Methods whose result is the tensor itself (or a view) when the layout allows, else a copy.
-_LAYOUT_METHODS = frozenset({"contiguous", "reshape", "flatten"})
 # `Tensor`, `torch.FloatTensor`, `Optional[Tensor]`; not `TensorDictBase` or `TensorSpec`.
 _TENSOR_ANNOTATION = re.compile(r"Tensor\b")
 # Method names of Python's own str, bytes, list, dict, set and tuple (`split`, `sort`, `add`).
 _BUILTIN_METHODS = frozenset(
     name for kind in (str, bytes, list, dict, set, tuple) for name in dir(kind) if name[0] != "_"
 )
-# Views with other strides than their base's: reshape() of them copies.
-_STRIDED_VIEWS = frozenset(
-    "t transpose permute swapaxes swapdims movedim moveaxis expand expand_as mT T".split()
-)
-_LAYOUT_KEEPING_VIEWS = frozenset({"view", "view_as", "unsqueeze", "squeeze", "detach"})
-_FLOAT32_CREATORS = frozenset("randn rand ones zeros empty eye linspace logspace".split())
-_DTYPE_METHODS = {
-    "float": "float32",
-    "double": "float64",
-    "half": "float16",
-    "bfloat16": "bfloat16",
-}
-_DTYPE_NAMES = {
-    "float": "float32", "float32": "float32", "double": "float64", "float64": "float64",
-    "half": "float16", "float16": "float16", "bfloat16": "bfloat16",
-}  # fmt: skip
+
+
+def _layout(kind: str | None, base: bool | None) -> bool | None:
+    """Whether a view is contiguous, from the table's layout of the view op and its base's:
+    a transpose is not (its base taken for contiguous when not known, as tensors mostly
+    are); of a transposed tensor, it may be again (`h.t().T`)."""
+    if kind == "broadcasts" or (kind == "permutes" and base is not False):
+        return False
+    return base if kind == "keeps" else None
 
 
 def _dtype_name(node: ast.expr) -> str | None:

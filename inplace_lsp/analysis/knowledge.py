@@ -37,6 +37,18 @@ Details of the generated table (CPU, float64 probes):
 * `differentiable: false` (absent otherwise): no probe gave an output that requires grad,
   as for integer and bool results (`argmax`, `long()`, `x != y`, `isnan`): such a result
   never requires grad, so nothing saves it and writing into it is harmless.
+* `layout` (views only, absent when it depends on the part taken): "permutes" (`t`,
+  `transpose`), "broadcasts" (`expand`) or "keeps" (`view`, `unsqueeze`), measured on a
+  contiguous input and on one with the same values in transposed memory.
+* "tensor": facts that are not an op's saves. `factories`: functions whose result is a
+  fresh tensor outside every graph (or, `as_tensor` given a tensor, that tensor), with the
+  dtype they make when the call names none; `python_methods` / `python_attrs`: methods and
+  attributes that give Python values (`size()`, `shape`); `view_attrs`: attributes that are
+  views (`T`, `mT`), with their layout; `conversions`: methods that return the tensor itself
+  (or, `same: "view"`, a view of it: `reshape`) when its dtype, device or layout already is
+  what they ask, a copy otherwise;
+  `floating_dtypes`: torch's floating dtypes by each name; `activations`: the functional
+  forms of torch.nn.modules.activation's modules.
 """
 
 from __future__ import annotations
@@ -44,7 +56,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 
 TENSOR_GRAD = "T1"
@@ -69,6 +81,10 @@ class OpInfo:
     # them (and views of them) while grad is recorded.
     multi_output_view: bool = False
     tuple_output: bool = False  # returns a tuple or list of tensors (chunk, max(dim), topk)
+    # A view's memory layout: "permutes" (transpose: its strides in another order),
+    # "broadcasts" (expand: a zero stride), "keeps" (view, unsqueeze: contiguous exactly when
+    # its input is); None: it depends on the part taken (narrow, select, split).
+    layout: str | None = None
 
     def saved_slots(self, signature: Iterable[str]) -> frozenset[str] | None:
         """Slots saved for this call signature, or None when the table has no such probe."""
@@ -100,10 +116,41 @@ class ModuleInfo:
 
 
 @dataclass(frozen=True)
+class Factory:
+    """A function that makes a tensor outside every graph (`torch.zeros`, `x.new_empty`)."""
+
+    result: str  # "fresh", or "alias_of_tensor": given a tensor, it returns that tensor
+    dtype: str = ""  # the dtype it makes when the call names none ("": it depends)
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """A method that returns the tensor itself when nothing has to change, a copy otherwise."""
+
+    unless: str  # what decides: "dtype", "device" or "layout"
+    itself: bool = True  # when nothing changes: the tensor itself (False: a view of it)
+    dtype: str = ""  # the dtype it converts to (`.double()`: "float64"; "": an argument says)
+
+
+@dataclass(frozen=True)
+class TensorFacts:
+    """The facts about tensors that are not an op's saves (the table's "tensor" section)."""
+
+    factories: Mapping[str, Factory] = field(default_factory=dict)
+    python_methods: frozenset[str] = frozenset()  # `x.size()`, `x.item()`: a Python value
+    python_attrs: frozenset[str] = frozenset()  # `x.shape`, `x.dtype`
+    view_attrs: Mapping[str, str | None] = field(default_factory=dict)  # `x.T`: its layout
+    conversions: Mapping[str, Conversion] = field(default_factory=dict)  # "Tensor.float"
+    floating_dtypes: Mapping[str, str] = field(default_factory=dict)  # "half" -> "float16"
+    activations: frozenset[str] = frozenset()  # torch.nn.functional names: "leaky_relu"
+
+
+@dataclass(frozen=True)
 class Knowledge:
     torch_version: str
     ops: Mapping[str, OpInfo]
     modules: Mapping[str, ModuleInfo]
+    tensor: TensorFacts = field(default_factory=TensorFacts)
 
     def op(self, name: str) -> OpInfo | None:
         return self.ops.get(name)
@@ -139,6 +186,7 @@ def parse(table: Mapping[str, object]) -> Knowledge:
             differentiable=bool(entry.get("differentiable", True)),
             multi_output_view=bool(entry.get("multi_output_view", False)),
             tuple_output=bool(entry.get("tuple_output", False)),
+            layout=entry.get("layout"),
         )
         for name, entry in ops_raw.items()
     }
@@ -158,7 +206,33 @@ def parse(table: Mapping[str, object]) -> Knowledge:
         for name, entry in modules_raw.items()
     }
     return Knowledge(
-        torch_version=str(table.get("torch_version", "unknown")), ops=ops, modules=modules
+        torch_version=str(table.get("torch_version", "unknown")),
+        ops=ops,
+        modules=modules,
+        tensor=_tensor_facts(table.get("tensor", {})),
+    )
+
+
+def _tensor_facts(raw: object) -> TensorFacts:
+    assert isinstance(raw, dict)
+    return TensorFacts(
+        factories={
+            name: Factory(str(entry["result"]), str(entry.get("dtype", "")))
+            for name, entry in raw.get("factories", {}).items()
+        },
+        python_methods=frozenset(raw.get("python_methods", ())),
+        python_attrs=frozenset(raw.get("python_attrs", ())),
+        view_attrs=dict(raw.get("view_attrs", {})),
+        conversions={
+            name: Conversion(
+                str(entry["copies_unless_same"]),
+                entry.get("same") == "itself",
+                str(entry.get("dtype", "")),
+            )
+            for name, entry in raw.get("conversions", {}).items()
+        },
+        floating_dtypes=dict(raw.get("floating_dtypes", {})),
+        activations=frozenset(raw.get("activations", ())),
     )
 
 
