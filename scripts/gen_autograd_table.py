@@ -918,7 +918,11 @@ FACTORIES: dict[str, tuple[Callable[[torch.Tensor], tuple[Any, ...]], ...]] = {
     "multinomial": ((lambda x: (x.sigmoid().reshape(-1), 2)),),
     "normal": ((lambda x: (x, x.abs() + 0.1)),),
     "poisson": ((lambda x: (x.abs(),)),),
+    "frombuffer": ((lambda x: (bytearray(8), {"dtype": torch.float32})),),
 }
+# `torch.from_numpy(a)` is `torch.frombuffer` for an ndarray instead of a buffer: probed as that,
+# so the table does not depend on numpy being installed.
+_FACTORY_LIKE = {"from_numpy": "frombuffer"}
 NEW_METHODS = "new_empty new_zeros new_ones new_full new_tensor".split()
 # Methods that return the tensor itself when nothing has to change, and a copy otherwise:
 # (the tensor it is called on when nothing changes, the one when something does, the call).
@@ -988,9 +992,10 @@ def probe_tensor_facts() -> Entry:
             for make in arg_sets:
                 x = torch.randn(2, 3, requires_grad=True)
                 args = make(x)
-                result = fn(*args)
+                kwargs = args[-1] if args and isinstance(args[-1], dict) else {}
+                result = fn(*args[: len(args) - bool(kwargs)], **kwargs)
                 kinds.add(_result_kind(result, [a for a in args if isinstance(a, torch.Tensor)]))
-                if isinstance(result, torch.Tensor):
+                if isinstance(result, torch.Tensor) and "dtype" not in kwargs:
                     dtypes.add(str(result.dtype).removeprefix("torch."))
             if None in kinds:
                 continue  # it builds a graph (torch.normal of a mean that requires grad)
@@ -1000,6 +1005,9 @@ def probe_tensor_facts() -> Entry:
             if dtype and not others and not like and getattr(torch, dtype).is_floating_point:
                 entry["dtype"] = dtype  # the same whatever the data: the factory's own
             factories[f"torch.{name}"] = entry
+        for name, probed_as in _FACTORY_LIKE.items():
+            if hasattr(torch, name) and f"torch.{probed_as}" in factories:
+                factories[f"torch.{name}"] = {"result": "fresh"}  # of the array's dtype
         for name in NEW_METHODS:
             x = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
             result = getattr(x, name)(
@@ -1040,7 +1048,92 @@ def probe_tensor_facts() -> Entry:
         and "float8" not in str(dtype)
     }
     facts["activations"] = activation_functions()
+    facts["grad_modes"] = grad_mode_contexts()
+    facts["kernels"] = kernel_registrations()
+    # The legacy tensor types by their dtype (`torch.LongTensor`: int64), as annotations
+    # name them.
+    facts["tensor_types"] = {
+        attr: str(dtype).removeprefix("torch.")
+        for attr in sorted(dir(torch))
+        if attr.endswith("Tensor")
+        and attr != "Tensor"
+        and isinstance(dtype := getattr(getattr(torch, attr), "dtype", None), torch.dtype)
+    }
+    facts["autograd_function"] = sorted(
+        f"{module.__name__}.{attr}"
+        for module in (torch.autograd, torch.autograd.function)
+        for attr in dir(module)
+        if getattr(module, attr) is torch.autograd.Function
+    )
     return facts
+
+
+_KERNEL_IDS = itertools.count()  # each probe registers an op of its own name
+
+
+def kernel_registrations() -> dict[str, int]:
+    """Functions that register a Python function as an operator's kernel, by the position of
+    that function: its body runs below autograd (grad mode off inside), measured by
+    registering one that records the mode and calling the op on a tensor that requires grad.
+    Used as a decorator (`@torch.library.custom_op(name, mutates_args=())`), it is the same."""
+    found: dict[str, int] = {}
+    seen: list[bool] = []
+
+    def kernel(x: torch.Tensor) -> torch.Tensor:
+        seen.append(torch.is_grad_enabled())
+        return x.clone()
+
+    register = torch.library.custom_op
+    position = list(inspect.signature(register).parameters).index("fn")
+    op = register(f"inplace_lsp_probe::kernel{next(_KERNEL_IDS)}", kernel, mutates_args=())
+    op(torch.randn(2, requires_grad=True))
+    if seen == [False]:
+        found["torch.library.custom_op"] = position
+    return found
+
+
+def grad_mode_contexts() -> dict[str, str]:
+    """torch's grad-mode context managers (the public names of torch, torch.autograd and
+    torch.autograd.grad_mode), by what entering one does, measured from grad mode on and
+    from off: "off" (no_grad), "inference" (inference_mode), "on" (enable_grad), or
+    "argument" (set_grad_enabled(flag): as its first argument says)."""
+    from torch.utils._contextlib import _DecoratorContextManager
+
+    def entered(make: Callable[[], Any]) -> list[tuple[bool, bool]] | None:
+        modes = []
+        for outer in (True, False):
+            with torch.set_grad_enabled(outer):
+                try:
+                    context = make()
+                except TypeError:  # it needs an argument
+                    return None
+                if not hasattr(context, "__enter__"):
+                    return None
+                with context:
+                    modes.append((torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+        return modes
+
+    found: dict[str, str] = {}
+    for module in (torch, torch.autograd, torch.autograd.grad_mode):
+        for attr in dir(module):
+            obj = getattr(module, attr)
+            if attr.startswith("_") or not (
+                isinstance(obj, type) and issubclass(obj, _DecoratorContextManager)
+            ):
+                continue
+            plain = entered(obj)
+            kind = {
+                ((False, True), (False, True)): "inference",
+                ((False, False), (False, False)): "off",
+                ((True, False), (True, False)): "on",
+            }.get(tuple(plain) if plain else ())  # type: ignore[arg-type]
+            if plain is None:
+                off, on = entered(lambda obj=obj: obj(False)), entered(lambda obj=obj: obj(True))
+                if off == [(False, False)] * 2 and on == [(True, False)] * 2:
+                    kind = "argument"
+            if kind is not None:
+                found[f"{module.__name__}.{attr}"] = kind
+    return dict(sorted(found.items()))
 
 
 _NOT_CALLED = frozenset(

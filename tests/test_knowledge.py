@@ -431,3 +431,10 @@ def test_tensor_facts_the_analysis_reads(kb: Knowledge) -> None:
     assert layouts["Tensor.expand"] == "broadcasts"
     assert {layouts[f"Tensor.{n}"] for n in ("view", "unsqueeze", "squeeze")} == {"keeps"}
     assert "Tensor.narrow" not in layouts  # which part decides
+    assert {facts.grad_modes[f"torch.{n}"] for n in ("no_grad", "autograd.no_grad")} == {"off"}
+    assert facts.grad_modes["torch.inference_mode"] == "inference"
+    assert facts.grad_modes["torch.enable_grad"] == "on"
+    assert facts.grad_modes["torch.set_grad_enabled"] == "argument"
+    assert facts.tensor_types["LongTensor"] == "int64"
+    assert facts.tensor_types["BoolTensor"] == "bool"
+    assert "torch.autograd.Function" in facts.autograd_function

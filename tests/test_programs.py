@@ -976,6 +976,56 @@ PROGRAMS = [
         "refused",
     ),
     (
+        "a-function-chosen-at-run-time-is-followed-either-way",
+        """
+        import sys
+
+
+        def scale_(h):
+            h.mul_(2)  # <-
+            return h
+
+
+        def scale(h):
+            return h * 2
+
+
+        def f(x, fast):
+            h = x.sigmoid()
+            op = scale_ if fast else scale
+            return op(h)
+
+
+        f(x, len(sys.argv) > 0).sum().backward()
+        """,
+        True,
+    ),
+    (
+        "an-optimizer-kernel-chosen-at-run-time-runs-under-its-callers-no-grad",
+        """
+        import sys
+
+
+        def _single(m, v):
+            torch.max(m, v, out=m)  # <-
+
+
+        def _multi(m, v):
+            torch.maximum(m, v, out=m)
+
+
+        @torch.no_grad()
+        def step(m, v, foreach):
+            func = _multi if foreach else _single
+            func(m, v)
+
+
+        w = torch.randn(3, 4, requires_grad=True)
+        step(w * 1, x, len(sys.argv) == 0)
+        """,
+        None,
+    ),
+    (
         "as-tensor-of-a-tensor-is-that-tensor",
         """
         h = x * 2
@@ -1164,3 +1214,36 @@ def test_a_warning_names_the_branch_and_the_arguments_it_rests_on(call: str, rai
         "backward() may fail (when `if mask is None:` (line 6) is true, and if `w` or `x` "
         "requires grad)" in warning.message
     )
+
+
+KERNEL = """\
+import torch
+
+
+def _grouped_mm(input: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    output = torch.zeros(input.size(0), weight.size(1))
+    torch.mm(input, weight, out=output)  # <-
+    return output
+
+
+grouped_mm = torch.library.custom_op("inplace_lsp_test::grouped_mm", _grouped_mm, mutates_args=())
+"""
+
+
+def test_an_operators_kernel_runs_below_autograd() -> None:
+    """`torch.mm(..., out=)` in a function torch.library.custom_op registers: the kernel runs
+    with grad mode off, so it never raises (called directly with tensors that require grad,
+    it would, and the Warning names them)."""
+    import torch
+
+    namespace: dict[str, object] = {}
+    exec(compile(KERNEL, "<program>", "exec"), namespace)  # noqa: S102
+    a, w = torch.randn(2, 3, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+    namespace["grouped_mm"](a, w)  # type: ignore[operator]
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic"):
+        namespace["_grouped_mm"](a, w)  # type: ignore[operator]
+    assert analyze(KERNEL, "kernel.py") == []
+    registration = KERNEL.index("grouped_mm = ")
+    (warning,) = analyze(KERNEL[:registration], "kernel.py")
+    assert warning.span.line == _marked_line(KERNEL)
+    assert "torch raises here if `input` or `weight` requires grad" in warning.message

@@ -52,12 +52,9 @@ CALL_BUDGET = 1500
 Loc = tuple[int, int, int, int]  # absolute 1-based line, utf-8 col, end line, end col
 InferenceSite = tuple[Loc, str | None]  # a torch.inference_mode() block: where, in which file
 
-NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 # Strict mode (the test suite sets INPLACE_LSP_STRICT=1): a syntax node without a handler
 # raises UnhandledNode instead of being skipped, so unknown syntax cannot hide silently.
 STRICT = os.environ.get("INPLACE_LSP_STRICT") == "1"
-ENABLE_GRAD_CONTEXTS = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
-SET_GRAD_CONTEXTS = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
 # The torch facts below come from data/autograd.json (scripts/gen_autograd_table.py probes
 # them); the analysis and the fixes read them by these names.
 _FACTS = load_knowledge().tensor
@@ -76,6 +73,10 @@ _DTYPE_METHODS = {
     name.removeprefix("Tensor."): c.dtype for name, c in _FACTS.conversions.items() if c.dtype
 }
 _DTYPE_NAMES = _FACTS.floating_dtypes
+NO_GRAD_CONTEXTS = frozenset(n for n, k in _FACTS.grad_modes.items() if k in ("off", "inference"))
+INFERENCE_CONTEXTS = frozenset(n for n, k in _FACTS.grad_modes.items() if k == "inference")
+ENABLE_GRAD_CONTEXTS = frozenset(n for n, k in _FACTS.grad_modes.items() if k == "on")
+SET_GRAD_CONTEXTS = frozenset(n for n, k in _FACTS.grad_modes.items() if k == "argument")
 BIN_OPS: dict[type[ast.operator], str] = {
     ast.Add: "add",
     ast.Sub: "sub",
@@ -109,6 +110,8 @@ AUG_SYMBOL: dict[type[ast.operator], str] = {
 
 # At most this many arguments are named in "fails if `a` or `b` requires grad".
 _NAMED_ARGUMENTS = 3
+# `func = a if c else b`: a call of `func` runs each of up to this many functions.
+_CALLEE_CHOICES = 4
 
 _ACTIVATION_KEYS = frozenset(a.replace("_", "") for a in ACTIVATIONS)
 
@@ -454,6 +457,13 @@ def join_values(a: Value, b: Value) -> Value:
         return a
     if a.kind == b.kind == "scalar":
         return a
+    if a.kind == b.kind == "symbol" and (a.qualname or a.items) and (b.qualname or b.items):
+        # `func = _multi_tensor_adam if foreach else _single_tensor_adam`: one of them.
+        choices = {v.qualname: v for v in (*(a.items or (a,)), *(b.items or (b,)))}
+        if len(choices) == 1:
+            return a
+        if len(choices) <= _CALLEE_CHOICES:
+            return Value("symbol", tensor=False, grad=False, items=tuple(choices.values()))
     kind = a.kind if a.kind == b.kind else ("tensor" if "tensor" in (a.kind, b.kind) else "unknown")
     tensor = a.tensor if a.tensor == b.tensor else None
     if a.grad is True or b.grad is True:
@@ -477,7 +487,8 @@ def join_values(a: Value, b: Value) -> Value:
         module=a.module if a.module is b.module else (a.module or b.module),
         steps=a.steps | b.steps,
         name=a.name,
-        grad_from=_grad_from([a, b]) if grad is None else "",
+        # One of the two: the arguments either rests on, as far as they are named.
+        grad_from=_grad_from([v for v in (a, b) if v.grad_from]) if grad is None else "",
     )
 
 
@@ -638,11 +649,17 @@ class Interpreter:
         )
 
     def _decorated_no_grad(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether the function runs with grad mode off: under a no_grad decorator, or as an
+        operator's kernel (`@torch.library.custom_op(...)`, or registered by one), which
+        runs below autograd."""
         for dec in fn.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
-            if self.model.qualify(target) in NO_GRAD_CONTEXTS and not _mode_off(dec):
+            qual = self.model.qualify(target)
+            if qual in NO_GRAD_CONTEXTS and not _mode_off(dec):
                 return True
-        return False
+            if qual in _FACTS.kernels and isinstance(dec, ast.Call):
+                return True
+        return self.model.functions.get(fn.name) is fn and fn.name in self.model.kernels
 
     def _decorated_inference(
         self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int
@@ -650,7 +667,7 @@ class Interpreter:
         """An `@torch.inference_mode()` decorator's site (None: none, or mode=False)."""
         for dec in fn.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
-            if self.model.qualify(target) == "torch.inference_mode" and not _mode_off(dec):
+            if self.model.qualify(target) in INFERENCE_CONTEXTS and not _mode_off(dec):
                 return self._loc_in(dec, start), self.model.path
         return None
 
@@ -959,7 +976,7 @@ class Interpreter:
                 if _mode_off(expr):
                     continue
                 frame.grad_enabled = False
-                if qual == "torch.inference_mode" and self.inference_at is None:
+                if qual in INFERENCE_CONTEXTS and self.inference_at is None:
                     self.inference_at = (self.loc(expr, frame), frame.path)
             elif qual in ENABLE_GRAD_CONTEXTS:
                 frame.grad_enabled = True
@@ -1587,6 +1604,8 @@ class Interpreter:
             return self.module_call(callee.module, args, node, frame)
         if callee.kind == "symbol" and callee.qualname:
             return self.symbol_call(callee.qualname, args, kwargs, node, frame)
+        if callee.kind == "symbol" and callee.items:
+            return self._call_one_of(callee.items, args, kwargs, node, frame)
         if callee.kind == "optimizer":
             return unknown()
         if isinstance(func, ast.Name) and func.id not in frame.env and not kwargs:
@@ -1594,6 +1613,33 @@ class Interpreter:
             if builtin is not None:
                 return builtin
         return self.unknown_call(args, kwargs)
+
+    def _call_one_of(
+        self,
+        choices: tuple[Value, ...],
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        """A call of one of several functions (`func(...)` after `func = a if c else b`):
+        each from the same state, as the bodies of an `if` run, and the paths joined."""
+        base_heap, base_ctx = self.heap, frame.ctx
+        results: list[Value] = []
+        heaps: list[Heap] = []
+        for choice in choices:
+            self.heap = base_heap.copy()
+            frame.ctx = Ctx(base_ctx, f"`{_short(node.func)}` is `{choice.qualname}`")
+            results.append(self.symbol_call(choice.qualname or "", args, kwargs, node, frame))
+            heaps.append(self.heap)
+        frame.ctx = base_ctx
+        self.heap = heaps[0]
+        for heap in heaps[1:]:
+            self.heap.join(heap)
+        result = results[0]
+        for other in results[1:]:
+            result = join_values(result, other)
+        return result
 
     def _receiver(self, func: ast.Attribute, frame: Frame) -> Value | None:
         root = func.value
@@ -2869,15 +2915,25 @@ def _writes_in_place(owner: ModuleModel, fn: ast.FunctionDef | ast.AsyncFunction
     return cached
 
 
-_INTEGER_TENSOR = re.compile(r"\b(?:Long|Int|Short|Char|Byte|Bool)Tensor\b")
-_FLOAT_TENSOR = re.compile(r"\b(?:Float|Double|Half|BFloat16)?Tensor\b")
+# `torch.LongTensor` (token ids), `BoolTensor` (masks): annotations that name an integer or
+# bool tensor type; `FloatTensor` or a plain `Tensor`, a floating one.
+_INTEGER_TENSOR = re.compile(
+    r"\b(?:"
+    + "|".join(n for n, d in _FACTS.tensor_types.items() if d not in _DTYPE_NAMES.values())
+    + r")\b"
+)
+_FLOAT_TENSOR = re.compile(
+    r"\b(?:"
+    + "|".join(n for n, d in _FACTS.tensor_types.items() if d in _DTYPE_NAMES.values())
+    + r"|Tensor)\b"
+)
 
 
 # Builtins whose result is a plain Python value whatever they are given.
 _PYTHON_VALUES = frozenset(
     "len int float bool str repr isinstance issubclass hasattr callable id hash print".split()
 )
-_AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+_AUTOGRAD_FUNCTIONS = _FACTS.autograd_function
 _HELD_ITEMS = 64  # the elements a list built by append() keeps track of
 _UNROLLED_LAYERS = 32  # a ModuleList iterated in a loop is followed layer by layer up to this
 _UNROLLED_STEPS = 4  # `for i in range(n)` with n this small runs each pass with its number

@@ -132,6 +132,7 @@ class DocumentAnalysis:
         self._candidate_functions = self._candidates & model.functions.keys()
         imports_key = _digest(
             repr(sorted(model.imports.items()))
+            + repr(sorted(model.kernels))  # registered as kernels elsewhere: grad mode off
             + (str(self.workspace.generation) if self.workspace else "")
         )
         findings: list[tuple[str, Finding]] = []

@@ -48,7 +48,11 @@ Details of the generated table (CPU, float64 probes):
   (or, `same: "view"`, a view of it: `reshape`) when its dtype, device or layout already is
   what they ask, a copy otherwise;
   `floating_dtypes`: torch's floating dtypes by each name; `activations`: the functional
-  forms of torch.nn.modules.activation's modules.
+  forms of torch.nn.modules.activation's modules; `grad_modes`: the grad-mode context
+  managers by what entering one does; `tensor_types`: the legacy tensor types' dtypes
+  (`LongTensor`: int64); `autograd_function`: the names torch.autograd.Function has;
+  `kernels`: functions that register a Python function as an op's kernel (which runs with
+  grad mode off), by the position of that argument.
 """
 
 from __future__ import annotations
@@ -143,6 +147,13 @@ class TensorFacts:
     conversions: Mapping[str, Conversion] = field(default_factory=dict)  # "Tensor.float"
     floating_dtypes: Mapping[str, str] = field(default_factory=dict)  # "half" -> "float16"
     activations: frozenset[str] = frozenset()  # torch.nn.functional names: "leaky_relu"
+    # Grad-mode context managers by qualified name: "off", "inference", "on", "argument".
+    grad_modes: Mapping[str, str] = field(default_factory=dict)
+    tensor_types: Mapping[str, str] = field(default_factory=dict)  # "LongTensor" -> "int64"
+    autograd_function: frozenset[str] = frozenset()  # the names of torch.autograd.Function
+    # Functions that register a Python function as an op's kernel (torch.library.custom_op),
+    # by that argument's position: the kernel's body runs below autograd, grad mode off.
+    kernels: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -233,6 +244,10 @@ def _tensor_facts(raw: object) -> TensorFacts:
         },
         floating_dtypes=dict(raw.get("floating_dtypes", {})),
         activations=frozenset(raw.get("activations", ())),
+        grad_modes=dict(raw.get("grad_modes", {})),
+        tensor_types=dict(raw.get("tensor_types", {})),
+        autograd_function=frozenset(raw.get("autograd_function", ())),
+        kernels=dict(raw.get("kernels", {})),
     )
 
 

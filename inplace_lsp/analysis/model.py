@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import cast
 
+from inplace_lsp.analysis.knowledge import load as load_knowledge
+
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 CONTAINERS = frozenset(
     {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList"}
@@ -61,6 +63,7 @@ class ModuleModel:
     mentions_torch: bool = False
     path: str | None = None  # None: the document being analysed
     mentions_training: bool = True  # the text calls backward() or step() somewhere
+    kernels: set[str] = field(default_factory=set)  # functions registered as an op's kernel
     lines: list[str] = field(default_factory=list)
     # Resolves an imported qualified name to the model of the file defining it.
     resolver: Callable[[str], ModuleModel | None] | None = None
@@ -375,6 +378,7 @@ class Fragment:
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     block_starts: dict[int, int] = field(default_factory=dict)
+    kernels: set[str] = field(default_factory=set)  # functions registered as an op's kernel
 
 
 def fragment(tree: ast.Module, start: int, model: ModuleModel) -> Fragment:
@@ -397,7 +401,25 @@ def fragment(tree: ast.Module, start: int, model: ModuleModel) -> Fragment:
             init = info.methods.get("__init__")
             if init is not None:
                 _scan_init(model, info, init)
+        else:
+            frag.kernels |= _kernels_registered(stmt, model)
     return frag
+
+
+def _kernels_registered(stmt: ast.stmt, model: ModuleModel) -> set[str]:
+    """The functions of this file a module-level statement registers as an operator's
+    kernel (`torch.library.custom_op("ns::op", fn, mutates_args=())`): they run below
+    autograd, with grad mode off."""
+    kernels = load_knowledge().tensor.kernels
+    found: set[str] = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call):
+            position = kernels.get(model.qualify(node.func) or "")
+            if position is not None and len(node.args) > position:
+                fn = node.args[position]
+                if isinstance(fn, ast.Name):
+                    found.add(fn.id)
+    return found
 
 
 def add_fragment(model: ModuleModel, frag: Fragment) -> None:
@@ -406,6 +428,7 @@ def add_fragment(model: ModuleModel, frag: Fragment) -> None:
     model.classes.update(frag.classes)
     model.functions.update(frag.functions)
     model.block_starts.update(frag.block_starts)
+    model.kernels |= frag.kernels
 
 
 def finalize(model: ModuleModel) -> None:
