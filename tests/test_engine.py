@@ -333,3 +333,45 @@ def test_the_suite_runs_in_strict_mode_and_an_unhandled_node_raises(
         analyze(text)
     monkeypatch.setattr(dataflow, "STRICT", False)
     assert [f for f in analyze(text) if f.severity is Severity.ERROR] == []
+
+
+MOVED = """\
+import torch
+
+
+def scale(h):
+    h.mul_(2)
+    return h
+
+
+def forward(x):
+    h = torch.sigmoid(x)
+    h = scale(h)
+    return h.sum()
+
+
+forward(torch.randn(3, requires_grad=True)).backward()
+"""
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda text: "\n\n" + text,  # every block moves
+        lambda text: text.replace("\n\n\ndef forward", "\n\n\nLIMIT = 3\n\n\ndef forward"),
+        lambda text: text.replace("\ndef scale", "\n# helpers\ndef scale"),  # the helper moves
+    ],
+)
+def test_a_block_that_only_moved_keeps_its_findings_moved_with_it(edit: object) -> None:
+    """Lines added above code move its findings (spans, related locations, fixes and the
+    "(line N)" in messages, each by how far its own block moved) without analysing it again;
+    they equal a fresh analysis of the new text."""
+    assert callable(edit)
+    live = DocumentAnalysis()
+    before = live.update(MOVED)
+    assert [f.code for f in before.findings] == ["IPL001"]
+    assert "(line 10)" in before.findings[0].message
+    moved = live.update(edit(MOVED))
+    assert moved.blocks_analysed == 0
+    assert moved.findings == DocumentAnalysis().update(edit(MOVED)).findings
+    assert moved.findings != before.findings

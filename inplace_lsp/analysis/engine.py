@@ -20,7 +20,7 @@ from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import Block, ParseCache, Splitter
 from inplace_lsp.analysis.candidates import is_candidate
 from inplace_lsp.analysis.dataflow import Facts, Interpreter, iter_entry_points
-from inplace_lsp.analysis.findings import Finding, Severity
+from inplace_lsp.analysis.findings import Finding, Severity, Span
 from inplace_lsp.analysis.knowledge import Knowledge, load
 from inplace_lsp.analysis.model import ClassInfo
 from inplace_lsp.analysis.rules import RULES
@@ -70,6 +70,10 @@ _Analysed = tuple[
 ]
 
 
+# Where the code a block's analysis ran sat: (block key, first line, last line) of the block and
+# of every definition it may run, in the document at the time.
+_Layout = tuple[tuple[str, int, int], ...]
+
 _OLD_RESULTS = 32  # findings of texts the document no longer has, kept for an undo
 
 
@@ -91,7 +95,8 @@ class DocumentAnalysis:
         self.splitter = Splitter(self.parse_cache)
         self._fragments: dict[tuple[str, int, int], model_mod.Fragment] = {}
         self._imports: dict[str, list[tuple[str, str]]] = {}
-        self._results: OrderedDict[tuple[str, int, str], _Analysed] = OrderedDict()
+        # Each entry: the findings, and the layout they were found in (_Layout).
+        self._results: OrderedDict[tuple[str, int, str], tuple[_Analysed, _Layout]] = OrderedDict()
         # A caller that reports DocumentResult.notes itself (the CLI) turns this off; the
         # language server has them logged, once per function (each keystroke in a function
         # analyses it again).
@@ -145,14 +150,20 @@ class DocumentAnalysis:
             if not (facts.candidate or not self._candidates.isdisjoint(facts.names)):
                 continue
             deps = dependencies.digest(block)
-            cache_key = (block.key, block.start_line, imports_key + deps)
-            cached = self._results.get(cache_key)
+            # Keyed by what the findings depend on, not by where: a block that only moved
+            # (a line added above it) keeps its findings, moved with it.
+            cache_key = (block.key, 0, imports_key + deps)
+            layout = dependencies.layout(block)
+            stored = self._results.get(cache_key)
+            cached = None
+            if stored is not None:
+                self._results.move_to_end(cache_key)
+                cached = stored[0] if stored[1] == layout else _moved(stored, layout)
             if cached is None:
                 cached = self._analyse_block(block, model, ctx)
                 analysed += 1
-                self._results[cache_key] = cached
-            else:
-                self._results.move_to_end(cache_key)
+            if stored is None or stored[1] != layout:
+                self._results[cache_key] = (cached, layout)
             used += 1
             findings.extend(cached[0])
             notes.extend(cached[1])
@@ -209,7 +220,8 @@ class DocumentAnalysis:
         deps = dependencies.digest(names)
         key = _digest(imports_key + repr([(b.key, b.start_line) for b in loose]) + deps)
         cache_key = ("<script>", 0, key)
-        cached = self._results.get(cache_key)
+        stored = self._results.get(cache_key)
+        cached = stored[0] if stored is not None else None
         if cached is None:
             pieces = [(b.tree.body, b.start) for b in loose if b.tree is not None]
             interp = Interpreter(model, self.knowledge)
@@ -221,7 +233,7 @@ class DocumentAnalysis:
                 line = interp.too_deep_line or loose[0].start_line
                 what = "the module-level code"
                 cached = ([], (Note(line, 0, _too_deep(what, line), what),), ())
-            self._results[cache_key] = cached
+            self._results[cache_key] = (cached, ())
         else:
             self._results.move_to_end(cache_key)
         return cached
@@ -443,6 +455,8 @@ class _Dependencies:
         self._edges_cache = edges_cache
         self.edges = {name: self.mentioned(block) for name, block in defs.items()}
         self._closures: dict[str, int] = {}
+        self._members: dict[str, frozenset[str]] = {}
+        self._layouts: dict[tuple[str, frozenset[str]], _Layout] = {}
 
     def mentioned(self, block: Block) -> frozenset[str]:
         """The definitions a block's text names (kept between updates)."""
@@ -464,7 +478,8 @@ class _Dependencies:
         return format(combined & 0xFFFFFFFFFFFFFFFF, "x")
 
     def _closure(self, name: str) -> int:
-        """Hash of the (block, line) of every definition reachable from `name`."""
+        """Hash of the block text of every definition reachable from `name` (not of where
+        they are: findings move with their blocks, see _moved)."""
         found = self._closures.get(name)
         if found is None:
             seen: set[str] = set()
@@ -474,11 +489,27 @@ class _Dependencies:
                 if current not in seen:
                     seen.add(current)
                     todo.extend(self.edges[current] - seen)
-            blocks = self.defs
-            found = self._closures[name] = hash(
-                frozenset((blocks[n].key, blocks[n].start_line) for n in seen)
-            )
+            self._members[name] = frozenset(seen)
+            found = self._closures[name] = hash(frozenset(self.defs[n].key for n in seen))
         return found
+
+    def layout(self, block: Block) -> _Layout:
+        """Where the block and the definitions it may run are now (see _Layout); after
+        digest(block), which found what they are."""
+        roots = self.mentioned(block)
+        key = (block.key, roots)
+        found = self._layouts.get(key)
+        if found is None:
+            names: set[str] = set()
+            for root in roots:
+                self._closure(root)
+                names |= self._members[root]
+            placed = {self._place(block), *(self._place(self.defs[n]) for n in names)}
+            found = self._layouts[key] = tuple(sorted(placed))
+        return found
+
+    def _place(self, block: Block) -> tuple[str, int, int]:
+        return (block.key, block.start_line, block.start_line + block.line_count - 1)
 
 
 def _candidate_defs(
@@ -501,6 +532,72 @@ def _candidate_defs(
                 candidates.add(name)
                 changed = True
     return frozenset(candidates)
+
+
+_LINE_REFERENCE = re.compile(r"\bline (\d+)")
+
+
+def _moved(stored: tuple[_Analysed, _Layout], layout: _Layout) -> _Analysed | None:
+    """Findings of blocks that moved (the same texts, at other lines), moved with them: each
+    line, in spans and in messages ("saved ... (line 12)"), by how far the block holding it
+    moved. None when that cannot be said: a block it ran is gone or there twice, a line lies
+    outside them, or a message names a line of another file."""
+    (found, notes, follows), before = stored
+    now: dict[str, int | None] = {}
+    for key, start, _ in layout:
+        now[key] = None if key in now else start  # a text twice: which one moved is unclear
+    if {key for key, _, _ in before} != set(now):
+        return None
+    shifts: list[tuple[int, int, int]] = []
+    for key, start, end in before:
+        new = now[key]
+        if new is None:
+            return None
+        shifts.append((start, end, new - start))
+
+    def line(number: int) -> int:
+        for start, end, delta in shifts:
+            if start <= number <= end:
+                return number + delta
+        raise _Unmoved
+
+    def span(s: Span) -> Span:
+        return Span(line(s.line), s.col, line(s.end_line), s.end_col)
+
+    def text(message: str) -> str:
+        return _LINE_REFERENCE.sub(lambda m: f"line {line(int(m.group(1)))}", message)
+
+    try:
+        moved_findings = []
+        for entry, f in found:
+            if any(r.path is not None for r in f.related) and (
+                _LINE_REFERENCE.search(f.message) or f.history
+            ):
+                return None  # a line number in the message may be another file's
+            moved_findings.append(
+                (
+                    entry,
+                    replace(
+                        f,
+                        span=span(f.span),
+                        message=text(f.message),
+                        related=tuple(
+                            r if r.path is not None else replace(r, span=span(r.span))
+                            for r in f.related
+                        ),
+                        fix=None if f.fix is None else replace(f.fix, target=span(f.fix.target)),
+                        history=tuple(text(h) for h in f.history),
+                    ),
+                )
+            )
+        moved_notes = tuple(replace(n, line=line(n.line), message=text(n.message)) for n in notes)
+    except _Unmoved:
+        return None
+    return moved_findings, moved_notes, follows
+
+
+class _Unmoved(Exception):
+    """A line of stored findings that no block of the layout holds."""
 
 
 def _too_deep(what: str, line: int) -> str:
