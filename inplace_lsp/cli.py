@@ -28,6 +28,7 @@ from urllib.parse import quote
 from inplace_lsp import __version__, config, notebook
 from inplace_lsp.analysis import engine
 from inplace_lsp.analysis.findings import Finding, Severity, Span
+from inplace_lsp.analysis.lines import split_lines
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -239,11 +240,6 @@ class FileResult:
         return Located(finding, place, related)
 
 
-def source_lines(text: str) -> list[str]:
-    """Lines as `ast` numbers them (\\r\\n, \\r and \\n end a line; \\f and \\u2028 do not)."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-
-
 def _safe_fixer() -> Callable[[str, list[Finding]], str] | None:
     """`inplace_lsp.fixes.apply_safe_fixes`, once the fixes package provides it."""
     fixes = importlib.import_module("inplace_lsp.fixes")
@@ -268,7 +264,7 @@ def _findings(
             where = result.place(Span(note.line, note.col, note.line, note.col))
             result.messages.append(f"{where.label()}: note: {note.message}")
         result.too_deep = len(analysis.notes)
-    return config.apply(analysis.findings, settings, source_lines(text))
+    return config.apply(analysis.findings, settings, split_lines(text))
 
 
 def _is_notebook(path: str) -> bool:

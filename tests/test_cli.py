@@ -21,6 +21,7 @@ import pytest
 from inplace_lsp import cli, fixes
 from inplace_lsp.analysis import engine
 from inplace_lsp.analysis.findings import Finding, FixRecipe, Related, Severity, Span
+from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.config import Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,7 +32,7 @@ def fake_analyze(text: str, path: str | None = None) -> list[Finding]:
     """A finding per `#! CODE severity [fixable]` marker, on the code before the marker,
     with the previous line as the related `saved by` location."""
     findings = []
-    for number, line in enumerate(cli.source_lines(text), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         match = MARKER.search(line)
         if not match:
             continue

@@ -375,3 +375,21 @@ def test_a_block_that_only_moved_keeps_its_findings_moved_with_it(edit: object) 
     assert moved.blocks_analysed == 0
     assert moved.findings == DocumentAnalysis().update(edit(MOVED)).findings
     assert moved.findings != before.findings
+
+
+@pytest.mark.parametrize("odd", ["\f", "\u2028", "\v", "\x85", "\u2029", "\x1c"])
+def test_characters_that_splitlines_breaks_at_do_not_move_lines(odd: str) -> None:
+    """A form feed or U+2028 in a comment is no line break for Python or for LSP: the
+    findings below it are those of the same text with a space there, on every update."""
+    text = (EXAMPLES / "residual_after_sigmoid.py").read_text(encoding="utf-8")
+    plain = "# page one  and two\n" + text
+    odd_text = plain.replace("one  and", f"one {odd}and")
+    expected = DocumentAnalysis().update(plain).findings
+    assert expected
+    live = DocumentAnalysis()
+    assert live.update(odd_text).findings == expected
+    edited = odd_text.replace("import torch", "import torch  ", 1)
+    assert live.update(edited).findings == DocumentAnalysis().update(
+        plain.replace("import torch", "import torch  ", 1)
+    ).findings
+    assert analyze_document(odd_text).findings == expected

@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from inplace_lsp import cli, fixes
+from inplace_lsp import fixes
 from inplace_lsp.analysis.engine import DocumentResult
 from inplace_lsp.analysis.findings import Finding, FixRecipe, Related, Severity, Span
+from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.lsp import actions, convert, hover
 from inplace_lsp.lsp.diagnostics import build_view
 from inplace_lsp.lsp.layout import Layout, mask_magics, notebook_program
@@ -84,8 +85,7 @@ def test_ranges_and_points_round_trip() -> None:
 
 
 def test_split_lines_as_lsp_and_ast_do() -> None:
-    assert convert.split_lines("a\r\nb\rc\nd\u2028e\x0cf\n") == ["a", "b", "c", "d\u2028e\x0cf", ""]
-    assert convert.split_lines("a\r\nb") == cli.source_lines("a\r\nb")
+    assert split_lines("a\r\nb\rc\nd\u2028e\x0cf\n") == ["a", "b", "c", "d\u2028e\x0cf", ""]
 
 
 @pytest.mark.parametrize(
@@ -346,7 +346,7 @@ def stub_fixes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         return text.replace("h += 1", "h = h + 1").replace("inplace=True", "inplace=False")
 
     def noqa_edit(text: str, finding: Finding) -> convert.TextChange:
-        end = len(convert.split_lines(text)[finding.span.line - 1])
+        end = len(split_lines(text)[finding.span.line - 1])
         line = finding.span.line
         return convert.TextChange(Span(line, end, line, end), f"  # noqa: {finding.code}")
 
@@ -731,7 +731,7 @@ def test_wanted_kinds(kind: str, only: list[str] | None, wanted: bool) -> None:
 
 
 def test_enclosing_class() -> None:
-    lines = convert.split_lines(DOC)
+    lines = split_lines(DOC)
     assert actions.enclosing_class(lines, 8) == 5
     assert actions.enclosing_class(lines, 12) == 5
     assert actions.enclosing_class(lines, 1) is None
@@ -762,7 +762,7 @@ def test_verify_results_are_pushed_to_pull_clients_without_refresh(tmp_path: Pat
         "saved_by": {"path": path, "line": line - 1, "op": "SigmoidBackward0"},
         "related": [],
     }
-    lines = convert.split_lines(DOC)
+    lines = split_lines(DOC)
     session._verified_result(uri, 1, path, lines, line, result)
     assert client.refreshes == 0
     (published_uri, version, found) = client.published[-1]
@@ -814,7 +814,7 @@ def test_each_target_keeps_its_verify_result_until_its_text_changes(tmp_path: Pa
     uri = (tmp_path / "m.py").as_uri()
     path = str(tmp_path / "m.py")
     session.open_document(uri, 1, TWO_GATES)
-    lines = convert.split_lines(TWO_GATES)
+    lines = split_lines(TWO_GATES)
     gate = lines.index('        note = "é😀"; h += 1') + 1
     other = lines.index("        g += 1") + 1
 

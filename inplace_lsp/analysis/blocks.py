@@ -14,6 +14,8 @@ import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from inplace_lsp.analysis.lines import line_count, lines_with_ends
+
 # A line that starts at column 0 with one of these continues the block above it.
 _CONTINUATIONS = ("else", "elif", "except", "finally", "case")
 _CLOSERS = (")", "]", "}")
@@ -34,7 +36,7 @@ class Block:
 
     @property
     def line_count(self) -> int:
-        return self.text.count("\n") + (0 if self.text.endswith("\n") else 1)
+        return max(line_count(self.text), 1)
 
     @property
     def start(self) -> int:
@@ -141,7 +143,7 @@ class Splitter:
         self._blocks: list[Block] = []
 
     def split(self, text: str) -> list[Block]:
-        lines = text.splitlines(keepends=True)
+        lines = lines_with_ends(text)
         old_lines, old_blocks = self._lines, self._blocks
         if not old_blocks:
             key = digest(text)

@@ -22,6 +22,7 @@ from inplace_lsp.analysis.candidates import is_candidate
 from inplace_lsp.analysis.dataflow import Facts, Interpreter, iter_entry_points
 from inplace_lsp.analysis.findings import Finding, Severity, Span
 from inplace_lsp.analysis.knowledge import Knowledge, load
+from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.analysis.model import ClassInfo
 from inplace_lsp.analysis.rules import RULES
 from inplace_lsp.analysis.rules.base import DocContext, Rule
@@ -385,7 +386,7 @@ class DocumentAnalysis:
         tree = block.tree
         assert tree is not None
         notes: list[Note] = []
-        block_lines = block.text.splitlines()
+        block_lines = split_lines(block.text)
         findings: list[tuple[str, Finding]] = []
         follows: list[tuple[str, frozenset[str]]] = []
         for rule in self._rules:

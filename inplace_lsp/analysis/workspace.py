@@ -19,6 +19,7 @@ from pathlib import Path
 
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import ParseCache, Splitter
+from inplace_lsp.analysis.lines import split_lines
 
 MAX_FILE_BYTES = 2_000_000  # larger imported files are not modelled
 STAT_INTERVAL_S = 2.0
@@ -196,7 +197,7 @@ class Workspace:
             if b.tree is not None
         ]
         return model_mod.build(
-            blocks, path=path, lines=text.splitlines(), resolver=self.resolver_for(path)
+            blocks, path=path, lines=split_lines(text), resolver=self.resolver_for(path)
         )
 
     def files(self) -> dict[str, list[str]]:

@@ -20,9 +20,8 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from inplace_lsp.analysis.findings import Span
+from inplace_lsp.analysis.lines import lines_with_ends
 
-_LINE_END = re.compile(r"\r\n|\r|\n")  # what `ast` counts as a line end (not \f, not \u2028)
-_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _CONTINUATION = re.compile(r"(else|elif|except|finally)\b")
 _MAX_WIDEN = 3
 _LARGE_BLOCK = 200  # lines; larger top-level blocks are narrowed to the function
@@ -39,17 +38,9 @@ class Edit:
 def split_lines(text: str) -> list[str]:
     """Lines with their endings, numbered as `ast` numbers them; the text after the last line
     end is a final (possibly empty) line, so every position has a line."""
-    if not _OTHER_BREAKS.search(text):  # str.splitlines also breaks at these; it is fast
-        lines = text.splitlines(keepends=True)
-        if not lines or lines[-1][-1:] in ("\n", "\r"):
-            lines.append("")
-        return lines
-    lines = []
-    start = 0
-    for match in _LINE_END.finditer(text):
-        lines.append(text[start : match.end()])
-        start = match.end()
-    lines.append(text[start:])
+    lines = lines_with_ends(text)
+    if not lines or lines[-1][-1:] in ("\n", "\r"):
+        lines.append("")
     return lines
 
 

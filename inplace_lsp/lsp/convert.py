@@ -8,7 +8,6 @@ Lines are split as LSP and `ast` split them: at `\\r\\n`, `\\r` and `\\n` only.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from lsprotocol import types
 
 from inplace_lsp.analysis.findings import Finding, Severity, Span
+from inplace_lsp.analysis.lines import LINE_BREAK
 from inplace_lsp.analysis.rules.base import DOCS_URL
 
 SOURCE = "inplace-lsp"
@@ -23,7 +23,6 @@ UTF8 = types.PositionEncodingKind.Utf8.value
 UTF16 = types.PositionEncodingKind.Utf16.value
 UTF32 = types.PositionEncodingKind.Utf32.value
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
@@ -43,26 +42,6 @@ def choose_encoding(offered: Sequence[str] | None) -> str:
     if offered and UTF16 not in offered and UTF32 in offered:
         return UTF32
     return UTF16
-
-
-def split_lines(text: str) -> list[str]:
-    """The lines of `text` without their line breaks; a final break starts an empty line."""
-    if "\r" not in text:
-        return text.split("\n")  # the common case, several times faster than the regex
-    return _LINE_BREAK.split(text)
-
-
-# What str.splitlines breaks at besides \n and \r.
-_OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
-_LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
-
-
-def lines_with_ends(text: str) -> tuple[str, ...]:
-    """The lines of `text` with their line breaks, broken only where LSP breaks lines (`\n`,
-    `\r\n`, `\r`): str.splitlines also breaks at \f, \v, \x85, \u2028 and others."""
-    if _OTHER_BREAKS.search(text) is None:
-        return tuple(text.splitlines(True))  # the common case, in C
-    return tuple(_LINE_WITH_END.findall(text))
 
 
 def units(text: str, encoding: str) -> int:
@@ -224,7 +203,7 @@ def _point_at(text: str, offset: int) -> tuple[int, int]:
     head = text[:offset]
     line = 1
     line_start = 0
-    for match in _LINE_BREAK.finditer(head):
+    for match in LINE_BREAK.finditer(head):
         line += 1
         line_start = match.end()
     return line, offset - line_start

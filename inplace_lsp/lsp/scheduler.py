@@ -22,8 +22,8 @@ from typing import Protocol
 
 from inplace_lsp.analysis.engine import DocumentAnalysis, DocumentResult, Note, SyntaxProblem
 from inplace_lsp.analysis.findings import Finding
+from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.analysis.workspace import Workspace
-from inplace_lsp.lsp.convert import split_lines
 
 logger = logging.getLogger(__name__)
 

@@ -43,6 +43,7 @@ from pygls.workspace.text_document import TextDocument
 
 from inplace_lsp import __version__
 from inplace_lsp.analysis.engine import DocumentAnalysis
+from inplace_lsp.analysis.lines import lines_with_ends
 from inplace_lsp.lsp import actions, convert, verification
 from inplace_lsp.lsp.framing import FrameReader, Skipped
 from inplace_lsp.lsp.session import Cells, Features, Session, uri_to_path
@@ -68,7 +69,7 @@ WATCHED = ("**/pyproject.toml", "**/*.py")
 # str.splitlines: a file holding a form feed or U+2028 would take later edits on the wrong
 # line. LSP lines end only at \n, \r\n and \r.
 TextDocument.lines = property(  # type: ignore[method-assign,assignment]
-    lambda self: convert.lines_with_ends(self.source)
+    lambda self: tuple(lines_with_ends(self.source))
 )
 
 

@@ -26,6 +26,7 @@ import attrs
 from lsprotocol import types
 
 from inplace_lsp.analysis.findings import Span
+from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.analysis.workspace import Workspace
 from inplace_lsp.config import Settings, too_large
 from inplace_lsp.lsp import actions, convert, hover, verification
@@ -460,9 +461,7 @@ class Session:
             return known
         if path not in self._other_lines:
             try:
-                self._other_lines[path] = convert.split_lines(
-                    Path(path).read_text(encoding="utf-8")
-                )
+                self._other_lines[path] = split_lines(Path(path).read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError):
                 self._other_lines[path] = None
         return self._other_lines[path]
@@ -556,7 +555,7 @@ class Session:
                 path = untitled_path(uri, self.workspace.root)  # not written: runs the buffer
             if path is None or path.endswith(".ipynb"):
                 return self._not_run("verify runs Python files, notebooks and untitled buffers")
-            lines = convert.split_lines(text)
+            lines = split_lines(text)
             line = convert.to_point(lines, where, self.features.encoding)[0] if where else None
         settings = self.settings.for_path(path).settings
         root = str(self.workspace.root) if self.workspace.root is not None else None
@@ -582,7 +581,7 @@ class Session:
         progress.end(summary)
         self.client.show(summary, kind)
         if cell is None:
-            self._verified_result(uri, version, path, convert.split_lines(text), line, result)
+            self._verified_result(uri, version, path, split_lines(text), line, result)
         elif owner is not None:
             self._verified_notebook(owner, cell[0], path, text, line, result)
         return result
@@ -606,10 +605,10 @@ class Session:
         name = str(result.get("target") or "")
         here = "inplace-lsp-notebook:program"
         found = verification.diagnostics(
-            result, path, here, convert.split_lines(program), self.features.encoding, line
+            result, path, here, split_lines(program), self.features.encoding, line
         )
         placed: dict[str, list[types.Diagnostic]] = {}
-        lines = convert.split_lines(program)
+        lines = split_lines(program)
         depends = [*_lines_named(found, here), *(verification.target_span(lines, name) or ())]
         cells = {c.uri: c.version for c in layout.cells if any(c.holds(n) for n in depends)}
         for diagnostic in found:
@@ -740,7 +739,7 @@ class Session:
         targets = self._verified.get(uri)
         if not targets:
             return
-        lines = convert.split_lines(text)
+        lines = split_lines(text)
         dropped = moved = False
         for target, entry in list(targets.items()):
             start = _find_block(lines, entry.block, entry.first_line)

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 from lsprotocol import types
 
 from inplace_lsp.analysis.engine import DocumentAnalysis
+from inplace_lsp.analysis.lines import lines_with_ends
 from inplace_lsp.lsp import convert
 from inplace_lsp.verify import runner
 from inplace_lsp.verify.harness import error_result
@@ -315,7 +316,7 @@ def notebook_definitions(program: str) -> str:
         tree = ast.parse(program)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return program  # the run reports the syntax error at its line
-    lines = program.splitlines(keepends=True)
+    lines = lines_with_ends(program)
     for stmt in tree.body:
         if _runs_at_import(stmt):
             continue

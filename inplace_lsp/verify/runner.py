@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.config import Settings, VerifySettings
 from inplace_lsp.verify import coverage, targets
 from inplace_lsp.verify.harness import error_result
@@ -842,7 +843,7 @@ def _flagged(
         found = engine.analyze_document(text, path).findings
     except (SyntaxError, ValueError, RecursionError):
         return []
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # as ast numbers them
+    lines = split_lines(text)  # as ast numbers them
     kept = config.apply(found, chosen, lines)
     return sorted(
         {

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inplace_lsp.analysis import model as model_mod
+from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.analysis.model import (
     ClassInfo,
     ModuleModel,
@@ -2080,7 +2081,7 @@ def find_target(
         tree = ast.parse(text)
     except SyntaxError as exc:
         raise VerifyError(f"cannot parse {where}: line {exc.lineno}: {exc.msg}") from None
-    model = model_mod.build([(tree, 1, True)], path=path, lines=text.splitlines())
+    model = model_mod.build([(tree, 1, True)], path=path, lines=split_lines(text))
     consts = _module_consts(tree, model)
     enclosing = _enclosing(tree, line) if line is not None else None
     spec: Spec

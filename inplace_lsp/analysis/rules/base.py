@@ -16,6 +16,7 @@ from inplace_lsp.analysis.findings import (
     Severity,
     Span,
 )
+from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.analysis.model import ModuleModel
 
 DOCS_URL = "https://github.com/inplace-lsp/inplace-lsp/blob/main/docs/rules.md"
@@ -48,7 +49,7 @@ class DocContext:
     @property
     def lines(self) -> list[str]:
         if self._lines is None:
-            self._lines = (self._text or "").splitlines()
+            self._lines = split_lines(self._text or "")
         return self._lines
 
     def _col(self, line: int, byte_col: int, path: str | None = None) -> int:

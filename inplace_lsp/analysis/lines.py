@@ -1,0 +1,40 @@
+"""Lines as the LSP spec and Python's tokenizer count them: a line ends at `\\n`, `\\r\\n` or
+`\\r` and nowhere else. `str.splitlines` also breaks at `\\f`, `\\v`, `\\x1c`-`\\x1e`, `\\x85`,
+U+2028 and U+2029, which Python source (and every editor's line numbers) treat as ordinary
+characters: a form feed in a comment would put everything below it one line off. Every module
+that numbers lines (blocks, rules, fixes, conversion, the CLI, verify) splits with these.
+"""
+
+from __future__ import annotations
+
+import re
+
+# What str.splitlines breaks at besides \n and \r.
+OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` without their line breaks; a final break starts an empty line
+    (so `split_lines(text)[n - 1]` is line n of any position in the text)."""
+    if "\r" not in text:
+        return text.split("\n")  # the common case, several times faster than the regex
+    return LINE_BREAK.split(text)
+
+
+def lines_with_ends(text: str) -> list[str]:
+    """The lines of `text` with their line breaks ("" gives no line; a text not ending in a
+    break ends with a line without one), as str.splitlines(keepends=True) would give them if
+    it broke lines where LSP does."""
+    if OTHER_BREAKS.search(text) is None:
+        return text.splitlines(True)  # the common case, in C
+    return _LINE_WITH_END.findall(text)
+
+
+def line_count(text: str) -> int:
+    """How many lines `lines_with_ends(text)` has."""
+    if not text:
+        return 0
+    breaks = text.count("\n") + text.count("\r") - text.count("\r\n")
+    return breaks + (0 if text[-1] in "\r\n" else 1)
