@@ -389,7 +389,8 @@ def test_characters_that_splitlines_breaks_at_do_not_move_lines(odd: str) -> Non
     live = DocumentAnalysis()
     assert live.update(odd_text).findings == expected
     edited = odd_text.replace("import torch", "import torch  ", 1)
-    assert live.update(edited).findings == DocumentAnalysis().update(
-        plain.replace("import torch", "import torch  ", 1)
-    ).findings
+    assert (
+        live.update(edited).findings
+        == DocumentAnalysis().update(plain.replace("import torch", "import torch  ", 1)).findings
+    )
     assert analyze_document(odd_text).findings == expected

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -1036,3 +1037,65 @@ def test_on_save_hover_describes_only_the_buffers_text(tmp_path: Path) -> None:
     moved = types.Position(flagged.range.start.line + 1, flagged.range.start.character)
     found = session.hover(uri, moved)
     assert found is not None and "saved by torch.sigmoid" in str(found.contents)
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+
+
+def _units(text: str) -> int:
+    return sum(2 if ord(char) > 0xFFFF else 1 for char in text)
+
+
+def _position(text: str, starts: list[int], line: int, rng: random.Random) -> types.Position:
+    """A random position on the line, inside its text (UTF-16 units)."""
+    end = starts[line + 1] if line + 1 < len(starts) else len(text)
+    content = text[starts[line] : end].rstrip("\r\n")
+    return types.Position(line, _units(content[: rng.randrange(len(content) + 1)]))
+
+
+def _reference_edit(text: str, change: types.TextDocumentContentChangePartial) -> str:
+    """The edit applied to the text by offsets, counting UTF-16 units on LSP lines."""
+    starts = _line_starts(text)
+
+    def offset(position: types.Position) -> int:
+        start = starts[position.line]
+        units = 0
+        index = start
+        while units < position.character:
+            units += 2 if ord(text[index]) > 0xFFFF else 1
+            index += 1
+        return index
+
+    return text[: offset(change.range.start)] + change.text + text[offset(change.range.end) :]
+
+
+def test_incremental_text_sync_equals_edits_by_offset() -> None:
+    """The server's incremental text sync (kept lines, only the touched ones rebuilt) gives
+    the text an offset-based edit gives, with \\r\\n, \\r, form feeds, U+2028, astral
+    characters and edits that join or split lines."""
+    from pygls.workspace.text_document import TextDocument
+
+    import inplace_lsp.lsp.server  # noqa: F401 - installs the text sync
+
+    rng = random.Random(7)
+    pieces = ["a", "bc", " ", "\n", "\r\n", "\r", "\f", "\u2028", "é", "😀", "x = 1\n"]
+    text = "import torch\r\nx = 1\n\fy\u2028 = 2\r\n😀 = 3\n"
+    document = TextDocument("file:///t.py", text, sync_kind=types.TextDocumentSyncKind.Incremental)
+    for _ in range(500):
+        starts = _line_starts(text)
+
+        line = rng.randrange(len(starts))
+        other = min(line + rng.choice([0, 0, 1, 2]), len(starts) - 1)
+        start, end = _position(text, starts, line, rng), _position(text, starts, other, rng)
+        if (end.line, end.character) < (start.line, start.character):
+            start, end = end, start
+        change = types.TextDocumentContentChangePartial(
+            range=types.Range(start, end),
+            text="".join(rng.choice(pieces) for _ in range(rng.randrange(3))),
+        )
+        expected = _reference_edit(text, change)
+        document.apply_change(change)
+        assert document.source == expected
+        assert "".join(document.lines) == expected
+        text = expected

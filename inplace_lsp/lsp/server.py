@@ -65,12 +65,51 @@ NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
 WATCHED = ("**/pyproject.toml", "**/*.py")
 
 
-# pygls applies incremental edits to `TextDocument.lines`, which it splits with
-# str.splitlines: a file holding a form feed or U+2028 would take later edits on the wrong
-# line. LSP lines end only at \n, \r\n and \r.
-TextDocument.lines = property(  # type: ignore[method-assign,assignment]
-    lambda self: tuple(lines_with_ends(self.source))
-)
+def _document_lines(document: TextDocument) -> tuple[str, ...]:
+    """The document's lines with their ends, as LSP breaks lines (pygls splits with
+    str.splitlines, which also breaks at a form feed or U+2028: later edits would land on
+    the wrong line); kept with the text they were split from, so an edit splits none."""
+    cached = document.__dict__.get("_inplace_lines")
+    source = document.source  # read from disk when the client sent no text
+    if cached is not None and cached[0] is source:
+        return cached[1]
+    lines = tuple(lines_with_ends(source))
+    document.__dict__["_inplace_lines"] = (source, lines)
+    return lines
+
+
+def _apply_incremental_change(
+    document: TextDocument, change: types.TextDocumentContentChangePartial
+) -> None:
+    """pygls's incremental change, on the kept lines: only the lines the range touches are
+    rebuilt (pygls rewrote the whole text line by line on each keystroke)."""
+    lines = _document_lines(document)
+    place = document.position_codec.range_from_client_units(lines, change.range)
+    first, last = place.start.line, place.end.line
+    if first >= len(lines):  # at the very end of the document
+        document._source = document.source + change.text
+        return
+    last = min(last, len(lines) - 1)
+    head = lines[first][: place.start.character]
+    tail = lines[last][place.end.character :] if place.end.line <= last else ""
+    joined = head + change.text + tail
+    middle = lines_with_ends(joined)
+    after = lines[last + 1 :]
+    if (middle and middle[-1].endswith("\r") and after and after[0].startswith("\n")) or (
+        first > 0 and lines[first - 1].endswith("\r") and joined.startswith("\n")
+    ):
+        # A \r and a \n that now meet are one line break: split the whole text again.
+        source = "".join((*lines[:first], *middle, *after))
+        document._source = source
+        return
+    new = (*lines[:first], *middle, *after)
+    source = "".join(new)
+    document._source = source
+    document.__dict__["_inplace_lines"] = (source, new)
+
+
+TextDocument.lines = property(_document_lines)  # type: ignore[method-assign,assignment]
+TextDocument._apply_incremental_change = _apply_incremental_change  # type: ignore[method-assign,assignment]
 
 
 @attrs.define
