@@ -6,17 +6,21 @@ reading and `ast.parse`-ing the same files sequentially in this process.
 Rows: (a) the reference, read + ast.parse of every file, one after the other; (b) the CLI's code
 path, `cli.check_files` (worker processes above cli.PARALLEL_MIN_FILES files, skips files that
 never mention torch, applies settings and noqa); (c) our analysis alone, sequential in this
-process: a fresh DocumentAnalysis().update() per file. Findings are counted by code and severity;
-these packages are known-good code, so every Error is a false positive until a run proves it.
+process: a fresh DocumentAnalysis().update() per file; (d) and (e) (b) with the check cache in an
+empty directory, run twice: cold, then warm (nothing changed: every result read back; issue 12's
+target is <= 0.1x). Findings are counted by code and severity; these packages are known-good
+code, so every Error is a false positive until a run proves it.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import os
 import resource
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -27,6 +31,8 @@ import _sources
 from inplace_lsp import cli, config
 from inplace_lsp.analysis.engine import DocumentAnalysis
 from inplace_lsp.analysis.findings import Finding, Severity
+from inplace_lsp.analysis.lines import split_lines
+from inplace_lsp.cache import ENV_DIR
 
 TARGET = 1.5
 SEVERITIES = (Severity.ERROR, Severity.WARNING, Severity.INFORMATION, Severity.HINT)
@@ -51,8 +57,8 @@ def reference(paths: Sequence[Path]) -> None:
         ast.parse(path.read_bytes(), str(path))
 
 
-def via_cli(paths: Sequence[str], jobs: int) -> list[cli.FileResult]:
-    return cli.check_files(paths, config.Settings(), jobs=jobs)
+def via_cli(paths: Sequence[str], jobs: int, use_cache: bool = False) -> list[cli.FileResult]:
+    return cli.check_files(paths, config.Settings(), jobs=jobs, use_cache=use_cache)
 
 
 def sequential(texts: Sequence[str]) -> list[list[Finding]]:
@@ -85,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"throughput: skipped, sources unavailable: {exc}")
         return 0
     texts = [path.read_text(encoding="utf-8") for path in paths]  # also warms the page cache
-    lines = sum(len(cli.source_lines(text)) for text in texts)
+    lines = sum(len(split_lines(text)) for text in texts)
     mentions_torch = sum("torch" in text for text in texts)
 
     # The reference runs before and after the analyses, so load from other processes on a
@@ -93,7 +99,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     before = [_timed(lambda: reference(paths)) for _ in range(args.repeat)]
     results: list[cli.FileResult] = []
     per_file: list[list[Finding]] = []
-    cli_s, cli_cpu = _timed(lambda: results.extend(via_cli([str(p) for p in paths], args.jobs)))
+    names = [str(p) for p in paths]
+    cli_s, cli_cpu = _timed(lambda: results.extend(via_cli(names, args.jobs)))
+    with tempfile.TemporaryDirectory(prefix="inplace-lsp-cache-") as cache:
+        os.environ[ENV_DIR] = cache  # the workers inherit it
+        cached: list[cli.FileResult] = []
+        cold_s, cold_cpu = _timed(lambda: via_cli(names, args.jobs, use_cache=True))
+        warm_s, warm_cpu = _timed(lambda: cached.extend(via_cli(names, args.jobs, use_cache=True)))
+        del os.environ[ENV_DIR]
+    same = [r.findings for r in cached] == [r.findings for r in results]
     seq_s, seq_cpu = _timed(lambda: per_file.extend(sequential(texts)))
     after = [_timed(lambda: reference(paths)) for _ in range(args.repeat)]
     parse_s = statistics.median(wall for wall, _ in before + after)
@@ -110,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("(a) read + ast.parse, sequential", parse_s, parse_cpu),
         (f"(b) cli.check_files, {args.jobs} jobs ({checked} analysed)", cli_s, cli_cpu),
         ("(c) DocumentAnalysis.update, sequential", seq_s, seq_cpu),
+        (f"(d) (b) with the cache, cold, {args.jobs} jobs", cold_s, cold_cpu),
+        ("(e) (b) with the cache, warm: nothing changed", warm_s, warm_cpu),
     ]
     for label, wall, cpu in rows:
         print(
@@ -117,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{cpu:>9.3f}{cpu / parse_cpu:>7.2f}x"
         )
     print(f"files mentioning torch (the CLI analyses only these): {mentions_torch}")
+    print(f"warm cache: the same findings as (b): {'yes' if same else 'NO'}")
     print()
     for row in _counts_table("(b) findings", cli_findings):
         print(row)

@@ -29,6 +29,7 @@ from inplace_lsp import __version__, config, notebook
 from inplace_lsp.analysis import engine
 from inplace_lsp.analysis.findings import Finding, Severity, Span
 from inplace_lsp.analysis.lines import split_lines
+from inplace_lsp.cache import CheckCache, cache_dir
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -319,8 +320,12 @@ def _too_large(size: int, max_bytes: int) -> str:
     return f"{config.too_large(size, max_bytes, 'max_file_bytes')}, skipped"
 
 
-def check_file(path: str, settings: config.Settings, fix: bool = False) -> FileResult:
-    """Reads, analyses and (with fix) rewrites one file; never raises for a bad file."""
+def check_file(
+    path: str, settings: config.Settings, fix: bool = False, use_cache: bool = False
+) -> FileResult:
+    """Reads, analyses and (with fix) rewrites one file; never raises for a bad file. With
+    `use_cache` (and without fix), a result the cache holds for the same bytes, settings and
+    build, whose imported files are unchanged, is returned without analysing."""
     result = FileResult(path)
     try:
         data = read_source(path, settings.max_file_bytes)
@@ -331,6 +336,38 @@ def check_file(path: str, settings: config.Settings, fix: bool = False) -> FileR
         return result
     if b"torch" not in data:  # cheap: most files of a project never touch torch
         return result
+    store = _cache(settings) if use_cache and not fix else None
+    if store is None:
+        return _check_data(path, data, settings, fix, result)
+    cached = store.get(path, data)
+    if isinstance(cached, FileResult):
+        return cached
+    workspace = engine.default_workspace()
+    workspace.reads = set()
+    try:
+        result = _check_data(path, data, settings, fix, result)
+        read = workspace.reads - {os.path.realpath(path)}
+    finally:
+        workspace.reads = None
+    if not result.failed:
+        store.put(path, data, result, read)
+    return result
+
+
+_CACHES: dict[tuple[str, Path], CheckCache] = {}
+
+
+def _cache(settings: config.Settings) -> CheckCache:
+    key = repr(settings)
+    found = _CACHES.get((key, cache_dir()))
+    if found is None:
+        found = _CACHES[key, cache_dir()] = CheckCache(key)
+    return found
+
+
+def _check_data(
+    path: str, data: bytes, settings: config.Settings, fix: bool, result: FileResult
+) -> FileResult:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -457,8 +494,10 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _check_chunk(paths: list[str], settings: config.Settings, fix: bool) -> list[FileResult]:
-    return [check_file(path, settings, fix) for path in paths]
+def _check_chunk(
+    paths: list[str], settings: config.Settings, fix: bool, use_cache: bool
+) -> list[FileResult]:
+    return [check_file(path, settings, fix, use_cache) for path in paths]
 
 
 def _worker_init() -> None:
@@ -492,14 +531,19 @@ def _stop(pool: concurrent.futures.ProcessPoolExecutor, *, kill: bool) -> None:
 
 
 def check_files(
-    paths: Sequence[str], settings: config.Settings, fix: bool = False, jobs: int | None = None
+    paths: Sequence[str],
+    settings: config.Settings,
+    fix: bool = False,
+    jobs: int | None = None,
+    use_cache: bool = False,
 ) -> list[FileResult]:
-    """Checks every file: in this process for a few, in worker processes for many."""
+    """Checks every file: in this process for a few, in worker processes (one per core by
+    default) for many."""
     jobs = jobs or _cpu_count()
     if len(paths) <= PARALLEL_MIN_FILES or jobs < 2:
         if len(paths) > PARALLEL_MIN_FILES:
             _batch_gc()
-        return [check_file(path, settings, fix) for path in paths]
+        return [check_file(path, settings, fix, use_cache) for path in paths]
     # Several chunks per worker balance uneven file sizes; chunks amortize pickling.
     size = max(8, math.ceil(len(paths) / (jobs * 4)))
     chunks = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
@@ -508,7 +552,9 @@ def check_files(
     pool = concurrent.futures.ProcessPoolExecutor(jobs, initializer=_worker_init)
     kill = True
     try:
-        futures = {pool.submit(_check_chunk, chunk, settings, fix): chunk for chunk in chunks}
+        futures = {
+            pool.submit(_check_chunk, chunk, settings, fix, use_cache): chunk for chunk in chunks
+        }
         for future in concurrent.futures.as_completed(futures):
             chunk = futures[future]
             try:
@@ -524,7 +570,7 @@ def check_files(
     # A worker died (a crash in C code, the OOM killer): check what it left one file per
     # process, so the file that kills a worker is named and the others are still checked.
     for path in unfinished:
-        results[path] = _check_isolated(path, settings, fix)
+        results[path] = _check_isolated(path, settings, fix)  # not cached: it may crash again
     return [results[path] for path in paths]
 
 
@@ -915,7 +961,7 @@ def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             f"warning: every file excluded ({_plural(len(excluded), 'file')} matched the "
             "exclude patterns): nothing to check"
         )
-    results = check_files(files, settings, fix=args.fix)
+    results = check_files(files, settings, fix=args.fix, use_cache=not args.no_cache)
     for result in results:
         for message in result.messages:
             _error(message)
@@ -1097,6 +1143,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also list hints: in-place writes that were checked and found safe",
     )
     check.add_argument("--config", metavar="FILE", help="settings file instead of pyproject.toml")
+    check.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the cache of results of unchanged files "
+        "(in the user cache directory, or $INPLACE_LSP_CACHE_DIR)",
+    )
     check.add_argument("paths", nargs="*", default=["."], metavar="PATHS")
     check.set_defaults(handler=_cmd_check, command_parser=check)
 

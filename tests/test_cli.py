@@ -757,3 +757,103 @@ def test_a_function_too_deep_to_analyse_is_said_and_counted(tmp_path: Path) -> N
         "deep.py:4:1: note: function `deep` is too deep to analyse"
     )
     assert result.stdout == b"All checks passed: 1 file (1 function too deep to analyse).\n"
+
+
+# ---------------------------------------------------------------- cache
+
+HELPER = """import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.Sigmoid()
+
+    def forward(self, x):
+        return self.act(x)
+"""
+USER = """import torch
+from helpers import Gate
+
+
+def forward(x):
+    gate = Gate()
+    y = gate(x * 2)
+    y += 1
+    return y
+
+
+forward(torch.randn(3, requires_grad=True)).sum().backward()
+"""
+
+
+@pytest.fixture
+def cached_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[str]]:
+    """A project whose model imports a helper of another file, a cache directory of its own,
+    and the list of files the real analyzer analysed."""
+    project = tmp_path / "project"
+    write(project / "pyproject.toml", '[project]\nname = "demo"\n')
+    write(project / "helpers.py", HELPER)
+    write(project / "model.py", USER)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("INPLACE_LSP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(engine, "_DEFAULT_WORKSPACE", None)
+    analysed: list[str] = []
+    real = engine.analyze_document
+
+    def counting(text: str, path: str | None = None) -> engine.DocumentResult:
+        analysed.append(Path(path or "").name)
+        return real(text, path)
+
+    monkeypatch.setattr(engine, "analyze_document", counting)
+    return tmp_path / "cache", analysed
+
+
+def test_an_unchanged_file_is_read_from_the_cache(
+    cached_project: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache, analysed = cached_project
+    first = run_main(capsys, "check", "model.py")
+    assert first[0] == 1 and "model.py:8:5: IPL001 [error]" in first[1]
+    assert analysed == ["model.py"]
+    assert any(cache.rglob("*.pickle"))
+    assert run_main(capsys, "check", "model.py") == first
+    assert analysed == ["model.py"]  # the second run analysed nothing
+
+
+def test_a_changed_import_or_file_or_setting_is_analysed_again(
+    cached_project: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The model's finding rests on helpers.py (its Sigmoid saved the output that model.py
+    writes): when it changes, the model's cached result is not used (an Identity saves
+    nothing: the finding goes); so for the file itself and for other settings."""
+    _, analysed = cached_project
+    assert run_main(capsys, "check", "model.py")[0] == 1
+    Path("helpers.py").write_text(HELPER.replace("Sigmoid", "Identity"), encoding="utf-8")
+    engine._DEFAULT_WORKSPACE = None  # a new run is a new process: files are read again
+    code, out, _ = run_main(capsys, "check", "model.py")
+    assert code == 0 and "IPL001" not in out and analysed == ["model.py", "model.py"]
+    Path("model.py").write_text(USER + "\n", encoding="utf-8")
+    run_main(capsys, "check", "model.py")
+    run_main(capsys, "check", "--select", "IPL002", "model.py")
+    assert len(analysed) == 4
+
+
+def test_no_cache_neither_reads_nor_writes_it(
+    cached_project: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache, analysed = cached_project
+    run_main(capsys, "check", "--no-cache", "model.py")
+    run_main(capsys, "check", "--no-cache", "model.py")
+    assert analysed == ["model.py", "model.py"] and not cache.exists()
+
+
+def test_a_broken_cache_is_no_error(
+    cached_project: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache, analysed = cached_project
+    first = run_main(capsys, "check", "model.py")
+    for entry in cache.rglob("*.pickle"):
+        entry.write_bytes(b"not a pickle")
+    assert run_main(capsys, "check", "model.py") == first
+    assert analysed == ["model.py", "model.py"]

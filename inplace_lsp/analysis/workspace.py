@@ -42,6 +42,9 @@ class Workspace:
         self._stats: dict[str, tuple[float, object]] = {}  # path -> (when checked, version)
         self._lock = threading.RLock()
         self.generation = 0  # bumped whenever a modelled file changes
+        # When a set: the files modelled (read, or taken from this workspace's models) go into
+        # it, so a caller knows what an analysis rested on (the CLI's cache).
+        self.reads: set[str] | None = None
 
     # ------------------------------------------------------------------ editor buffers
 
@@ -136,6 +139,8 @@ class Workspace:
             key = self._keys.get(path)
             if key is None:
                 key = self._keys[path] = str(Path(path).resolve())
+            if self.reads is not None:
+                self.reads.add(key)
             version = self._version(key)
             cached = self._models.get(key)
             if cached is not None and cached[0] == version:
