@@ -89,9 +89,12 @@ def _mutations(text: str, rng: random.Random) -> list[str]:
     versions = []
     for _ in range(40):
         i = rng.randrange(len(lines))
-        action = rng.choice(["char", "delete", "dup", "drop", "break"])
+        action = rng.choice(["char", "delete", "dup", "drop", "break", "comment"])
         line = lines[i]
-        if action == "char" and line.strip():
+        if action == "comment":  # typing in a comment: at its end, or a new one
+            end = line.rstrip("\r\n")
+            lines[i] = end + ("x" if "#" in end else "  # n") + line[len(end) :]
+        elif action == "char" and line.strip():
             at = rng.randrange(len(line))
             lines[i] = line[:at] + rng.choice("x(): +=1") + line[at:]
         elif action == "delete" and len(line) > 1:
@@ -394,3 +397,52 @@ def test_characters_that_splitlines_breaks_at_do_not_move_lines(odd: str) -> Non
         == DocumentAnalysis().update(plain.replace("import torch", "import torch  ", 1)).findings
     )
     assert analyze_document(odd_text).findings == expected
+
+
+COMMENTED = """\
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)  # the projection
+
+    def forward(self, x):
+        h = torch.sigmoid(self.fc(x))  # gate
+        s = "# not a comment"
+        h += 1
+        return h
+
+
+def build(dim):
+    return Gate(dim)
+
+
+def run(x):
+    return build(4)(x).sum()
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "only"),
+    [
+        ("  # gate", "  # the gate", True),
+        ("  # the projection", "  # the projection, dim x dim", True),
+        ("        h += 1\n", "        h += 1  # add\n", True),
+        ('"# not a comment"', '"# not a commentary"', False),  # inside a string
+        ("  # gate", "", True),  # a comment removed
+        ("torch.sigmoid(self.fc(x))  # gate", "torch.tanh(self.fc(x))  # gate", False),
+        ("        h += 1\n", "        h += 1\n        # add\n", False),  # a line more
+    ],
+)
+def test_an_edit_only_inside_comments_analyses_nothing(old: str, new: str, only: bool) -> None:
+    """Typing in a comment changes no finding: nothing is analysed again, the class nor what
+    depends on it, and the findings are a fresh analysis's; an edit that looks like one but
+    changes code (a `#` in a string, code before the comment) is analysed."""
+    live = DocumentAnalysis()
+    live.update(COMMENTED)
+    edited = live.update(COMMENTED.replace(old, new, 1))
+    assert (edited.blocks_analysed == 0) is only
+    assert edited.findings == DocumentAnalysis().update(COMMENTED.replace(old, new, 1)).findings

@@ -10,6 +10,7 @@ user is mid-typing) becomes one syntax-error block and the other blocks keep the
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ class Block:
     tree_line0: int = 1  # the tree's line number of the block's first line
     error_line: int = 0  # document line of the syntax error
 
-    @property
+    @functools.cached_property
     def line_count(self) -> int:
         return max(line_count(self.text), 1)
 

@@ -108,6 +108,13 @@ class DocumentAnalysis:
         self._candidate_functions: frozenset[str] = frozenset()
         self._texts: dict[str, _TextFacts] = {}
         self._edges: dict[tuple[str, frozenset[str]], frozenset[str]] = {}
+        # A block's text key -> the key of the text whose findings it has: its own, or that of
+        # the text it was before an edit that changed only comments (see comment_only).
+        self._meaning: dict[str, str] = {}
+        self._placed: dict[tuple[int, int], Block] = {}  # the last update's blocks by place
+        self._training: dict[str, frozenset[str]] = {}  # block text -> functions calling backward
+        self._last_places: list[tuple[str, int]] = []  # each block's meaning and first line
+        self._last_used: set[tuple[str, int, str]] = set()  # the result keys the last update used
 
     def update(self, text: str) -> DocumentResult:
         """Analyse a new version of the document's text."""
@@ -129,6 +136,7 @@ class DocumentAnalysis:
         model.mentions_training = "backward" in text or ".step(" in text
         ctx = DocContext(text, model, self.workspace.files() if self.workspace else None)
         texts = {b.key: self._text_facts(b) for b in parsed}
+        self._meaning = self._meanings(parsed, texts)
         self._forget_other_texts(texts)
         defs: dict[str, Block] = {}
         for block in parsed:
@@ -145,7 +153,12 @@ class DocumentAnalysis:
         notes: list[Note] = []
         follows: list[tuple[str, frozenset[str]]] = []
         analysed = used = 0
-        dependencies = _Dependencies(defs, texts, self._edges)
+        dependencies = _Dependencies(defs, texts, self._edges, self._meaning)
+        # Where each block's meaning is: when no block moved since the last update, what that
+        # update used holds as it was (the layouts it was checked against are the same).
+        places = [(self._meaning[b.key], b.start_line) for b in parsed]
+        unmoved, self._last_places = places == self._last_places, places
+        used_keys: set[tuple[str, int, str]] = set()
         for block in parsed:
             facts = texts[block.key]
             if not (facts.candidate or not self._candidates.isdisjoint(facts.names)):
@@ -153,18 +166,23 @@ class DocumentAnalysis:
             deps = dependencies.digest(block)
             # Keyed by what the findings depend on, not by where: a block that only moved
             # (a line added above it) keeps its findings, moved with it.
-            cache_key = (block.key, 0, imports_key + deps)
-            layout = dependencies.layout(block)
+            cache_key = (self._meaning[block.key], 0, imports_key + deps)
             stored = self._results.get(cache_key)
             cached = None
-            if stored is not None:
+            if stored is not None and unmoved and cache_key in self._last_used:
+                cached = stored[0]  # used last time, and no block moved since: as it was
                 self._results.move_to_end(cache_key)
-                cached = stored[0] if stored[1] == layout else _moved(stored, layout)
-            if cached is None:
-                cached = self._analyse_block(block, model, ctx)
-                analysed += 1
-            if stored is None or stored[1] != layout:
-                self._results[cache_key] = (cached, layout)
+            else:
+                layout = dependencies.layout(block)
+                if stored is not None:
+                    self._results.move_to_end(cache_key)
+                    cached = stored[0] if stored[1] == layout else _moved(stored, layout)
+                if cached is None:
+                    cached = self._analyse_block(block, model, ctx)
+                    analysed += 1
+                if stored is None or stored[1] != layout:
+                    self._results[cache_key] = (cached, layout)
+            used_keys.add(cache_key)
             used += 1
             findings.extend(cached[0])
             notes.extend(cached[1])
@@ -176,6 +194,7 @@ class DocumentAnalysis:
         notes.extend(script_notes)
         follows.extend(script_follows)
         self._log(notes)
+        self._last_used = used_keys
         self._forget_old_results(used + 1)
         errors = [
             SyntaxProblem(
@@ -189,8 +208,44 @@ class DocumentAnalysis:
         shadowed = _followed_from_call_sites(follows)
         kept = [finding for entry, finding in findings if entry not in shadowed]
         return DocumentResult(
-            _dedupe(kept), errors, analysed, _verify_targets(parsed, model), tuple(notes)
+            _dedupe(kept), errors, analysed, self._verify_targets(parsed, model), tuple(notes)
         )
+
+    def _meanings(self, blocks: list[Block], texts: dict[str, _TextFacts]) -> dict[str, str]:
+        """Each block's meaning key: a text known before keeps its own; a new text that
+        differs from the block at the same place in the last update only inside comments
+        (a keystroke in a comment) has that block's, so nothing is analysed again for it."""
+        known, placed = self._meaning, self._placed
+        meaning: dict[str, str] = {}
+        for block in blocks:
+            if block.key in meaning:
+                continue
+            found = known.get(block.key)
+            if found is None:
+                found = block.key
+                before = placed.get((block.start_line, block.line_count))
+                facts = self._texts.get(before.key) if before is not None else None
+                now = texts[block.key]
+                if (
+                    before is not None
+                    and before.key in known
+                    and facts is not None
+                    and (facts.candidate, facts.defines, facts.script)
+                    == (now.candidate, now.defines, now.script)
+                    and comment_only(before, block)
+                ):
+                    found = known[before.key]
+            meaning[block.key] = found
+        self._placed = {(b.start_line, b.line_count): b for b in blocks}
+        return meaning
+
+    def _verify_targets(
+        self, blocks: list[Block], model: model_mod.ModuleModel
+    ) -> tuple[tuple[str, str, int, int], ...]:
+        if len(self._training) > 2 * len(blocks):
+            keys = {b.key for b in blocks}
+            self._training = {k: v for k, v in self._training.items() if k in keys}
+        return _verify_targets(blocks, model, self._training)
 
     def _log(self, notes: list[Note]) -> None:
         if not self.log_notes:
@@ -219,7 +274,8 @@ class DocumentAnalysis:
             return [], (), ()
         names = frozenset().union(*(texts[b.key].names for b in loose))
         deps = dependencies.digest(names)
-        key = _digest(imports_key + repr([(b.key, b.start_line) for b in loose]) + deps)
+        placed = [(self._meaning[b.key], b.start_line) for b in loose]
+        key = _digest(imports_key + repr(placed) + deps)
         cache_key = ("<script>", 0, key)
         stored = self._results.get(cache_key)
         cached = stored[0] if stored is not None else None
@@ -448,16 +504,19 @@ class _Dependencies:
         defs: dict[str, Block],
         texts: dict[str, _TextFacts],
         edges_cache: dict[tuple[str, frozenset[str]], frozenset[str]],
+        meaning: dict[str, str],
     ) -> None:
         """`edges_cache`: a block's edges, kept between updates by (block, defined names)."""
         self.defs = defs
+        self._meaning = meaning
         self._defined = frozenset(defs)
         self._texts = texts
         self._edges_cache = edges_cache
         self.edges = {name: self.mentioned(block) for name, block in defs.items()}
         self._closures: dict[str, int] = {}
         self._members: dict[str, frozenset[str]] = {}
-        self._layouts: dict[tuple[str, frozenset[str]], _Layout] = {}
+        self._layouts: dict[frozenset[str], _Layout] = {}  # by the names a block mentions
+        self._places: dict[int, tuple[str, int, int]] = {}  # by a block's first line
 
     def mentioned(self, block: Block) -> frozenset[str]:
         """The definitions a block's text names (kept between updates)."""
@@ -491,26 +550,32 @@ class _Dependencies:
                     seen.add(current)
                     todo.extend(self.edges[current] - seen)
             self._members[name] = frozenset(seen)
-            found = self._closures[name] = hash(frozenset(self.defs[n].key for n in seen))
+            found = self._closures[name] = hash(
+                frozenset(self._meaning[self.defs[n].key] for n in seen)
+            )
         return found
 
     def layout(self, block: Block) -> _Layout:
         """Where the block and the definitions it may run are now (see _Layout); after
         digest(block), which found what they are."""
         roots = self.mentioned(block)
-        key = (block.key, roots)
-        found = self._layouts.get(key)
+        found = self._layouts.get(roots)
         if found is None:
             names: set[str] = set()
             for root in roots:
                 self._closure(root)
                 names |= self._members[root]
-            placed = {self._place(block), *(self._place(self.defs[n]) for n in names)}
-            found = self._layouts[key] = tuple(sorted(placed))
-        return found
+            found = self._layouts[roots] = tuple(sorted({self._place(self.defs[n]) for n in names}))
+        own = self._place(block)
+        return found if own in found else (own, *found)
 
     def _place(self, block: Block) -> tuple[str, int, int]:
-        return (block.key, block.start_line, block.start_line + block.line_count - 1)
+        found = self._places.get(block.start_line)
+        if found is None or found[0] != self._meaning[block.key]:
+            meaning = self._meaning[block.key]
+            found = (meaning, block.start_line, block.start_line + block.line_count - 1)
+            self._places[block.start_line] = found
+        return found
 
 
 def _candidate_defs(
@@ -601,6 +666,65 @@ class _Unmoved(Exception):
     """A line of stored findings that no block of the layout holds."""
 
 
+_STRINGS = (ast.Constant, ast.JoinedStr)
+_BEFORE_COMMENT = frozenset(" \t,)]}:")  # what may stand between a line's code and its `#`
+_COMMENT_LINES = 8  # an edit changing more lines than this is not checked for comment-only
+
+
+def comment_only(old: Block, new: Block) -> bool:
+    """Whether two texts of a block differ only inside comments: the same lines, and each
+    line that differs does so after a `#` that starts a comment in both (after the line's
+    code, not within a string). Then every finding of one is a finding of the other."""
+    if old.tree is None or new.tree is None:
+        return False
+    before, after = split_lines(old.text), split_lines(new.text)
+    if len(before) != len(after):
+        return False
+    changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    if not changed or len(changed) > _COMMENT_LINES:
+        return False
+    for index in changed:
+        a, b = before[index], after[index]
+        first = next(i for i, (x, y) in enumerate(zip(a + "\0", b + "\1", strict=False)) if x != y)
+        for line, block in ((a, old), (b, new)):
+            assert block.tree is not None
+            start = _comment_start(line, block.tree, index + block.tree_line0)
+            if start is None or start > first:
+                return False
+    return True
+
+
+def _comment_start(line: str, tree: ast.Module, lineno: int) -> int | None:
+    """The column (code points) from which the line holds only a comment (and the spaces
+    before it), or None when that is not sure (a line of a multi-line string; code after
+    `else:`, which no node covers)."""
+    end = 0
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        first = getattr(node, "lineno", None)
+        if first is not None:
+            last = getattr(node, "end_lineno", first) or first
+            if not first <= lineno <= last:
+                continue
+            if isinstance(node, _STRINGS) and first != last:
+                return None  # the line is (part of) a string
+            if last == lineno:
+                byte_end = getattr(node, "end_col_offset", 0) or 0
+                end = max(end, len(line.encode("utf-8")[:byte_end].decode("utf-8", "replace")))
+        todo.extend(ast.iter_child_nodes(node))
+    rest = line[end:]
+    if not rest.strip() or rest.lstrip().startswith("#"):
+        return end  # spaces, then a comment or nothing
+    for column in range(end, len(line)):  # `f(a,  # note`: the comma stays code
+        char = line[column]
+        if char == "#":
+            return column
+        if char not in _BEFORE_COMMENT:
+            return None
+    return None
+
+
 def _too_deep(what: str, line: int) -> str:
     return (
         f"{what} is too deep to analyse (an expression or call chain nested too deep, "
@@ -628,9 +752,10 @@ def _digest(text: str) -> str:
 
 
 def _verify_targets(
-    blocks: list[Block], model: model_mod.ModuleModel
+    blocks: list[Block], model: model_mod.ModuleModel, training: dict[str, frozenset[str]]
 ) -> tuple[tuple[str, str, int, int], ...]:
-    """(kind, name, first line, last line) of each verify target, lines 1-based."""
+    """(kind, name, first line, last line) of each verify target, lines 1-based.
+    `training`: the functions of each block text that call backward (filled here)."""
     targets: list[tuple[str, str, int, int]] = []
     for block in blocks:
         assert block.tree is not None
@@ -641,13 +766,27 @@ def _verify_targets(
                 info = model.classes.get(stmt.name)
                 if info is not None and model_mod.looks_like_module(info):
                     targets.append(("module", stmt.name, line, end))
-            elif (
-                isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and ("backward(" in block.text or "grad(" in block.text)  # cheap test first
-                and model_mod.calls_backward(stmt)
-            ):
-                targets.append(("function", stmt.name, line, end))
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                calling = training.get(block.key)
+                if calling is None:
+                    calling = _training_functions(block, training)
+                if stmt.name in calling:
+                    targets.append(("function", stmt.name, line, end))
     return tuple(targets)
+
+
+def _training_functions(block: Block, training: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The top-level functions of the block that call backward (a text's, kept by key)."""
+    assert block.tree is not None
+    found = frozenset(
+        stmt.name
+        for stmt in block.tree.body
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and ("backward(" in block.text or "grad(" in block.text)  # cheap test first
+        and model_mod.calls_backward(stmt)
+    )
+    training[block.key] = found
+    return found
 
 
 def _followed_from_call_sites(follows: list[tuple[str, frozenset[str]]]) -> set[str]:

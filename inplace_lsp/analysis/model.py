@@ -408,17 +408,24 @@ def fragment(tree: ast.Module, start: int, model: ModuleModel) -> Fragment:
 
 def _kernels_registered(stmt: ast.stmt, model: ModuleModel) -> set[str]:
     """The functions of this file a module-level statement registers as an operator's
-    kernel (`torch.library.custom_op("ns::op", fn, mutates_args=())`): they run below
-    autograd, with grad mode off."""
+    kernel (`torch.library.custom_op("ns::op", fn, mutates_args=())`, called as a
+    statement or assigned, also under `if` / `try`): they run below autograd, with grad
+    mode off."""
     kernels = load_knowledge().tensor.kernels
     found: set[str] = set()
-    for node in ast.walk(stmt):
-        if isinstance(node, ast.Call):
-            position = kernels.get(model.qualify(node.func) or "")
-            if position is not None and len(node.args) > position:
-                fn = node.args[position]
-                if isinstance(fn, ast.Name):
-                    found.add(fn.id)
+    todo = [stmt]
+    while todo:  # the statement and those nested in if / try / with (not expressions)
+        current = todo.pop()
+        for part in ("body", "orelse", "finalbody", "handlers"):
+            todo.extend(getattr(current, part, ()))
+        call = getattr(current, "value", None)
+        if isinstance(current, ast.ExceptHandler) or not isinstance(call, ast.Call):
+            continue
+        position = kernels.get(model.qualify(call.func) or "")
+        if position is not None and len(call.args) > position:
+            fn = call.args[position]
+            if isinstance(fn, ast.Name):
+                found.add(fn.id)
     return found
 
 
