@@ -31,12 +31,13 @@ import sys
 import tempfile
 import time
 import tokenize
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import _sources
 from lsp_latency import CAPABILITIES, Client, keystroke_pause, open_params, percentile
+from single_file import _median_s
 
 # (corpus, path in the wheel)
 FILES = {
@@ -196,15 +197,6 @@ def ruff_command() -> list[str] | None:
     return [found, "server"] if found else None
 
 
-def _median_time(run: Callable[[], object], count: int) -> float:
-    times = []
-    for _ in range(count):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 @dataclass
 class Result:
     file: str
@@ -217,7 +209,7 @@ class Result:
 def measure(
     name: str, text: str, ours: Server, ruff: Server | None, root: Path, edits: int
 ) -> Result:
-    parse_s = _median_time(lambda: ast.parse(text), 11)
+    parse_s = _median_s(lambda: ast.parse(text), 11)
     opens = [ours.open((root / f"{name}_open{i}.py").as_uri(), text) for i in range(3)]
     for i in range(3):
         ours.client.notify(
