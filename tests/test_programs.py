@@ -1247,3 +1247,38 @@ def test_an_operators_kernel_runs_below_autograd() -> None:
     (warning,) = analyze(KERNEL[:registration], "kernel.py")
     assert warning.span.line == _marked_line(KERNEL)
     assert "torch raises here if `input` or `weight` requires grad" in warning.message
+
+
+AS_FLOAT = """\
+import torch
+
+
+def as_float(image):
+    if image.is_floating_point():
+        return image
+    return image.float() / 255
+
+
+def brighten(image):
+    scaled = image * 2
+    out = as_float(scaled)
+    y = scaled.pow(2)
+    out.mul_(1.5)  # <-
+    return y
+"""
+
+
+def test_a_warning_names_the_function_that_may_return_its_argument() -> None:
+    """`as_float` returns its argument on one path and a copy on the other: whether the write
+    reaches the saved tensor rests on which (a float image: itself, and torch raises), and
+    the Warning says so."""
+    import torch
+
+    namespace: dict[str, object] = {}
+    exec(compile(AS_FLOAT, "<program>", "exec"), namespace)  # noqa: S102
+    loss = namespace["brighten"](torch.rand(3, requires_grad=True)).sum()  # type: ignore[operator]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+    (warning,) = analyze(AS_FLOAT, "bright.py")
+    assert warning.severity is Severity.WARNING and warning.span.line == _marked_line(AS_FLOAT)
+    assert "fails if `as_float()` returns its argument `image` (not a copy)" in warning.message

@@ -2312,6 +2312,22 @@ class Interpreter:
         result = callee.returns[0]
         for other in callee.returns[1:]:
             result = join_values(result, other)
+        if result.joined and not result.maybe and len(callee.returns) > 1:
+            # `return image` on one path, a new tensor on another: say which argument.
+            passed = [
+                (name, value)
+                for name, value in callee.env.items()
+                if value.tensorish and value.groups and value in args
+            ]
+            itself = [
+                name
+                for name, value in passed
+                if any(r.groups and r.groups <= value.groups for r in callee.returns)
+            ]
+            if len(itself) == 1:
+                result = replace(
+                    result, maybe=f"`{fn.name}()` returns its argument `{itself[0]}` (not a copy)"
+                )
         return result
 
     # ------------------------------------------------------------------ ops
