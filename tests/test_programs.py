@@ -1282,3 +1282,33 @@ def test_a_warning_names_the_function_that_may_return_its_argument() -> None:
     (warning,) = analyze(AS_FLOAT, "bright.py")
     assert warning.severity is Severity.WARNING and warning.span.line == _marked_line(AS_FLOAT)
     assert "fails if `as_float()` returns its argument `image` (not a copy)" in warning.message
+
+
+SCHEDULER = """\
+import torch
+
+
+class Scheduler:
+    def rescale(self):
+        alphas_bar_sqrt = torch.cumprod(1.0 - self.betas, dim=0).sqrt()
+        alphas_bar_sqrt -= alphas_bar_sqrt[-1].clone()  # <-
+        return alphas_bar_sqrt
+"""
+
+
+def test_a_warning_names_the_attribute_it_rests_on() -> None:
+    """`self.betas` of a plain class is not known: the Warning names it, and torch fails
+    when it requires grad (it runs when it does not)."""
+    import torch
+
+    namespace: dict[str, object] = {}
+    exec(compile(SCHEDULER, "<program>", "exec"), namespace)  # noqa: S102
+    scheduler = namespace["Scheduler"]()  # type: ignore[operator]
+    scheduler.betas = torch.rand(5) * 0.1
+    scheduler.rescale().sum()
+    scheduler.betas = (torch.rand(5) * 0.1).requires_grad_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        scheduler.rescale().sum().backward()
+    (warning,) = analyze(SCHEDULER, "scheduler.py")
+    assert warning.severity is Severity.WARNING and warning.span.line == _marked_line(SCHEDULER)
+    assert "so backward() fails if `self.betas` requires grad" in warning.message

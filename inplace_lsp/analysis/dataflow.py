@@ -1267,7 +1267,9 @@ class Interpreter:
                 return Value("tensor", frozenset({new_id()}), True, False, origin=".grad")
             if attr in SCALAR_ATTRS:
                 return scalar()
-        return Value("unknown", frozenset({new_id()}), None, None)
+        # An attribute of something not known (`self.betas` of a plain class): what rests on
+        # whether it requires grad names it.
+        return Value("unknown", frozenset({new_id()}), None, None, grad_from=_dotted(node))
 
     def module_attr(self, ref: ModuleRef, attr: str) -> Value:
         if attr in ref.attrs:
@@ -2836,6 +2838,17 @@ def _branches(saved_in: Ctx, written_in: Ctx) -> tuple[str, ...]:
             labels.append(node.label)
         node = node.parent
     return tuple(reversed(labels))
+
+
+def _dotted(node: ast.AST) -> str:
+    """`self.betas` for an attribute of a name (up to three deep), "" for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute) and len(parts) < 3:
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or not parts:
+        return ""
+    return ".".join([node.id, *reversed(parts)])
 
 
 def _short(node: ast.AST, limit: int = 40) -> str:
