@@ -115,6 +115,8 @@ class DocumentAnalysis:
         self._training: dict[str, frozenset[str]] = {}  # block text -> functions calling backward
         self._last_places: list[tuple[str, int]] = []  # each block's meaning and first line
         self._last_used: set[tuple[str, int, str]] = set()  # the result keys the last update used
+        # The last update's definition graph and what each name reaches in it (_Dependencies).
+        self._reach: tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]] = ({}, {})
 
     def update(self, text: str) -> DocumentResult:
         """Analyse a new version of the document's text."""
@@ -153,7 +155,8 @@ class DocumentAnalysis:
         notes: list[Note] = []
         follows: list[tuple[str, frozenset[str]]] = []
         analysed = used = 0
-        dependencies = _Dependencies(defs, texts, self._edges, self._meaning)
+        dependencies = _Dependencies(defs, texts, self._edges, self._meaning, self._reach)
+        self._reach = dependencies.reach
         # Where each block's meaning is: when no block moved since the last update, what that
         # update used holds as it was (the layouts it was checked against are the same).
         places = [(self._meaning[b.key], b.start_line) for b in parsed]
@@ -505,6 +508,7 @@ class _Dependencies:
         texts: dict[str, _TextFacts],
         edges_cache: dict[tuple[str, frozenset[str]], frozenset[str]],
         meaning: dict[str, str],
+        reach: tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]] = ({}, {}),
     ) -> None:
         """`edges_cache`: a block's edges, kept between updates by (block, defined names)."""
         self.defs = defs
@@ -514,7 +518,10 @@ class _Dependencies:
         self._edges_cache = edges_cache
         self.edges = {name: self.mentioned(block) for name, block in defs.items()}
         self._closures: dict[str, int] = {}
-        self._members: dict[str, frozenset[str]] = {}
+        # What each name reaches: the last update's, when the graph is the same (an edit
+        # inside a function rarely changes which definitions it names).
+        self._members: dict[str, frozenset[str]] = reach[1] if reach[0] == self.edges else {}
+        self.reach = (self.edges, self._members)
         self._layouts: dict[frozenset[str], _Layout] = {}  # by the names a block mentions
         self._places: dict[int, tuple[str, int, int]] = {}  # by a block's first line
 
@@ -542,14 +549,16 @@ class _Dependencies:
         they are: findings move with their blocks, see _moved)."""
         found = self._closures.get(name)
         if found is None:
-            seen: set[str] = set()
-            todo = [name]
-            while todo:
-                current = todo.pop()
-                if current not in seen:
-                    seen.add(current)
-                    todo.extend(self.edges[current] - seen)
-            self._members[name] = frozenset(seen)
+            seen = self._members.get(name)
+            if seen is None:
+                reached: set[str] = set()
+                todo = [name]
+                while todo:
+                    current = todo.pop()
+                    if current not in reached:
+                        reached.add(current)
+                        todo.extend(self.edges[current] - reached)
+                seen = self._members[name] = frozenset(reached)
             found = self._closures[name] = hash(
                 frozenset(self._meaning[self.defs[n].key] for n in seen)
             )

@@ -23,11 +23,15 @@ def split_lines(text: str) -> list[str]:
     return LINE_BREAK.split(text)
 
 
+_OTHER_CHARACTERS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+
+
 def lines_with_ends(text: str) -> list[str]:
     """The lines of `text` with their line breaks ("" gives no line; a text not ending in a
     break ends with a line without one), as str.splitlines(keepends=True) would give them if
     it broke lines where LSP does."""
-    if OTHER_BREAKS.search(text) is None:
+    # Eight substring searches are several times faster than one regex search of the text.
+    if not any(char in text for char in _OTHER_CHARACTERS):
         return text.splitlines(True)  # the common case, in C
     return _LINE_WITH_END.findall(text)
 
