@@ -51,6 +51,7 @@ CALL_BUDGET = 1500
 
 Loc = tuple[int, int, int, int]  # absolute 1-based line, utf-8 col, end line, end col
 InferenceSite = tuple[Loc, str | None]  # a torch.inference_mode() block: where, in which file
+Label = tuple[str, ast.AST | None, str]  # a branch's condition: format, its node, " (line N)"
 
 # Strict mode (the test suite sets INPLACE_LSP_STRICT=1): a syntax node without a handler
 # raises UnhandledNode instead of being skipped, so unknown syntax cannot hide silently.
@@ -253,8 +254,10 @@ class Ctx:
 
     parent: Ctx | None = None
     # The condition under which this context runs, for messages ("`if mask is None:` (line
-    # 12) is true"); "" for the root and for contexts that need no saying.
-    label: str = ""
+    # 12) is true"), as (format, node, where) rendered by _label only when a message needs it
+    # (ast.unparse on every branch run would cost the analysis a tenth of its time); None for
+    # the root and for contexts that need no saying.
+    label: Label | None = None
 
     def descends_from(self, other: Ctx) -> bool:
         node: Ctx | None = self
@@ -837,13 +840,17 @@ class Interpreter:
             self.exec_body(stmt.body if test.const else stmt.orelse, frame)
             return
         where = self._where(stmt, frame)
-        test_text = f"`if {_short(stmt.test)}:`{where}"
-        self.branch(
-            [stmt.body, stmt.orelse], frame, [f"{test_text} is true", f"{test_text} is false"]
-        )
+        labels: list[Label | None] = [
+            ("`if {}:`{} is true", stmt.test, where),
+            ("`if {}:`{} is false", stmt.test, where),
+        ]
+        self.branch([stmt.body, stmt.orelse], frame, labels)
 
     def branch(
-        self, bodies: list[list[ast.stmt]], frame: Frame, labels: list[str] | None = None
+        self,
+        bodies: list[list[ast.stmt]],
+        frame: Frame,
+        labels: list[Label | None] | None = None,
     ) -> None:
         """Runs each body from the same state and joins the paths that reach the end; a
         path that ended (`return`, `raise`, `break`, `continue`) is not joined. When one body
@@ -860,7 +867,7 @@ class Interpreter:
                 continue
             frame.env = dict(base_env)
             self.heap = base_heap.copy()
-            frame.ctx = Ctx(base_ctx, labels[i] if labels and i < len(labels) else "")
+            frame.ctx = Ctx(base_ctx, labels[i] if labels and i < len(labels) else None)
             self.exec_body(body, frame)
             if frame.dead:
                 ended.add(frame.dead)
@@ -1000,9 +1007,10 @@ class Interpreter:
             # Every path of the body ended, but any call in it may have raised: a handler
             # may run (from the body's state, as below).
             frame.dead = ""
-            self.branch([h.body for h in stmt.handlers], frame, self._handler_labels(stmt, frame))
+            handlers: list[Label | None] = [*self._handler_labels(stmt, frame)]
+            self.branch([h.body for h in stmt.handlers], frame, handlers)
         elif stmt.handlers:
-            labels = ["", *self._handler_labels(stmt, frame)]
+            labels: list[Label | None] = [None, *self._handler_labels(stmt, frame)]
             self.branch([[], *[h.body for h in stmt.handlers]], frame, labels)
             self.exec_body(stmt.orelse, frame)
         else:
@@ -1018,12 +1026,12 @@ class Interpreter:
         """ " (line N)" for a statement of the document analysed; "" in another file."""
         return f" (line {self.loc(node, frame)[0]})" if frame.path is None else ""
 
-    def _handler_labels(self, stmt: ast.Try | ast.TryStar, frame: Frame) -> list[str]:
+    def _handler_labels(self, stmt: ast.Try | ast.TryStar, frame: Frame) -> list[Label]:
         return [
-            f"`except{' ' + _short(h.type) if h.type is not None else ''}:`"
-            f"{self._where(h, frame)} runs"
+            ("`except {}:`{} runs" if h.type is not None else "`except{}:`{} runs", h.type,
+             self._where(h, frame))
             for h in stmt.handlers
-        ]
+        ]  # fmt: skip
 
     def stmt_Return(self, stmt: ast.Return, frame: Frame) -> None:
         if stmt.value is not None:
@@ -1076,8 +1084,8 @@ class Interpreter:
             and isinstance(last.pattern, ast.MatchAs)
             and last.pattern.pattern is None
         )
-        labels = [
-            f"`case {_short(case.pattern)}:`{self._where(case.pattern, frame)} matches"
+        labels: list[Label | None] = [
+            ("`case {}:`{} matches", case.pattern, self._where(case.pattern, frame))
             for case in stmt.cases
         ]
         self.branch(bodies if irrefutable else [*bodies, []], frame, labels)  # []: none matched
@@ -1631,7 +1639,9 @@ class Interpreter:
         heaps: list[Heap] = []
         for choice in choices:
             self.heap = base_heap.copy()
-            frame.ctx = Ctx(base_ctx, f"`{_short(node.func)}` is `{choice.qualname}`")
+            frame.ctx = Ctx(
+                base_ctx, ("`{}` is `" + (choice.qualname or "") + "`{}", node.func, "")
+            )
             results.append(self.symbol_call(choice.qualname or "", args, kwargs, node, frame))
             heaps.append(self.heap)
         frame.ctx = base_ctx
@@ -2834,8 +2844,9 @@ def _branches(saved_in: Ctx, written_in: Ctx) -> tuple[str, ...]:
     labels: list[str] = []
     node: Ctx | None = saved_in
     while node is not None and not written_in.descends_from(node):
-        if node.label:
-            labels.append(node.label)
+        if node.label is not None:
+            form, condition, where = node.label
+            labels.append(form.format(_short(condition) if condition is not None else "", where))
         node = node.parent
     return tuple(reversed(labels))
 
