@@ -359,9 +359,10 @@ _CACHES: dict[tuple[str, Path], CheckCache] = {}
 
 def _cache(settings: config.Settings) -> CheckCache:
     key = repr(settings)
-    found = _CACHES.get((key, cache_dir()))
+    directory = cache_dir()
+    found = _CACHES.get((key, directory))
     if found is None:
-        found = _CACHES[key, cache_dir()] = CheckCache(key)
+        found = _CACHES[key, directory] = CheckCache(key, directory)
     return found
 
 

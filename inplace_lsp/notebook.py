@@ -17,17 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from inplace_lsp.analysis.findings import Span
+from inplace_lsp.analysis.lines import LINE_BREAK
 
 # `%%time` and friends run their cell's Python; any other cell magic (%%bash, %%html) does not.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 _LINE_MAGIC = re.compile(r"^(\s*)[%!]")
 _LINE_REFERENCE = re.compile(r"\bline (\d+)\b(?! of )")  # "line 3 of layers.py": another file
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def _line_count(text: str) -> int:
     """Lines of `text`, which ends with a line break (or is empty), as LSP and `ast` count."""
-    return len(_LINE_BREAK.split(text)) - 1 if text else 0
+    return len(LINE_BREAK.split(text)) - 1 if text else 0
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,8 @@ CALL_BUDGET = 1500
 
 Loc = tuple[int, int, int, int]  # absolute 1-based line, utf-8 col, end line, end col
 InferenceSite = tuple[Loc, str | None]  # a torch.inference_mode() block: where, in which file
-Label = tuple[str, ast.AST | None, str]  # a branch's condition: format, its node, " (line N)"
+# A branch's condition: format, its node, its document line (None: in another file).
+Label = tuple[str, ast.AST | None, int | None]
 
 # Strict mode (the test suite sets INPLACE_LSP_STRICT=1): a syntax node without a handler
 # raises UnhandledNode instead of being skipped, so unknown syntax cannot hide silently.
@@ -1022,9 +1023,10 @@ class Interpreter:
 
     stmt_TryStar = stmt_Try
 
-    def _where(self, node: ast.AST, frame: Frame) -> str:
-        """ " (line N)" for a statement of the document analysed; "" in another file."""
-        return f" (line {self.loc(node, frame)[0]})" if frame.path is None else ""
+    def _where(self, node: ast.AST, frame: Frame) -> int | None:
+        """The document line of a statement of the document analysed; None in another file
+        (formatted only when a message needs it, see _branches)."""
+        return self.loc(node, frame)[0] if frame.path is None else None
 
     def _handler_labels(self, stmt: ast.Try | ast.TryStar, frame: Frame) -> list[Label]:
         return [
@@ -1640,7 +1642,7 @@ class Interpreter:
         for choice in choices:
             self.heap = base_heap.copy()
             frame.ctx = Ctx(
-                base_ctx, ("`{}` is `" + (choice.qualname or "") + "`{}", node.func, "")
+                base_ctx, ("`{}` is `" + (choice.qualname or "") + "`{}", node.func, None)
             )
             results.append(self.symbol_call(choice.qualname or "", args, kwargs, node, frame))
             heaps.append(self.heap)
@@ -2845,8 +2847,9 @@ def _branches(saved_in: Ctx, written_in: Ctx) -> tuple[str, ...]:
     node: Ctx | None = saved_in
     while node is not None and not written_in.descends_from(node):
         if node.label is not None:
-            form, condition, where = node.label
-            labels.append(form.format(_short(condition) if condition is not None else "", where))
+            form, condition, line = node.label
+            code = _short(condition) if condition is not None else ""
+            labels.append(form.format(code, f" (line {line})" if line is not None else ""))
         node = node.parent
     return tuple(reversed(labels))
 

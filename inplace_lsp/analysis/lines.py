@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-# What str.splitlines breaks at besides \n and \r.
-OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
@@ -23,6 +21,7 @@ def split_lines(text: str) -> list[str]:
     return LINE_BREAK.split(text)
 
 
+# What str.splitlines breaks at besides \n and \r.
 _OTHER_CHARACTERS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 
 
