@@ -342,13 +342,9 @@ def check_file(
     cached = store.get(path, data)
     if isinstance(cached, FileResult):
         return cached
-    workspace = engine.default_workspace()
-    workspace.reads = set()
-    try:
+    with engine.default_workspace().recording() as reads:
         result = _check_data(path, data, settings, fix, result)
-        read = workspace.reads - {os.path.realpath(path)}
-    finally:
-        workspace.reads = None
+    read = reads.keys() - {os.path.realpath(path)}
     if not result.failed:
         store.put(path, data, result, read)
     return result

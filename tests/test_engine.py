@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from inplace_lsp.analysis import dataflow
 from inplace_lsp.analysis.blocks import ParseCache
 from inplace_lsp.analysis.engine import DocumentAnalysis, analyze, analyze_document
 from inplace_lsp.analysis.findings import Severity
@@ -260,7 +261,8 @@ def test_what_is_kept_for_old_texts_is_bounded() -> None:
         lines[line] = original
         doc.update("".join(lines))
         assert cache.chars <= 3 * len(text) + len(text)  # the trees kept, and the first split
-        assert len(doc._results) <= 2 + 32
+        # The findings of each of the 40 methods and of the other blocks, and 32 old ones.
+        assert len(doc._results) <= 40 + 2 + 32
 
 
 # A method chain 400 calls long: the interpreter runs out of Python's stack on it.
@@ -446,3 +448,168 @@ def test_an_edit_only_inside_comments_analyses_nothing(old: str, new: str, only:
     edited = live.update(COMMENTED.replace(old, new, 1))
     assert (edited.blocks_analysed == 0) is only
     assert edited.findings == DocumentAnalysis().update(COMMENTED.replace(old, new, 1)).findings
+
+
+UNITS = """\
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = torch.sigmoid(self.fc(x))
+        h += 1
+        return h
+
+    def describe(self):
+        return "block"
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.block(x))
+
+    def reset(self):
+        self.head.weight.data.mul_(0.5)
+
+
+def unrelated(t):
+    t.add_(1)
+    return t
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "ran"),
+    [
+        # A method that cannot write in place and that nothing runs: nothing.
+        ('return "block"', 'return "blocks"', set()),
+        # A method nothing else runs: only it is analysed again.
+        ("mul_(0.5)", "mul_(0.25)", {"Net.reset"}),
+        ("t.add_(1)", "t.add_(2)", {"unrelated"}),
+        # A method another one runs: both, not the other methods of either class.
+        ("h += 1", "h += 2", {"Block.forward", "Net.forward"}),
+        # __init__ gives the class its attributes: what reads the class is analysed again.
+        ("nn.Linear(4, 2)", "nn.Linear(4, 3)", {"Net.forward", "Net.reset"}),
+    ],
+)
+def test_the_unit_is_the_function_and_what_ran_it(
+    old: str, new: str, ran: set[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit in a function analyses again the entry points whose analysis ran it (read
+    it), and no other: not the other methods of its class, not code that only names it;
+    and the findings are a fresh analysis's."""
+    live = DocumentAnalysis()
+    live.update(UNITS)
+    interpreted: list[str] = []
+    original = dataflow.Interpreter.run_function
+
+    def counting(self, fn, start, owner):  # type: ignore[no-untyped-def]
+        interpreted.append(f"{owner.name}.{fn.name}" if owner is not None else fn.name)
+        return original(self, fn, start, owner)
+
+    edited = UNITS.replace(old, new, 1)
+    assert edited != UNITS
+    monkeypatch.setattr(dataflow.Interpreter, "run_function", counting)
+    result = live.update(edited)
+    monkeypatch.undo()
+    assert sorted(interpreted) == sorted(ran)
+    assert result.functions_analysed == len(interpreted)
+    assert result.findings == DocumentAnalysis().update(edited).findings
+
+
+BASE_ATTRIBUTES = """\
+import torch
+import torch.nn as nn
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU(inplace=True)
+
+
+class Gate(Base):
+    def forward(self, x):
+        return self.act(torch.sigmoid(x))
+"""
+
+
+def test_a_class_sees_the_attributes_its_base_has_now() -> None:
+    """A derived class's attributes come from its base's __init__: an edit there (the
+    derived class's own text unchanged) is seen, both ways."""
+    live = DocumentAnalysis()
+    assert [f.code for f in live.update(BASE_ATTRIBUTES).findings] == ["IPL003"]
+    safe = BASE_ATTRIBUTES.replace("inplace=True", "inplace=False")
+    assert live.update(safe).findings == [] == DocumentAnalysis().update(safe).findings
+    assert [f.code for f in live.update(BASE_ATTRIBUTES).findings] == ["IPL003"]
+    renamed = BASE_ATTRIBUTES.replace("self.act = ", "self.other = ")
+    assert live.update(renamed).findings == DocumentAnalysis().update(renamed).findings
+
+
+_SWAPS = (
+    ("inplace=True", "inplace=False"),
+    ("inplace=False", "inplace=True"),
+    ("torch.sigmoid", "torch.relu"),
+    ("torch.tanh", "torch.exp"),
+    ("nn.Module", "object"),
+    ("self.", "self._"),
+    (" += ", " = 1 + "),
+    ("def forward", "def forwarx"),
+    ("return ", "return 2 * "),
+    ("with torch.no_grad():", "if True:"),
+)
+
+
+def _semantic_edits(text: str, rng: random.Random, count: int = 30) -> list[str]:
+    """Edits that keep the text valid Python and change what it means: a flag, an op, a
+    base class, a name, a line dropped or doubled, a blank line."""
+    lines = text.splitlines(keepends=True)
+    versions: list[str] = []
+    for _ in range(count * 3):
+        i = rng.randrange(len(lines))
+        new = list(lines)
+        action = rng.choice(["swap", "swap", "drop", "dup", "blank"])
+        if action == "swap":
+            old, replacement = rng.choice(_SWAPS)
+            if old not in new[i]:
+                continue
+            new[i] = new[i].replace(old, replacement, 1)
+        elif action == "drop":
+            del new[i]
+        elif action == "dup":
+            new.insert(i, new[i])
+        else:
+            new.insert(i, "\n")
+        version = "".join(new)
+        if _broken(version):
+            continue
+        lines = new
+        versions.append(version)
+        if len(versions) == count:
+            break
+    return versions
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in sorted(CASES.glob("*.py")) if p.read_text(encoding="utf-8").count("def ") > 2][::4],
+    ids=lambda p: p.stem,
+)
+def test_incremental_equals_fresh_after_edits_that_change_meaning(path: Path) -> None:
+    """Each update reuses an entry point's findings only while every definition its
+    analysis read is unchanged: after each edit, the findings are a fresh analysis's."""
+    text = path.read_text(encoding="utf-8")
+    live = DocumentAnalysis()
+    live.update(text)
+    for version in _semantic_edits(text, random.Random(path.name)):
+        assert live.update(version).findings == DocumentAnalysis().update(version).findings

@@ -85,6 +85,31 @@ def test_editor_buffer_of_imported_file_wins_over_disk(tmp_path: Path) -> None:
     assert [f for f in analysis.update(MODEL).findings if f.severity.value == "error"] == []
 
 
+def test_findings_rest_on_the_files_they_read_and_no_others(tmp_path: Path) -> None:
+    """A document's findings are kept while the files its analysis read are unchanged: the
+    first keystroke after opening (which modelled the imports) analyses nothing again, nor
+    does an edit of a file it does not import; an edit of one it imports is seen."""
+    model = make_package(tmp_path)
+    other = tmp_path / "pkg" / "other.py"
+    other.write_text(LAYERS, encoding="utf-8")
+    workspace = Workspace(tmp_path)
+    workspace.model_of(str(other))  # modelled: another open document imports it
+    analysis = DocumentAnalysis(path=str(model), workspace=workspace)
+    assert [f.line for f in analysis.update(MODEL).findings if f.severity.value == "error"] == [13]
+    again = analysis.update(MODEL + "\n")
+    assert again.functions_analysed == 0
+    workspace.set_document(str(other), 2, LAYERS.replace("torch.sigmoid(", "("))
+    unrelated = analysis.update(MODEL)
+    assert unrelated.functions_analysed == 0
+    assert [f.line for f in unrelated.findings if f.severity.value == "error"] == [13]
+    workspace.set_document(
+        str(tmp_path / "pkg" / "layers.py"), 2, LAYERS.replace("(x))", "(x)) * 2")
+    )
+    related = analysis.update(MODEL)
+    assert related.functions_analysed > 0
+    assert [f.line for f in related.findings if f.severity.value == "error"] == []
+
+
 def test_unresolvable_import_is_unknown_not_an_error(tmp_path: Path) -> None:
     text = MODEL.replace("from .layers import", "from .missing import")
     path = tmp_path / "model.py"

@@ -245,7 +245,7 @@ class Splitter:
         if not tree.body:
             text = "".join(lines[start:end])
             return [Block(start + 1, text, digest(text), tree, None, 1)]
-        starts = [_first_line(stmt) - 1 for stmt in tree.body]
+        starts = [first_line(stmt) - 1 for stmt in tree.body]
         starts[0] = 0
         bounds = [*starts[1:], end - start]
         blocks: list[Block] = []
@@ -282,7 +282,7 @@ class Splitter:
         return [*before, bad, *after]
 
 
-def _first_line(stmt: ast.stmt) -> int:
+def first_line(stmt: ast.stmt) -> int:
     decorators = getattr(stmt, "decorator_list", None)
     if decorators:
         return min(stmt.lineno, *(d.lineno for d in decorators))

@@ -13,13 +13,15 @@ import hashlib
 import logging
 import re
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import cast
 
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import Block, ParseCache, Splitter
 from inplace_lsp.analysis.candidates import is_candidate
-from inplace_lsp.analysis.dataflow import Facts, Interpreter, iter_entry_points
+from inplace_lsp.analysis.dataflow import Facts, Interpreter
 from inplace_lsp.analysis.findings import Finding, Severity, Span
 from inplace_lsp.analysis.knowledge import Knowledge, load
 from inplace_lsp.analysis.lines import split_lines
@@ -27,6 +29,7 @@ from inplace_lsp.analysis.model import ClassInfo
 from inplace_lsp.analysis.rules import RULES
 from inplace_lsp.analysis.rules.base import DocContext, Rule
 from inplace_lsp.analysis.rules.ipl006_anomaly_left_on import AnomalyLeftOn
+from inplace_lsp.analysis.units import BlockUnits, Cell, Table, Unit, block_units
 from inplace_lsp.analysis.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -62,6 +65,7 @@ class DocumentResult:
     # nn.Module subclasses and top-level functions that call backward().
     targets: tuple[tuple[str, str, int, int], ...] = ()
     notes: tuple[Note, ...] = ()
+    functions_analysed: int = 0  # how many entry points (and scripts) were interpreted
 
 
 # A block's findings, each with the entry point that found it ("Net.forward", "main"; "" for
@@ -71,9 +75,20 @@ _Analysed = tuple[
 ]
 
 
-# Where the code a block's analysis ran sat: (block key, first line, last line) of the block and
-# of every definition it may run, in the document at the time.
-_Layout = tuple[tuple[str, int, int], ...]
+# Where the code an analysis ran sat: (unit, first line, last line) of the block or of each
+# function and method it ran (units.Unit), in the document at the time.
+_Layout = tuple[tuple[Hashable, int, int], ...]
+
+
+@dataclass
+class _Stored:
+    """Findings kept between updates: valid while each cell read has its value (deps), and
+    moved with the units they lie in (layout; None: where they lie is unclear)."""
+
+    result: _Analysed
+    deps: tuple[tuple[Cell, object], ...]
+    layout: _Layout | None
+
 
 _OLD_RESULTS = 32  # findings of texts the document no longer has, kept for an undo
 
@@ -96,27 +111,31 @@ class DocumentAnalysis:
         self.splitter = Splitter(self.parse_cache)
         self._fragments: dict[tuple[str, int, int], model_mod.Fragment] = {}
         self._imports: dict[str, list[tuple[str, str]]] = {}
-        # Each entry: the findings, and the layout they were found in (_Layout).
-        self._results: OrderedDict[tuple[str, int, str], tuple[_Analysed, _Layout]] = OrderedDict()
+        # The findings of each entry point (keyed by its name, its own text and what every
+        # analysis rests on), of each block's module-level checks and of the script.
+        self._rules: list[Rule] = [rule() for rule in RULES]
+        self._results: OrderedDict[Hashable, _Stored] = OrderedDict()
+        # The recorder of what an analysis reads of the document's definitions (Recorded).
+        self._box: list[set[Cell] | None] = [None]
+        self._units: dict[str, BlockUnits] = {}  # by block meaning
+        self._wanted: dict[Hashable, tuple[int, ...]] = {}  # see _entries
+        self._anomaly = next(rule for rule in self._rules if isinstance(rule, AnomalyLeftOn))
+        self._ran = 0  # the entry points this update interpreted
+        # The other files the kept findings rest on, with the version each had then.
+        self._other_files: dict[str, object] = {}
         # A caller that reports DocumentResult.notes itself (the CLI) turns this off; the
         # language server has them logged, once per function (each keystroke in a function
         # analyses it again).
         self.log_notes = True
         self._logged: set[str] = set()
-        self._rules: list[Rule] = [rule() for rule in RULES]
         self._candidates: frozenset[str] = frozenset()
         self._candidate_functions: frozenset[str] = frozenset()
         self._texts: dict[str, _TextFacts] = {}
-        self._edges: dict[tuple[str, frozenset[str]], frozenset[str]] = {}
         # A block's text key -> the key of the text whose findings it has: its own, or that of
         # the text it was before an edit that changed only comments (see comment_only).
         self._meaning: dict[str, str] = {}
         self._placed: dict[tuple[int, int], Block] = {}  # the last update's blocks by place
         self._training: dict[str, frozenset[str]] = {}  # block text -> functions calling backward
-        self._last_places: list[tuple[str, int]] = []  # each block's meaning and first line
-        self._last_used: set[tuple[str, int, str]] = set()  # the result keys the last update used
-        # The last update's definition graph and what each name reaches in it (_Dependencies).
-        self._reach: tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]] = ({}, {})
 
     def update(self, text: str) -> DocumentResult:
         """Analyse a new version of the document's text."""
@@ -126,10 +145,26 @@ class DocumentAnalysis:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._update(text)
+            if self.workspace is None:
+                return self._update(text)
+            self._check_other_files(self.workspace)
+            with self.workspace.recording() as reads:
+                result = self._update(text)
+            for path, version in reads.items():
+                self._other_files.setdefault(path, version)
+            return result
         finally:
             if enabled:
                 gc.enable()
+
+    def _check_other_files(self, workspace: Workspace) -> None:
+        """What was found rests on the other files the analyses read, as they were then
+        (only those: an edit of a file this one does not import changes nothing here). When
+        one of them changed, nothing found is kept."""
+        if any(workspace.version(p) != v for p, v in self._other_files.items()):
+            self._results.clear()
+            self._wanted.clear()
+            self._other_files = {}
 
     def _update(self, text: str) -> DocumentResult:
         blocks = self.splitter.split(text)
@@ -149,56 +184,33 @@ class DocumentAnalysis:
         imports_key = _digest(
             repr(sorted(model.imports.items()))
             + repr(sorted(model.kernels))  # registered as kernels elsewhere: grad mode off
-            + (str(self.workspace.generation) if self.workspace else "")
         )
         findings: list[tuple[str, Finding]] = []
         notes: list[Note] = []
         follows: list[tuple[str, frozenset[str]]] = []
-        analysed = used = 0
-        dependencies = _Dependencies(defs, texts, self._edges, self._meaning, self._reach)
-        self._reach = dependencies.reach
-        # Where each block's meaning is: when no block moved since the last update, what that
-        # update used holds as it was (the layouts it was checked against are the same).
-        places = [(self._meaning[b.key], b.start_line) for b in parsed]
-        unmoved, self._last_places = places == self._last_places, places
-        used_keys: set[tuple[str, int, str]] = set()
+        analysed = self._ran = 0
+        table = Table(((b, self._block_units(b)) for b in parsed), model)
+        # What every entry point's findings rest on besides the definitions it read.
+        common = hash((imports_key, model.mentions_training))
+        used_keys: set[Hashable] = set()
         for block in parsed:
             facts = texts[block.key]
             if not (facts.candidate or not self._candidates.isdisjoint(facts.names)):
                 continue
-            deps = dependencies.digest(block)
-            # Keyed by what the findings depend on, not by where: a block that only moved
-            # (a line added above it) keeps its findings, moved with it.
-            cache_key = (self._meaning[block.key], 0, imports_key + deps)
-            stored = self._results.get(cache_key)
-            cached = None
-            if stored is not None and unmoved and cache_key in self._last_used:
-                cached = stored[0]  # used last time, and no block moved since: as it was
-                self._results.move_to_end(cache_key)
-            else:
-                layout = dependencies.layout(block)
-                if stored is not None:
-                    self._results.move_to_end(cache_key)
-                    cached = stored[0] if stored[1] == layout else _moved(stored, layout)
-                if cached is None:
-                    cached = self._analyse_block(block, model, ctx)
-                    analysed += 1
-                if stored is None or stored[1] != layout:
-                    self._results[cache_key] = (cached, layout)
-            used_keys.add(cache_key)
-            used += 1
-            findings.extend(cached[0])
-            notes.extend(cached[1])
-            follows.extend(cached[2])
+            found, ran = self._block_findings(block, model, ctx, table, common, used_keys)
+            analysed += ran > 0
+            self._ran += ran
+            findings.extend(found[0])
+            notes.extend(found[1])
+            follows.extend(found[2])
         script_findings, script_notes, script_follows = self._analyse_script(
-            parsed, model, ctx, texts, dependencies, imports_key
+            parsed, model, ctx, texts, table, common, used_keys
         )
         findings.extend(script_findings)
         notes.extend(script_notes)
         follows.extend(script_follows)
         self._log(notes)
-        self._last_used = used_keys
-        self._forget_old_results(used + 1)
+        self._forget_old_results(used_keys)
         errors = [
             SyntaxProblem(
                 block.error_line or block.start_line,
@@ -211,7 +223,12 @@ class DocumentAnalysis:
         shadowed = _followed_from_call_sites(follows)
         kept = [finding for entry, finding in findings if entry not in shadowed]
         return DocumentResult(
-            _dedupe(kept), errors, analysed, self._verify_targets(parsed, model), tuple(notes)
+            _dedupe(kept),
+            errors,
+            analysed,
+            self._verify_targets(parsed, model),
+            tuple(notes),
+            self._ran,
         )
 
     def _meanings(self, blocks: list[Block], texts: dict[str, _TextFacts]) -> dict[str, str]:
@@ -264,8 +281,9 @@ class DocumentAnalysis:
         model: model_mod.ModuleModel,
         ctx: DocContext,
         texts: dict[str, _TextFacts],
-        dependencies: _Dependencies,
-        imports_key: str,
+        table: Table,
+        common: int,
+        used_keys: set[Hashable],
     ) -> _Analysed:
         """The module-level statements of the whole document, interpreted as one program (a
         training script's loop uses names bound statements earlier)."""
@@ -275,15 +293,18 @@ class DocumentAnalysis:
             for b in loose
         ):
             return [], (), ()
-        names = frozenset().union(*(texts[b.key].names for b in loose))
-        deps = dependencies.digest(names)
-        placed = [(self._meaning[b.key], b.start_line) for b in loose]
-        key = _digest(imports_key + repr(placed) + deps)
-        cache_key = ("<script>", 0, key)
-        stored = self._results.get(cache_key)
-        cached = stored[0] if stored is not None else None
+        meanings = tuple(self._meaning[b.key] for b in loose)
+        places: _Layout = tuple(
+            (meaning, b.start_line, b.start_line + b.line_count - 1)
+            for meaning, b in zip(meanings, loose, strict=True)
+        )
+        cache_key = ("<script>", meanings, common)
+        used_keys.add(cache_key)
+        cached = self._cached(self._results.get(cache_key), table, places)
         if cached is None:
             pieces = [(b.tree.body, b.start) for b in loose if b.tree is not None]
+            cells: set[Cell] = set()
+            self._box[0] = cells
             interp = Interpreter(model, self.knowledge)
             try:
                 facts = interp.run_module_code(pieces)
@@ -293,17 +314,183 @@ class DocumentAnalysis:
                 line = interp.too_deep_line or loose[0].start_line
                 what = "the module-level code"
                 cached = ([], (Note(line, 0, _too_deep(what, line), what),), ())
-            self._results[cache_key] = (cached, ())
-        else:
-            self._results.move_to_end(cache_key)
+            finally:
+                self._box[0] = None
+            deps = tuple((cell, table.value(cell)) for cell in cells)
+            units = table.layout(table.units_of(cells))
+            layout = None if units is None else places + units
+            self._results[cache_key] = _Stored(cached, deps, layout)
+            self._ran += 1
+        self._results.move_to_end(cache_key)
         return cached
 
-    def _forget_old_results(self, used: int) -> None:
-        """Keep the findings of the blocks this update used (the most recently used entries)
-        and of a few texts before them (an undo brings one back): a big class's findings are
-        hundreds of objects, and each keystroke in it is a new entry."""
-        while len(self._results) > used + _OLD_RESULTS:
+    def _forget_old_results(self, used: set[Hashable]) -> None:
+        """Keep the findings this update used (the most recently used entries) and a few
+        before them (an undo brings one back): a big class's findings are hundreds of
+        objects, and each keystroke in it is a new entry."""
+        while len(self._results) > len(used) + _OLD_RESULTS:
             self._results.popitem(last=False)
+
+    def _block_units(self, block: Block) -> BlockUnits:
+        """The block's units, kept by its meaning: a text that differs only in comments has
+        the units (and so the values) of the text whose meaning it has."""
+        meaning = self._meaning[block.key]
+        found = self._units.get(meaning)
+        if found is None:
+            found = self._units[meaning] = block_units(block)
+        return found
+
+    def _block_findings(
+        self,
+        block: Block,
+        model: model_mod.ModuleModel,
+        ctx: DocContext,
+        table: Table,
+        common: int,
+        used_keys: set[Hashable],
+    ) -> tuple[_Analysed, int]:
+        """The findings of a block: each entry point's from the cache while every definition
+        its analysis read is unchanged (moved with the units they lie in), the others found
+        again. Also how many were (the module-level checks count as one)."""
+        assert block.tree is not None
+        findings: list[tuple[str, Finding]] = []
+        notes: list[Note] = []
+        follows: list[tuple[str, frozenset[str]]] = []
+        ran = 0
+        meaning = self._meaning[block.key]
+        if "anomaly" in block.text:
+            key: Hashable = ("anomaly", meaning)
+            place = ((meaning, block.start_line, block.start_line + block.line_count - 1),)
+            result = self._reused(self._results.get(key), place)
+            if result is None:
+                checked = self._anomaly.check_tree(block.tree, block.start, ctx)
+                result = ([("", f) for f in checked], (), ())
+                self._results[key] = _Stored(result, (), place)
+                ran += 1
+            self._results.move_to_end(key)
+            used_keys.add(key)
+            findings.extend(result[0])
+        units = self._block_units(block)
+        for fn, owner, class_name in self._entries(block, model, table, common):
+            entry = f"{owner.name}.{fn.name}" if owner is not None else fn.name
+            if class_name:
+                own: Unit = (class_name, fn.name, units.classes[class_name].methods[fn.name][0])
+            else:
+                own = ("", fn.name, units.functions[fn.name][0])
+            key = (entry, own, common)
+            result = self._cached(self._results.get(key), table)
+            if result is None:
+                fresh = self._analyse_entry(fn, owner, entry, own, block, model, ctx, table)
+                self._results[key] = fresh
+                result = fresh.result
+                ran += 1
+            self._results.move_to_end(key)
+            used_keys.add(key)
+            findings.extend(result[0])
+            notes.extend(result[1])
+            follows.extend(result[2])
+        return (findings, tuple(notes), tuple(follows)), ran
+
+    def _cached(
+        self, stored: _Stored | None, table: Table, places: _Layout = ()
+    ) -> _Analysed | None:
+        """Stored findings, while every cell their analysis read has its value, where their
+        units are now (`places`: the blocks their layout starts with, where they are now)."""
+        if stored is None or stored.layout is None:
+            return None
+        if not all(table.value(cell) == value for cell, value in stored.deps):
+            return None
+        units = table.layout(cast(Unit, unit) for unit, _, _ in stored.layout[len(places) :])
+        return self._reused(stored, None if units is None else places + units)
+
+    @staticmethod
+    def _reused(stored: _Stored | None, now: _Layout | None) -> _Analysed | None:
+        """Stored findings where their units are now, or None when that cannot be said."""
+        if stored is None or stored.layout is None or now is None:
+            return None
+        if stored.layout == now:
+            return stored.result
+        moved = _moved((stored.result, stored.layout), now)
+        if moved is not None:
+            stored.result, stored.layout = moved, now
+        return moved
+
+    def _entries(
+        self, block: Block, model: model_mod.ModuleModel, table: Table, common: int
+    ) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ClassInfo | None, str]]:
+        """The block's functions and methods worth interpreting (see _wanted_entries), with
+        the class each belongs to ("" for a function) and its ClassInfo (None where another
+        class of the same name replaced it). Which ones is kept by the block's meaning and
+        what decides it: the functions that can write in place, its classes' shapes and the
+        imports that resolve their names."""
+        assert block.tree is not None
+        entries: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ClassInfo | None, str]] = []
+        for stmt in block.tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                entries.append((stmt, None, ""))
+            elif isinstance(stmt, ast.ClassDef):
+                info = model.classes.get(stmt.name)
+                owner = info if info is not None and info.node is stmt else None
+                entries.extend(
+                    (sub, owner, stmt.name)
+                    for sub in stmt.body
+                    if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef))
+                )
+        shapes = tuple(table.value(("c", name)) for _, _, name in entries if name)
+        key = (self._meaning[block.key], self._candidates, shapes, common)
+        wanted = self._wanted.get(key)
+        if wanted is None:
+            block_lines = split_lines(block.text)
+            segments = {
+                id(fn): "\n".join(
+                    block_lines[
+                        max(fn.lineno - block.tree_line0, 0) : (fn.end_lineno or fn.lineno)
+                        - block.tree_line0
+                        + 1
+                    ]
+                )
+                for fn, _, _ in entries
+            }
+            ids = self._wanted_entries(entries, segments, model)
+            wanted = tuple(i for i, (fn, _, _) in enumerate(entries) if id(fn) in ids)
+            if len(self._wanted) > 4 * len(self._units) + 64:
+                self._wanted.clear()
+            self._wanted[key] = wanted
+        return [entries[i] for i in wanted]
+
+    def _analyse_entry(
+        self,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef,
+        owner: ClassInfo | None,
+        entry: str,
+        own: Unit,
+        block: Block,
+        model: model_mod.ModuleModel,
+        ctx: DocContext,
+        table: Table,
+    ) -> _Stored:
+        """Interprets one entry point, recording which definitions it read."""
+        cells: set[Cell] = set()
+        if owner is not None:
+            cells.add(("c", owner.name))
+        self._box[0] = cells
+        interp = Interpreter(model, self.knowledge)
+        try:
+            facts = interp.run_function(fn, block.start, owner)
+            _drop_intended_accumulations(facts, fn)
+            found = [(entry, f) for rule in self._rules for f in rule.check(facts, ctx)]
+            result: _Analysed = (found, (), ((entry, frozenset(interp.followed)),))
+        except RecursionError:
+            # Said, never a silent loss: the findings of a half-interpreted function could be
+            # wrong either way, so none are reported for it.
+            line = fn.lineno + block.start - 1
+            where = interp.too_deep_line or line
+            what = f"function `{entry}`"
+            result = ([], (Note(line, fn.col_offset, _too_deep(what, where), what),), ())
+        finally:
+            self._box[0] = None
+        deps = tuple((cell, table.value(cell)) for cell in cells)
+        return _Stored(result, deps, table.layout(table.units_of(cells, own)))
 
     def _text_facts(self, block: Block) -> _TextFacts:
         facts = self._texts.get(block.key)
@@ -338,13 +525,16 @@ class DocumentAnalysis:
         keystroke in a large class makes a new text, and its names (thousands, for
         transformers' Trainer) would otherwise pile up version after version."""
         self._texts = texts
+        if len(self._units) > len(texts):
+            meanings = set(self._meaning.values())
+            self._units = {k: v for k, v in self._units.items() if k in meanings}
         if len(self._imports) > len(texts):
             self._imports = {k: v for k, v in self._imports.items() if k in texts}
-        if len(self._edges) > 2 * len(texts):
-            self._edges = {k: v for k, v in self._edges.items() if k[0] in texts}
 
     def _model(self, blocks: list[Block]) -> model_mod.ModuleModel:
         model = model_mod.ModuleModel()
+        model.classes = model_mod.Recorded("c", self._box)
+        model.functions = model_mod.Recorded("f", self._box)
         if self.workspace is not None and self.path is not None:
             # Local classes may derive from, or build, classes of other files.
             model.resolver = self.workspace.resolver_for(self.path)
@@ -364,7 +554,7 @@ class DocumentAnalysis:
             frag = self._fragments.get(key)
             if frag is None:
                 assert block.tree is not None
-                frag = model_mod.fragment(block.tree, block.start, model)
+                frag = model_mod.fragment(block.tree, block.start, model, self._box)
             live[key] = frag
             model_mod.add_fragment(model, frag)
         self._fragments = live
@@ -373,9 +563,7 @@ class DocumentAnalysis:
 
     def _wanted_entries(
         self,
-        entries: list[
-            tuple[ast.FunctionDef | ast.AsyncFunctionDef, ClassInfo | None, list[ast.stmt]]
-        ],
+        entries: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ClassInfo | None, str]],
         segments: dict[int, str],
         model: model_mod.ModuleModel,
     ) -> set[int]:
@@ -439,52 +627,6 @@ class DocumentAnalysis:
             return False  # substring tests first: most code names none of them
         return not self._candidate_functions.isdisjoint(IDENT.findall(segment))
 
-    def _analyse_block(
-        self, block: Block, model: model_mod.ModuleModel, ctx: DocContext
-    ) -> _Analysed:
-        tree = block.tree
-        assert tree is not None
-        notes: list[Note] = []
-        block_lines = split_lines(block.text)
-        findings: list[tuple[str, Finding]] = []
-        follows: list[tuple[str, frozenset[str]]] = []
-        for rule in self._rules:
-            if isinstance(rule, AnomalyLeftOn) and "anomaly" in block.text:
-                findings.extend(("", f) for f in rule.check_tree(tree, block.start, ctx))
-        entries = list(iter_entry_points(model, tree))
-        segments = {
-            id(fn): "\n".join(
-                block_lines[
-                    max(fn.lineno - block.tree_line0, 0) : (fn.end_lineno or fn.lineno)
-                    - block.tree_line0
-                    + 1
-                ]
-            )
-            for fn, _, _ in entries
-        }
-        wanted = self._wanted_entries(entries, segments, model)
-        for fn, owner, _ in entries:
-            if id(fn) not in wanted:
-                continue
-            interp = Interpreter(model, self.knowledge)
-            try:
-                facts = interp.run_function(fn, block.start, owner)
-            except RecursionError:
-                # Said, never a silent loss: the findings of a half-interpreted function
-                # could be wrong either way, so none are reported for it.
-                line = fn.lineno + block.start - 1
-                name = f"{owner.name}.{fn.name}" if owner is not None else fn.name
-                where = interp.too_deep_line or line
-                what = f"function `{name}`"
-                notes.append(Note(line, fn.col_offset, _too_deep(what, where), what))
-                continue
-            _drop_intended_accumulations(facts, fn)
-            entry = f"{owner.name}.{fn.name}" if owner is not None else fn.name
-            for rule in self._rules:
-                findings.extend((entry, f) for f in rule.check(facts, ctx))
-            follows.append((entry, frozenset(interp.followed)))
-        return findings, tuple(notes), tuple(follows)
-
 
 @dataclass(frozen=True)
 class _TextFacts:
@@ -494,97 +636,6 @@ class _TextFacts:
     names: frozenset[str]
     defines: frozenset[str]
     script: bool  # holds module-level statements (not only definitions and imports)
-
-
-class _Dependencies:
-    """Which definitions code may run, transitively (a script calls main(), which builds a
-    model whose class is defined elsewhere): what a block's findings depend on besides its own
-    text. One instance per update: each definition's closure is computed once in it; the
-    names a block mentions are kept between updates."""
-
-    def __init__(
-        self,
-        defs: dict[str, Block],
-        texts: dict[str, _TextFacts],
-        edges_cache: dict[tuple[str, frozenset[str]], frozenset[str]],
-        meaning: dict[str, str],
-        reach: tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]] = ({}, {}),
-    ) -> None:
-        """`edges_cache`: a block's edges, kept between updates by (block, defined names)."""
-        self.defs = defs
-        self._meaning = meaning
-        self._defined = frozenset(defs)
-        self._texts = texts
-        self._edges_cache = edges_cache
-        self.edges = {name: self.mentioned(block) for name, block in defs.items()}
-        self._closures: dict[str, int] = {}
-        # What each name reaches: the last update's, when the graph is the same (an edit
-        # inside a function rarely changes which definitions it names).
-        self._members: dict[str, frozenset[str]] = reach[1] if reach[0] == self.edges else {}
-        self.reach = (self.edges, self._members)
-        self._layouts: dict[frozenset[str], _Layout] = {}  # by the names a block mentions
-        self._places: dict[int, tuple[str, int, int]] = {}  # by a block's first line
-
-    def mentioned(self, block: Block) -> frozenset[str]:
-        """The definitions a block's text names (kept between updates)."""
-        key = (block.key, self._defined)
-        found = self._edges_cache.get(key)
-        if found is None:
-            found = self._edges_cache[key] = self._texts[block.key].names & self._defined
-            if len(self._edges_cache) > 8192:
-                self._edges_cache.pop(next(iter(self._edges_cache)))
-        return found
-
-    def digest(self, names: frozenset[str] | Block) -> str:
-        """A key for the definitions that a block (or code naming `names`) may run; the
-        block's own key may be among them (it is in the cache key anyway)."""
-        roots = self.mentioned(names) if isinstance(names, Block) else names & self._defined
-        # An in-process cache key: Python's hash is enough (and far cheaper than a digest of
-        # sorted text); the caches never outlive the process.
-        combined = hash(frozenset(self._closure(name) for name in roots))
-        return format(combined & 0xFFFFFFFFFFFFFFFF, "x")
-
-    def _closure(self, name: str) -> int:
-        """Hash of the block text of every definition reachable from `name` (not of where
-        they are: findings move with their blocks, see _moved)."""
-        found = self._closures.get(name)
-        if found is None:
-            seen = self._members.get(name)
-            if seen is None:
-                reached: set[str] = set()
-                todo = [name]
-                while todo:
-                    current = todo.pop()
-                    if current not in reached:
-                        reached.add(current)
-                        todo.extend(self.edges[current] - reached)
-                seen = self._members[name] = frozenset(reached)
-            found = self._closures[name] = hash(
-                frozenset(self._meaning[self.defs[n].key] for n in seen)
-            )
-        return found
-
-    def layout(self, block: Block) -> _Layout:
-        """Where the block and the definitions it may run are now (see _Layout); after
-        digest(block), which found what they are."""
-        roots = self.mentioned(block)
-        found = self._layouts.get(roots)
-        if found is None:
-            names: set[str] = set()
-            for root in roots:
-                self._closure(root)
-                names |= self._members[root]
-            found = self._layouts[roots] = tuple(sorted({self._place(self.defs[n]) for n in names}))
-        own = self._place(block)
-        return found if own in found else (own, *found)
-
-    def _place(self, block: Block) -> tuple[str, int, int]:
-        found = self._places.get(block.start_line)
-        if found is None or found[0] != self._meaning[block.key]:
-            meaning = self._meaning[block.key]
-            found = (meaning, block.start_line, block.start_line + block.line_count - 1)
-            self._places[block.start_line] = found
-        return found
 
 
 def _candidate_defs(
@@ -618,7 +669,7 @@ def _moved(stored: tuple[_Analysed, _Layout], layout: _Layout) -> _Analysed | No
     moved. None when that cannot be said: a block it ran is gone or there twice, a line lies
     outside them, or a message names a line of another file."""
     (found, notes, follows), before = stored
-    now: dict[str, int | None] = {}
+    now: dict[Hashable, int | None] = {}
     for key, start, _ in layout:
         now[key] = None if key in now else start  # a text twice: which one moved is unclear
     if {key for key, _, _ in before} != set(now):

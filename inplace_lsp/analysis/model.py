@@ -19,6 +19,57 @@ CONTAINERS = frozenset(
 )
 
 
+ALL = "*"  # a Recorded table read whole (iterated): no name is spelled so
+
+
+class Recorded(dict):  # type: ignore[type-arg]
+    """A table of the document's definitions (its classes, its functions, a class's methods)
+    that notes each name an analysis looks up in it, found or not, while its recorder is on:
+    what that analysis read of the document besides its own function, so that an edit
+    elsewhere invalidates only the analyses that read what it changed. Iterating reads every
+    name (ALL). `box` is the recorder: [None] when off, [set of (tag, name)] when on."""
+
+    __slots__ = ("box", "tag")
+
+    def __init__(self, tag: object, box: list[set[tuple[object, str]] | None]) -> None:
+        super().__init__()
+        self.tag = tag
+        self.box = box
+
+    def _read(self, name: str) -> None:
+        cells = self.box[0]
+        if cells is not None:
+            cells.add((self.tag, name))
+
+    def get(self, key, default=None):  # type: ignore[no-untyped-def]
+        self._read(key)
+        return dict.get(self, key, default)
+
+    def __getitem__(self, key):  # type: ignore[no-untyped-def]
+        self._read(key)
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        self._read(key)  # type: ignore[arg-type]
+        return dict.__contains__(self, key)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        self._read(ALL)
+        return dict.__iter__(self)
+
+    def keys(self):  # type: ignore[no-untyped-def]
+        self._read(ALL)
+        return dict.keys(self)
+
+    def values(self):  # type: ignore[no-untyped-def]
+        self._read(ALL)
+        return dict.values(self)
+
+    def items(self):  # type: ignore[no-untyped-def]
+        self._read(ALL)
+        return dict.items(self)
+
+
 @dataclass
 class Submodule:
     """What `self.<name> = ...` assigned in `__init__`: a module constructor call."""
@@ -52,6 +103,9 @@ class ClassInfo:
     init_params: list[str] = field(default_factory=list)
     init_defaults: dict[str, ast.expr] = field(default_factory=dict)
     is_module: bool = False
+    # The attributes this class's own text gives, before finalize() adds its bases': a cached
+    # fragment is finalized again in every update, against the bases of that update.
+    own: tuple[object, ...] | None = None
 
 
 @dataclass
@@ -71,11 +125,11 @@ class ModuleModel:
 
     def def_key(self, fn: ast.AST) -> str:
         """`Net.forward` / `main`: the name of a function or method defined in this file."""
-        if not self._def_keys:
-            for name, function in self.functions.items():
+        if not self._def_keys:  # a reverse index, not a read of the definitions (dict.items)
+            for name, function in dict.items(self.functions):
                 self._def_keys[id(function)] = name
-            for class_name, info in self.classes.items():
-                for method_name, method in info.methods.items():
+            for class_name, info in dict.items(self.classes):
+                for method_name, method in dict.items(info.methods):
                     self._def_keys[id(method)] = f"{class_name}.{method_name}"
         return self._def_keys.get(id(fn), "")
 
@@ -381,8 +435,14 @@ class Fragment:
     kernels: set[str] = field(default_factory=set)  # functions registered as an op's kernel
 
 
-def fragment(tree: ast.Module, start: int, model: ModuleModel) -> Fragment:
-    """The definitions of one block; `model` supplies the imports used to resolve names."""
+def fragment(
+    tree: ast.Module,
+    start: int,
+    model: ModuleModel,
+    box: list[set[tuple[object, str]] | None] | None = None,
+) -> Fragment:
+    """The definitions of one block; `model` supplies the imports used to resolve names.
+    `box`: record the lookups of each class's methods in it (see Recorded)."""
     frag = Fragment()
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -392,6 +452,8 @@ def fragment(tree: ast.Module, start: int, model: ModuleModel) -> Fragment:
             info = ClassInfo(
                 stmt.name, stmt, [model.qualify(b) or ast.unparse(b) for b in stmt.bases], start
             )
+            if box is not None:
+                info.methods = Recorded(("m", stmt.name), box)
             frag.classes[stmt.name] = info
             frag.block_starts[id(stmt)] = start
             for sub in stmt.body:
@@ -446,6 +508,23 @@ def finalize(model: ModuleModel) -> None:
     for info in model.classes.values():
         info.bases = [model.imports.get(b, b) if "." not in b else b for b in info.bases]
         info.is_module = model.is_module_class(info.name)
+        if info.own is None:
+            info.own = (
+                dict(info.submodules),
+                dict(info.submodule_options),
+                dict(info.parameters),
+                set(info.buffers),
+                set(info.plain_attrs),
+                dict(info.plain_values),
+            )
+        else:
+            submodules, options, parameters, buffers, plain, values = info.own
+            info.submodules = dict(submodules)  # type: ignore[call-overload]
+            info.submodule_options = dict(options)  # type: ignore[call-overload]
+            info.parameters = dict(parameters)  # type: ignore[call-overload]
+            info.buffers = set(buffers)  # type: ignore[call-overload]
+            info.plain_attrs = set(plain)  # type: ignore[call-overload]
+            info.plain_values = dict(values)  # type: ignore[call-overload]
     for info in model.classes.values():
         seen = {id(info)}
         base = model.base_of(info)

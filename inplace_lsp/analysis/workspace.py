@@ -14,7 +14,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from inplace_lsp.analysis import model as model_mod
@@ -42,9 +43,7 @@ class Workspace:
         self._stats: dict[str, tuple[float, object]] = {}  # path -> (when checked, version)
         self._lock = threading.RLock()
         self.generation = 0  # bumped whenever a modelled file changes
-        # When a set: the files modelled (read, or taken from this workspace's models) go into
-        # it, so a caller knows what an analysis rested on (the CLI's cache).
-        self.reads: set[str] | None = None
+        self._local = threading.local()  # what this thread's analysis read (see recording)
 
     # ------------------------------------------------------------------ editor buffers
 
@@ -139,9 +138,10 @@ class Workspace:
             key = self._keys.get(path)
             if key is None:
                 key = self._keys[path] = str(Path(path).resolve())
-            if self.reads is not None:
-                self.reads.add(key)
             version = self._version(key)
+            reads = getattr(self._local, "reads", None)
+            if reads is not None:
+                reads.setdefault(key, version)
             cached = self._models.get(key)
             if cached is not None and cached[0] == version:
                 return cached[1]
@@ -152,6 +152,27 @@ class Workspace:
             self._models[key] = (version, built)
             self.generation += 1
             return built
+
+    @contextmanager
+    def recording(self) -> Iterator[dict[str, object]]:
+        """The files whose models this thread's analysis takes while in the block (read, or
+        from this workspace's models), each with its version then, so the caller knows what
+        its findings rest on: the CLI's cache, a document's findings (kept while those files
+        are unchanged)."""
+        outer = getattr(self._local, "reads", None)
+        reads: dict[str, object] = {}
+        self._local.reads = reads
+        try:
+            yield reads
+        finally:
+            self._local.reads = outer
+            if outer is not None:
+                outer.update((k, v) for k, v in reads.items() if k not in outer)
+
+    def version(self, path: str) -> object:
+        """What identifies the current text of a file model_of took (see _version)."""
+        with self._lock:
+            return self._version(path)
 
     def _version(self, path: str) -> object:
         """What identifies the file's current text, without reading it. Files on disk are
