@@ -8,6 +8,7 @@ one function re-parses and re-analyses that block only. `analyze()` is the one-s
 from __future__ import annotations
 
 import ast
+import functools
 import gc
 import hashlib
 import logging
@@ -86,8 +87,9 @@ class _Stored:
     moved with the units they lie in (layout; None: where they lie is unclear)."""
 
     result: _Analysed
-    deps: tuple[tuple[Cell, object], ...]
+    deps: dict[Cell, object]
     layout: _Layout | None
+    verified: int  # the last update that found it valid (see _cached)
 
 
 _OLD_RESULTS = 32  # findings of texts the document no longer has, kept for an undo
@@ -118,9 +120,17 @@ class DocumentAnalysis:
         # The recorder of what an analysis reads of the document's definitions (Recorded).
         self._box: list[set[Cell] | None] = [None]
         self._units: dict[str, BlockUnits] = {}  # by block meaning
-        self._wanted: dict[Hashable, tuple[int, ...]] = {}  # see _entries
+        # Which entry points of a block text are worth interpreting, the shapes of its classes
+        # then, and the last update that used it (see _entries).
+        self._wanted: dict[Hashable, tuple[tuple[int, ...], tuple[object, ...], int]] = {}
         self._anomaly = next(rule for rule in self._rules if isinstance(rule, AnomalyLeftOn))
         self._ran = 0  # the entry points this update interpreted
+        # This document's revision (one per update), the last update's units, and what
+        # changed since (see _cached).
+        self._revision = 0
+        self._last_table: Table | None = None
+        self._changes: frozenset[Cell] | None = None
+        self._unmoved = False
         # The other files the kept findings rest on, with the version each had then.
         self._other_files: dict[str, object] = {}
         # A caller that reports DocumentResult.notes itself (the CLI) turns this off; the
@@ -190,6 +200,10 @@ class DocumentAnalysis:
         follows: list[tuple[str, frozenset[str]]] = []
         analysed = self._ran = 0
         table = Table(((b, self._block_units(b)) for b in parsed), model)
+        self._revision += 1
+        last, self._last_table = self._last_table, table
+        self._changes = table.changes(last)
+        self._unmoved = last is not None and table.positions == last.positions
         # What every entry point's findings rest on besides the definitions it read.
         common = hash((imports_key, model.mentions_training))
         used_keys: set[Hashable] = set()
@@ -316,10 +330,10 @@ class DocumentAnalysis:
                 cached = ([], (Note(line, 0, _too_deep(what, line), what),), ())
             finally:
                 self._box[0] = None
-            deps = tuple((cell, table.value(cell)) for cell in cells)
+            deps = {cell: table.value(cell) for cell in cells}
             units = table.layout(table.units_of(cells))
             layout = None if units is None else places + units
-            self._results[cache_key] = _Stored(cached, deps, layout)
+            self._results[cache_key] = _Stored(cached, deps, layout, self._revision)
             self._ran += 1
         self._results.move_to_end(cache_key)
         return cached
@@ -365,7 +379,7 @@ class DocumentAnalysis:
             if result is None:
                 checked = self._anomaly.check_tree(block.tree, block.start, ctx)
                 result = ([("", f) for f in checked], (), ())
-                self._results[key] = _Stored(result, (), place)
+                self._results[key] = _Stored(result, {}, place, self._revision)
                 ran += 1
             self._results.move_to_end(key)
             used_keys.add(key)
@@ -398,8 +412,16 @@ class DocumentAnalysis:
         units are now (`places`: the blocks their layout starts with, where they are now)."""
         if stored is None or stored.layout is None:
             return None
-        if not all(table.value(cell) == value for cell, value in stored.deps):
+        if stored.verified == self._revision - 1 and self._changes is not None:
+            # Valid at the last update: only a cell changed since then can undo it.
+            if any(cell in stored.deps for cell in self._changes):
+                return None
+            if self._unmoved and stored.layout[: len(places)] == places:
+                stored.verified = self._revision
+                return stored.result
+        elif not all(table.value(cell) == value for cell, value in stored.deps.items()):
             return None
+        stored.verified = self._revision
         units = table.layout(cast(Unit, unit) for unit, _, _ in stored.layout[len(places) :])
         return self._reused(stored, None if units is None else places + units)
 
@@ -436,9 +458,14 @@ class DocumentAnalysis:
                     for sub in stmt.body
                     if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef))
                 )
-        shapes = tuple(table.value(("c", name)) for _, _, name in entries if name)
-        key = (self._meaning[block.key], self._candidates, shapes, common)
-        wanted = self._wanted.get(key)
+        key = (self._meaning[block.key], self._candidates, common)
+        kept = self._wanted.get(key)
+        wanted: tuple[int, ...] | None
+        if kept is not None and kept[2] == self._revision - 1 and self._changes is not None:
+            wanted, shapes = kept[0], kept[1]  # no class's shape changed since
+        else:
+            shapes = tuple(table.value(("c", name)) for _, _, name in entries if name)
+            wanted = kept[0] if kept is not None and kept[1] == shapes else None
         if wanted is None:
             block_lines = split_lines(block.text)
             segments = {
@@ -455,7 +482,7 @@ class DocumentAnalysis:
             wanted = tuple(i for i, (fn, _, _) in enumerate(entries) if id(fn) in ids)
             if len(self._wanted) > 4 * len(self._units) + 64:
                 self._wanted.clear()
-            self._wanted[key] = wanted
+        self._wanted[key] = (wanted, shapes, self._revision)
         return [entries[i] for i in wanted]
 
     def _analyse_entry(
@@ -489,8 +516,9 @@ class DocumentAnalysis:
             result = ([], (Note(line, fn.col_offset, _too_deep(what, where), what),), ())
         finally:
             self._box[0] = None
-        deps = tuple((cell, table.value(cell)) for cell in cells)
-        return _Stored(result, deps, table.layout(table.units_of(cells, own)))
+        deps = {cell: table.value(cell) for cell in cells}
+        layout = table.layout(table.units_of(cells, own))
+        return _Stored(result, deps, layout, self._revision)
 
     def _text_facts(self, block: Block) -> _TextFacts:
         facts = self._texts.get(block.key)
@@ -536,8 +564,9 @@ class DocumentAnalysis:
         model.classes = model_mod.Recorded("c", self._box)
         model.functions = model_mod.Recorded("f", self._box)
         if self.workspace is not None and self.path is not None:
-            # Local classes may derive from, or build, classes of other files.
-            model.resolver = self.workspace.resolver_for(self.path)
+            # Local classes may derive from, or build, classes of other files (each name is
+            # resolved once per update).
+            model.resolver = functools.cache(self.workspace.resolver_for(self.path))
         for block in blocks:
             if "import" in block.text:
                 aliases = self._imports.get(block.key)

@@ -99,6 +99,29 @@ class Table:
                     self._place((class_name, name, value), start, span)
         self._values: dict[Cell, object] = {}
 
+    def changes(self, before: Table | None) -> frozenset[Cell] | None:
+        """The cells whose values differ from those in `before` (the last update's table), or
+        None when that is not cheap to say: a class's shape changed (which classes inherit
+        it is another walk), or there is no last table."""
+        if before is None:
+            return None
+        changed: set[Cell] = set()
+        for name in self.functions.keys() | before.functions.keys():
+            if self.functions.get(name) != before.functions.get(name):
+                changed.add(("f", name))
+                changed.add(("f", ALL))
+        for name in self.classes.keys() | before.classes.keys():
+            new, old = self.classes.get(name), before.classes.get(name)
+            if new is old:
+                continue
+            if new is None or old is None or new.shape != old.shape:
+                return None
+            for method in new.methods.keys() | old.methods.keys():
+                if new.methods.get(method, (None,))[0] != old.methods.get(method, (None,))[0]:
+                    changed.add((("m", name), method))
+                    changed.add((("m", name), ALL))
+        return frozenset(changed)
+
     def _place(self, unit: Unit, start: int, span: Span) -> None:
         self.positions.setdefault(unit, []).append((start + span[0], start + span[1]))
 
