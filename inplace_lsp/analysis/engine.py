@@ -775,12 +775,21 @@ def comment_only(old: Block, new: Block) -> bool:
     for index in changed:
         a, b = before[index], after[index]
         first = next(i for i, (x, y) in enumerate(zip(a + "\0", b + "\1", strict=False)) if x != y)
+        if not (_may_be_comment(a, first) and _may_be_comment(b, first)):
+            return False  # code changed (most keystrokes): no tree walk needed to say so
         for line, block in ((a, old), (b, new)):
             assert block.tree is not None
             start = _comment_start(line, block.tree, index + block.tree_line0)
             if start is None or start > first:
                 return False
     return True
+
+
+def _may_be_comment(line: str, column: int) -> bool:
+    """Whether the line from `column` on can lie in a comment (or the spaces before one):
+    a `#` before it, or only spaces up to a `#` or the end."""
+    rest = line[column:].lstrip()
+    return "#" in line[:column] or not rest or rest.startswith("#")
 
 
 def _comment_start(line: str, tree: ast.Module, lineno: int) -> int | None:

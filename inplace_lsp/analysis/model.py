@@ -509,6 +509,8 @@ def finalize(model: ModuleModel) -> None:
         info.bases = [model.imports.get(b, b) if "." not in b else b for b in info.bases]
         info.is_module = model.is_module_class(info.name)
         if info.own is None:
+            if model.base_of(info) is None:
+                continue  # nothing to inherit, and nothing inherited before
             info.own = (
                 dict(info.submodules),
                 dict(info.submodule_options),
@@ -526,6 +528,8 @@ def finalize(model: ModuleModel) -> None:
             info.plain_attrs = set(plain)  # type: ignore[call-overload]
             info.plain_values = dict(values)  # type: ignore[call-overload]
     for info in model.classes.values():
+        if info.own is None:
+            continue
         seen = {id(info)}
         base = model.base_of(info)
         while base is not None and id(base) not in seen:
