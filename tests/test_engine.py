@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from edits import semantic_edits
 
 from inplace_lsp.analysis import dataflow
 from inplace_lsp.analysis.blocks import ParseCache
@@ -556,50 +557,6 @@ def test_a_class_sees_the_attributes_its_base_has_now() -> None:
     assert live.update(renamed).findings == DocumentAnalysis().update(renamed).findings
 
 
-_SWAPS = (
-    ("inplace=True", "inplace=False"),
-    ("inplace=False", "inplace=True"),
-    ("torch.sigmoid", "torch.relu"),
-    ("torch.tanh", "torch.exp"),
-    ("nn.Module", "object"),
-    ("self.", "self._"),
-    (" += ", " = 1 + "),
-    ("def forward", "def forwarx"),
-    ("return ", "return 2 * "),
-    ("with torch.no_grad():", "if True:"),
-)
-
-
-def _semantic_edits(text: str, rng: random.Random, count: int = 30) -> list[str]:
-    """Edits that keep the text valid Python and change what it means: a flag, an op, a
-    base class, a name, a line dropped or doubled, a blank line."""
-    lines = text.splitlines(keepends=True)
-    versions: list[str] = []
-    for _ in range(count * 3):
-        i = rng.randrange(len(lines))
-        new = list(lines)
-        action = rng.choice(["swap", "swap", "drop", "dup", "blank"])
-        if action == "swap":
-            old, replacement = rng.choice(_SWAPS)
-            if old not in new[i]:
-                continue
-            new[i] = new[i].replace(old, replacement, 1)
-        elif action == "drop":
-            del new[i]
-        elif action == "dup":
-            new.insert(i, new[i])
-        else:
-            new.insert(i, "\n")
-        version = "".join(new)
-        if _broken(version):
-            continue
-        lines = new
-        versions.append(version)
-        if len(versions) == count:
-            break
-    return versions
-
-
 @pytest.mark.parametrize(
     "path",
     [p for p in sorted(CASES.glob("*.py")) if p.read_text(encoding="utf-8").count("def ") > 2][::4],
@@ -611,5 +568,5 @@ def test_incremental_equals_fresh_after_edits_that_change_meaning(path: Path) ->
     text = path.read_text(encoding="utf-8")
     live = DocumentAnalysis()
     live.update(text)
-    for version in _semantic_edits(text, random.Random(path.name)):
+    for version in semantic_edits(text, random.Random(path.name)):
         assert live.update(version).findings == DocumentAnalysis().update(version).findings

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import random
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 import pytest
+from edits import semantic_edits
 
 from inplace_lsp.analysis.engine import DocumentAnalysis
 from inplace_lsp.analysis.findings import Finding, Severity
@@ -364,3 +366,28 @@ def test_torchvision_hue_adjustment_refuses_an_image_that_requires_grad() -> Non
     adjust_hue(image, 0.1)
     with pytest.raises(RuntimeError, match="returns multiple views"):
         adjust_hue(image.clone().requires_grad_(), 0.1)
+
+
+@pytest.mark.parametrize(
+    ("name", "relative"),
+    [
+        ("torchvision", "torchvision/models/resnet.py"),
+        ("transformers", "transformers/models/llama/modeling_llama.py"),
+        ("timm", "timm/models/vision_transformer.py"),
+    ],
+)
+def test_incremental_equals_fresh_on_real_model_files(name: str, relative: str) -> None:
+    """Edits that change what real model code means (an `inplace=` flag, an op, a base class,
+    a line dropped or doubled): after each, the editor's incremental analysis (which keeps
+    each entry point's findings while what it read is unchanged) equals a fresh one."""
+    root = _corpus_root(name)
+    path = root / relative
+    text = path.read_text(encoding="utf-8")
+    workspace = Workspace(root, use_jedi=False)
+    live = DocumentAnalysis(parse_cache=workspace.parse_cache, path=str(path), workspace=workspace)
+    live.log_notes = False
+    live.update(text)
+    for version in semantic_edits(text, random.Random(relative), count=12):
+        fresh = DocumentAnalysis(path=str(path), workspace=workspace)
+        fresh.log_notes = False
+        assert live.update(version).findings == fresh.update(version).findings
