@@ -3,10 +3,14 @@ so a save in one file and a write in another are seen together."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from pathlib import Path
+from typing import Any
 
 from inplace_lsp.analysis.engine import DocumentAnalysis
 from inplace_lsp.analysis.workspace import Workspace
+from inplace_lsp.lsp.scheduler import Scheduler, Snapshot
 
 LAYERS = """\
 import torch
@@ -126,3 +130,53 @@ def test_import_cycle_terminates(tmp_path: Path) -> None:
     path.write_text(text, encoding="utf-8")
     result = DocumentAnalysis(path=str(path), workspace=Workspace(tmp_path)).update(text)
     assert result.syntax_errors == []
+
+
+def test_a_first_analysis_from_the_file_alone_is_refined_by_its_imports(tmp_path: Path) -> None:
+    """From the file alone, Gate (in layers.py) is unknown: no finding rests on it. With the
+    files it imports, the finding is there, and only what looked into another file is
+    analysed again (`local` names nothing imported)."""
+    text = MODEL + "\n\ndef local(t):\n    t.add_(1)\n    return t\n"
+    model = make_package(tmp_path)
+    model.write_text(text, encoding="utf-8")
+    analysis = DocumentAnalysis(path=str(model), workspace=Workspace(tmp_path))
+    alone = analysis.update(text, alone=True)
+    assert [f for f in alone.findings if f.severity.value == "error"] == []
+    refined = analysis.update(text)
+    assert [f.line for f in refined.findings if f.severity.value == "error"] == [13]
+    assert (
+        refined.findings
+        == DocumentAnalysis(path=str(model), workspace=Workspace(tmp_path)).update(text).findings
+    )
+    assert refined.functions_analysed == 1  # Net.forward, not local
+
+
+def test_the_server_publishes_the_file_alone_first_and_again_only_if_its_imports_change_it(
+    tmp_path: Path,
+) -> None:
+    model = make_package(tmp_path)
+    published: list[Snapshot] = []
+    scheduler = Scheduler(
+        published.append, workspace=Workspace(tmp_path, use_jedi=False), executor=Inline()
+    )
+    scheduler.open("model", str(model), 1, MODEL)
+    errors = [
+        (s.version, s.refined, [f.line for f in s.findings if f.severity.value == "error"])
+        for s in published
+    ]
+    assert errors == [(1, False, []), (1, True, [13])]
+    published.clear()
+    layers = tmp_path / "pkg" / "layers.py"
+    scheduler.open("layers", str(layers), 1, LAYERS)  # imports nothing of the workspace
+    assert [(s.version, s.refined) for s in published] == [(1, False)]
+    scheduler.submit("model", 2, MODEL + "\n")
+    assert [(s.version, s.refined) for s in published[1:]] == [(2, False)]
+
+
+class Inline(Executor):
+    """Runs submitted work at once, in the caller's thread."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future

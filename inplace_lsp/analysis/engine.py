@@ -131,6 +131,7 @@ class DocumentAnalysis:
         self._last_table: Table | None = None
         self._changes: frozenset[Cell] | None = None
         self._unmoved = False
+        self._alone = False  # whether the last update was from the file alone
         # The other files the kept findings rest on, with the version each had then.
         self._other_files: dict[str, object] = {}
         # A caller that reports DocumentResult.notes itself (the CLI) turns this off; the
@@ -147,19 +148,27 @@ class DocumentAnalysis:
         self._placed: dict[tuple[int, int], Block] = {}  # the last update's blocks by place
         self._training: dict[str, frozenset[str]] = {}  # block text -> functions calling backward
 
-    def update(self, text: str) -> DocumentResult:
-        """Analyse a new version of the document's text."""
+    @property
+    def fresh(self) -> bool:
+        """Nothing analysed yet."""
+        return self._revision == 0
+
+    def update(self, text: str, *, alone: bool = False) -> DocumentResult:
+        """Analyse a new version of the document's text. `alone`: from this file alone, as
+        if no import named another file of the workspace (a document's first diagnostics,
+        before the files it imports are read); the findings of functions that name nothing
+        imported are kept for the next update with them."""
         # The cyclic garbage collector would traverse every parse tree kept alive here again
         # and again while the interpreter allocates; nothing made during an update is
         # garbage before it ends, so collection waits until then.
         enabled = gc.isenabled()
         gc.disable()
         try:
-            if self.workspace is None:
-                return self._update(text)
+            if self.workspace is None or alone:
+                return self._update(text, alone)
             self._check_other_files(self.workspace)
             with self.workspace.recording() as reads:
-                result = self._update(text)
+                result = self._update(text, alone)
             for path, version in reads.items():
                 self._other_files.setdefault(path, version)
             return result
@@ -176,10 +185,10 @@ class DocumentAnalysis:
             self._wanted.clear()
             self._other_files = {}
 
-    def _update(self, text: str) -> DocumentResult:
+    def _update(self, text: str, alone: bool) -> DocumentResult:
         blocks = self.splitter.split(text)
         parsed = [b for b in blocks if b.tree is not None]
-        model = self._model(parsed)
+        model = self._model(parsed, alone)
         model.mentions_training = "backward" in text or ".step(" in text
         ctx = DocContext(text, model, self.workspace.files() if self.workspace else None)
         texts = {b.key: self._text_facts(b) for b in parsed}
@@ -202,7 +211,10 @@ class DocumentAnalysis:
         table = Table(((b, self._block_units(b)) for b in parsed), model)
         self._revision += 1
         last, self._last_table = self._last_table, table
-        self._changes = table.changes(last)
+        # From the file alone, or with the files it imports: which file a name resolves to
+        # ("x" cells) changed for all of them at once.
+        moded, self._alone = self._alone != alone, alone
+        self._changes = None if moded else table.changes(last)
         self._unmoved = last is not None and table.positions == last.positions
         # What every entry point's findings rest on besides the definitions it read.
         common = hash((imports_key, model.mentions_training))
@@ -458,7 +470,7 @@ class DocumentAnalysis:
                     for sub in stmt.body
                     if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef))
                 )
-        key = (self._meaning[block.key], self._candidates, common)
+        key = (self._meaning[block.key], self._candidates, common, model.resolver is None)
         kept = self._wanted.get(key)
         wanted: tuple[int, ...] | None
         if kept is not None and kept[2] == self._revision - 1 and self._changes is not None:
@@ -559,14 +571,23 @@ class DocumentAnalysis:
         if len(self._imports) > len(texts):
             self._imports = {k: v for k, v in self._imports.items() if k in texts}
 
-    def _model(self, blocks: list[Block]) -> model_mod.ModuleModel:
+    def _model(self, blocks: list[Block], alone: bool = False) -> model_mod.ModuleModel:
         model = model_mod.ModuleModel()
         model.classes = model_mod.Recorded("c", self._box)
         model.functions = model_mod.Recorded("f", self._box)
         if self.workspace is not None and self.path is not None:
             # Local classes may derive from, or build, classes of other files (each name is
             # resolved once per update).
-            model.resolver = functools.cache(self.workspace.resolver_for(self.path))
+            resolve = functools.cache(self.workspace.resolver_for(self.path))
+            box = self._box
+
+            def resolver(qualname: str) -> model_mod.ModuleModel | None:
+                cells = box[0]
+                if cells is not None:  # what an analysis took from another file
+                    cells.add(("x", qualname))
+                return None if alone else resolve(qualname)
+
+            model.resolver = resolver
         for block in blocks:
             if "import" in block.text:
                 aliases = self._imports.get(block.key)

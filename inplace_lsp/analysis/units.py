@@ -5,7 +5,9 @@ gives the class its attributes).
 An entry point's analysis records which definitions it looked up (model.Recorded): the cells
 `("f", name)` (a function), `("c", name)` (a class's shape, with those of its local bases, whose
 attributes it inherits) and `(("m", class), name)` (a method), each possibly absent, or a whole
-table (model.ALL). Its findings hold while every cell it read has the value it had: an edit in a
+table (model.ALL); and `("x", qualified name)`, a name it looked for in another file (which
+file, if any; what is in those files is keyed by their versions, engine._check_other_files).
+Its findings hold while every cell it read has the value it had: an edit in a
 method invalidates the analyses that ran that method, not those of its class's other methods
 nor those of code that only names the class. Findings move with the units they lie in (a line
 added above a method moves what was found in it).
@@ -133,6 +135,10 @@ class Table:
 
     def _value(self, cell: Cell) -> object:
         tag, name = cell
+        if tag == "x":  # a name resolved in another file: which file (None: not found)
+            resolver = self._model.resolver
+            other = resolver(name) if resolver is not None else None
+            return other.path if other is not None else None
         if tag == "f":
             if name == ALL:
                 return hash(tuple(self.functions.items()))
@@ -180,8 +186,7 @@ class Table:
                     init = self.classes[class_name].methods.get("__init__")
                     if init is not None:
                         found.add((class_name, "__init__", init[0]))
-            else:
-                assert isinstance(tag, tuple)
+            elif isinstance(tag, tuple):  # ("m", class); "x" cells name no unit here
                 info = self.classes.get(tag[1])
                 if info is None:
                     continue

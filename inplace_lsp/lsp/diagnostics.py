@@ -60,8 +60,10 @@ class View:
 
     @property
     def result_id(self) -> str:
-        """Identifies what a pull answered: the analysed version under these settings."""
-        return f"{self.version}:{self.settings_generation}"
+        """Identifies what a pull answered: the analysed version (from the file alone, or
+        refined by the files it imports) under these settings."""
+        refined = "+" if self.snapshot.refined else ""
+        return f"{self.version}{refined}:{self.settings_generation}"
 
     def items_for(self, uri: str, *, hidden: bool = False) -> list[Item]:
         """The findings the client sees in `uri` (`hidden`: also the unpublished hints)."""

@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from inplace_lsp.analysis.engine import DocumentAnalysis, DocumentResult, Note, SyntaxProblem
@@ -47,6 +47,8 @@ class Snapshot:
         None  # verify targets (None: not parsed)
     )
     notes: tuple[Note, ...] = ()  # code given up on (too deep to analyse)
+    # The same version again, with the files it imports (the first was from the file alone).
+    refined: bool = False
 
 
 @dataclass
@@ -54,6 +56,7 @@ class _Job:
     version: int | None
     text: str
     attachment: object = None
+    refine: bool = False  # the version analysed from the file alone, now with its imports
 
 
 @dataclass
@@ -76,7 +79,7 @@ Publish = Callable[[Snapshot], None]
 class Analysis(Protocol):
     """What the scheduler needs of an analysis (engine.DocumentAnalysis)."""
 
-    def update(self, text: str) -> DocumentResult: ...
+    def update(self, text: str, *, alone: bool = False) -> DocumentResult: ...
 
 
 def new_analysis(path: str | None, workspace: Workspace | None) -> Analysis:
@@ -234,13 +237,22 @@ class Scheduler:
                     slot.running = False
                     return
                 slot.pending = None
-            snapshot = self._analyse(slot, job)
+            snapshot, alone = self._analyse(slot, job)
             with self._lock:
                 if slot.closed:
                     slot.running = False
                     return
-                slot.snapshot = snapshot
-                overtaken = slot.pending is not None
+                if alone and slot.pending is None:
+                    # The first diagnostics came from the file alone; the files it imports
+                    # are read now, and the version analysed again with them.
+                    slot.pending = replace(job, refine=True)
+                before = slot.snapshot
+                if job.refine and before is not None and _same_findings(before, snapshot):
+                    snapshot = before  # nothing to republish
+                    overtaken = True
+                else:
+                    slot.snapshot = snapshot
+                    overtaken = slot.pending is not None and not slot.pending.refine
                 ready = [f for v, f in slot.waiters if _newer(snapshot.version, v)]
                 slot.waiters = [(v, f) for v, f in slot.waiters if not _newer(snapshot.version, v)]
             for future in ready:
@@ -251,13 +263,22 @@ class Scheduler:
                 except Exception:
                     logger.exception("publishing diagnostics of %s failed", slot.key)
 
-    def _analyse(self, slot: _Slot, job: _Job) -> Snapshot:
+    def _analyse(self, slot: _Slot, job: _Job) -> tuple[Snapshot, bool]:
+        """The snapshot of the job's text, and whether it came from the file alone."""
         start = time.perf_counter()
         analysis = self._analysis(slot)
         if self.workspace is not None and slot.path is not None and job.version is not None:
             self.workspace.set_document(slot.path, job.version, job.text)
+        # A document's first analysis is from the file alone: its diagnostics do not wait
+        # for the files it imports to be read and modelled (seconds in a large package).
+        alone = (
+            self.workspace is not None
+            and slot.path is not None
+            and not job.refine
+            and bool(getattr(analysis, "fresh", False))
+        )
         try:
-            result = analysis.update(job.text)
+            result = analysis.update(job.text, alone=True) if alone else analysis.update(job.text)
             findings, errors = tuple(result.findings), tuple(result.syntax_errors)
             targets = None if errors else result.targets
             notes = result.notes
@@ -267,8 +288,9 @@ class Scheduler:
             with self._lock:
                 self._live.pop(slot.key, None)  # its caches may be inconsistent now
             findings, errors, targets, notes = (), (), None, ()
+            alone = False
         self.analyses += 1
-        return Snapshot(
+        snapshot = Snapshot(
             slot.key,
             job.version,
             job.text,
@@ -279,7 +301,9 @@ class Scheduler:
             job.attachment,
             targets,
             notes,
+            job.refine,
         )
+        return snapshot, alone
 
     def _analysis(self, slot: _Slot) -> Analysis:
         with self._lock:
@@ -291,6 +315,15 @@ class Scheduler:
             while len(self._live) > self._max_live:
                 self._live.popitem(last=False)
         return analysis
+
+
+def _same_findings(a: Snapshot, b: Snapshot) -> bool:
+    return (a.findings, a.syntax_errors, a.notes, a.targets) == (
+        b.findings,
+        b.syntax_errors,
+        b.notes,
+        b.targets,
+    )
 
 
 def _resolve(future: Future[Snapshot | None], value: Snapshot | None) -> None:

@@ -402,7 +402,10 @@ class Session:
         if lensed:
             self._store_lenses(snapshot, lenses)
         if self.features.pull:
-            if self.settings.for_path(self._path(snapshot.key)).settings.run == "onSave":
+            if snapshot.refined and self.features.refresh:
+                # The version's diagnostics changed once the files it imports were read.
+                self.client.refresh_diagnostics()
+            elif self.settings.for_path(self._path(snapshot.key)).settings.run == "onSave":
                 self.client.refresh_diagnostics()  # the client pulls on changes, not saves
             return
         self._push(snapshot.key)
