@@ -1,8 +1,9 @@
 """Entry points of the analysis: one document's text in, findings out.
 
-`DocumentAnalysis` keeps the parse of each top-level block and the findings of each block
-(keyed by the block's text, its position and the definitions it depends on), so an edit inside
-one function re-parses and re-analyses that block only. `analyze()` is the one-shot form.
+`DocumentAnalysis` keeps the parse of each top-level block and the findings of each function
+and method, with what its analysis read of the document (units.py), so an edit inside one
+function re-parses its block and analyses again only the functions whose analysis ran it.
+`analyze()` is the one-shot form.
 """
 
 from __future__ import annotations
