@@ -6,7 +6,7 @@ import ast
 import random
 
 
-def _parses(text: str) -> bool:
+def parses(text: str) -> bool:
     try:
         ast.parse(text)
     except SyntaxError:
@@ -49,7 +49,7 @@ def semantic_edits(text: str, rng: random.Random, count: int = 30) -> list[str]:
         else:
             new.insert(i, "\n")
         version = "".join(new)
-        if not _parses(version):
+        if not parses(version):
             continue
         lines = new
         versions.append(version)

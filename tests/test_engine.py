@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from edits import semantic_edits
+from edits import parses, semantic_edits
 
 from inplace_lsp.analysis import dataflow
 from inplace_lsp.analysis.blocks import ParseCache
@@ -77,14 +77,6 @@ def test_column_after_non_ascii_text() -> None:
     assert line[finding.span.col : finding.span.end_col] == "h += 1"
 
 
-def _broken(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except SyntaxError:
-        return True
-    return False
-
-
 def _mutations(text: str, rng: random.Random) -> list[str]:
     """A typing session: characters inserted and deleted, lines added, removed, broken."""
     lines = text.splitlines(keepends=True)
@@ -126,7 +118,7 @@ def test_incremental_equals_fresh(name: str) -> None:
         assert incremental.findings == fresh.findings
         # Where errors are cut out is a heuristic (the edited block vs. column-0 pieces); both
         # must see that the text does not parse.
-        assert bool(incremental.syntax_errors) == bool(fresh.syntax_errors) == _broken(version)
+        assert bool(incremental.syntax_errors) == bool(fresh.syntax_errors) == (not parses(version))
 
 
 def test_edit_reparses_only_the_edited_block() -> None:

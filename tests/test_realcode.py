@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 import pytest
-from edits import semantic_edits
+from edits import parses, semantic_edits
 
 from inplace_lsp.analysis.engine import DocumentAnalysis
 from inplace_lsp.analysis.findings import Finding, Severity
@@ -166,21 +166,13 @@ def _analyse(name: str, paths: list[Path]) -> RealcodeRun:
         except Exception as exc:  # the point of the test: report every file that crashes
             run.crashes.append(f"{relative}: {type(exc).__name__}: {exc}")
             continue
-        if result.syntax_errors and _parses(text):
+        if result.syntax_errors and parses(text):
             first = result.syntax_errors[0]
             run.bad_splits.append(f"{relative}:{first.line}: {first.message}")
         for finding in result.findings:
             if finding.severity is Severity.ERROR:
                 run.errors[(relative, finding.span.line, finding.code)] = finding
     return run
-
-
-def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except SyntaxError:
-        return False
-    return True
 
 
 def _in_corpus(name: str, keys: Iterable[Key]) -> set[Key]:
