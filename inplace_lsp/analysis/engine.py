@@ -126,6 +126,7 @@ class DocumentAnalysis:
         self._wanted: dict[Hashable, tuple[tuple[int, ...], tuple[object, ...], int]] = {}
         self._anomaly = next(rule for rule in self._rules if isinstance(rule, AnomalyLeftOn))
         self._ran = 0  # the entry points this update interpreted
+        self._most_used = 0  # the most stored findings an update used
         # This document's revision (one per update), the last update's units, and what
         # changed since (see _cached).
         self._revision = 0
@@ -352,10 +353,13 @@ class DocumentAnalysis:
         return cached
 
     def _forget_old_results(self, used: set[Hashable]) -> None:
-        """Keep the findings this update used (the most recently used entries) and a few
-        before them (an undo brings one back): a big class's findings are hundreds of
-        objects, and each keystroke in it is a new entry."""
-        while len(self._results) > len(used) + _OLD_RESULTS:
+        """Keep the findings this update used (the most recently used entries) and as many
+        before them as an update of this document has used, and a few more: a keystroke
+        that breaks a class's syntax for a moment uses none of its methods' findings, and
+        the next one brings them all back. A big class's findings are hundreds of objects,
+        and each keystroke in a method is a new entry."""
+        self._most_used = max(self._most_used, len(used))
+        while len(self._results) > len(used) + self._most_used + _OLD_RESULTS:
             self._results.popitem(last=False)
 
     def _block_units(self, block: Block) -> BlockUnits:
