@@ -140,6 +140,9 @@ class DocumentAnalysis:
         # language server has them logged, once per function (each keystroke in a function
         # analyses it again).
         self.log_notes = True
+        # A caller that analyses one text only (the CLI) turns this off: what each analysis
+        # read is then not recorded, and nothing found is kept for a next update.
+        self.incremental = True
         self._logged: set[str] = set()
         self._candidates: frozenset[str] = frozenset()
         self._candidate_functions: frozenset[str] = frozenset()
@@ -332,7 +335,7 @@ class DocumentAnalysis:
         if cached is None:
             pieces = [(b.tree.body, b.start) for b in loose if b.tree is not None]
             cells: set[Cell] = set()
-            self._box[0] = cells
+            self._box[0] = cells if self.incremental else None
             interp = Interpreter(model, self.knowledge)
             try:
                 facts = interp.run_module_code(pieces)
@@ -345,7 +348,7 @@ class DocumentAnalysis:
             finally:
                 self._box[0] = None
             deps = {cell: table.value(cell) for cell in cells}
-            units = table.layout(table.units_of(cells))
+            units = table.layout(table.units_of(cells)) if self.incremental else None
             layout = None if units is None else places + units
             self._results[cache_key] = _Stored(cached, deps, layout, self._revision)
             self._ran += 1
@@ -517,7 +520,7 @@ class DocumentAnalysis:
         cells: set[Cell] = set()
         if owner is not None:
             cells.add(("c", owner.name))
-        self._box[0] = cells
+        self._box[0] = cells if self.incremental else None
         interp = Interpreter(model, self.knowledge)
         try:
             facts = interp.run_function(fn, block.start, owner)
@@ -533,6 +536,8 @@ class DocumentAnalysis:
             result = ([], (Note(line, fn.col_offset, _too_deep(what, where), what),), ())
         finally:
             self._box[0] = None
+        if not self.incremental:
+            return _Stored(result, {}, None, self._revision)  # never reused
         deps = {cell: table.value(cell) for cell in cells}
         layout = table.layout(table.units_of(cells, own))
         return _Stored(result, deps, layout, self._revision)
@@ -1001,4 +1006,5 @@ def analyze_document(text: str, path: str | None = None) -> DocumentResult:
             parse_cache=workspace.parse_cache, path=path, workspace=workspace
         )
     analysis.log_notes = False  # the caller has them in the result
+    analysis.incremental = False
     return analysis.update(text)
