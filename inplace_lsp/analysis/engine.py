@@ -347,10 +347,7 @@ class DocumentAnalysis:
                 cached = ([], (Note(line, 0, _too_deep(what, line), what),), ())
             finally:
                 self._box[0] = None
-            deps = {cell: table.value(cell) for cell in cells}
-            units = table.layout(table.units_of(cells)) if self.incremental else None
-            layout = None if units is None else places + units
-            self._results[cache_key] = _Stored(cached, deps, layout, self._revision)
+            self._results[cache_key] = self._stored(cached, cells, table, places=places)
             self._ran += 1
         self._results.move_to_end(cache_key)
         return cached
@@ -536,11 +533,24 @@ class DocumentAnalysis:
             result = ([], (Note(line, fn.col_offset, _too_deep(what, where), what),), ())
         finally:
             self._box[0] = None
+        return self._stored(result, cells, table, own)
+
+    def _stored(
+        self,
+        result: _Analysed,
+        cells: set[Cell],
+        table: Table,
+        own: Unit | None = None,
+        places: _Layout = (),
+    ) -> _Stored:
+        """What an analysis found, with the value of each cell it read and where its units
+        are (`places`: blocks its layout starts with); a one-shot analysis keeps nothing to
+        reuse."""
         if not self.incremental:
             return _Stored(result, {}, None, self._revision)  # never reused
-        deps = {cell: table.value(cell) for cell in cells}
-        layout = table.layout(table.units_of(cells, own))
-        return _Stored(result, deps, layout, self._revision)
+        units = table.layout(table.units_of(cells, own))
+        layout = None if units is None else places + units
+        return _Stored(result, {cell: table.value(cell) for cell in cells}, layout, self._revision)
 
     def _text_facts(self, block: Block) -> _TextFacts:
         facts = self._texts.get(block.key)

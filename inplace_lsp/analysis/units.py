@@ -18,10 +18,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from itertools import takewhile
 
 from inplace_lsp.analysis.blocks import Block, first_line
 from inplace_lsp.analysis.lines import split_lines
-from inplace_lsp.analysis.model import ALL, ModuleModel
+from inplace_lsp.analysis.model import ALL, ClassInfo, ModuleModel
 
 Cell = tuple[object, str]
 Unit = tuple[str, str, int]  # (class or "", function name, its text's hash)
@@ -156,21 +157,29 @@ class Table:
         found = info.methods.get(name)
         return found[0] if found is not None else None
 
-    def _chain(self, name: str) -> tuple[object, ...] | None:
-        """A class's shape and its bases' (finalize() gave it their attributes); a base in
-        another file by name (the workspace's generation keys those)."""
+    def _lineage(self, name: str) -> list[ClassInfo]:
+        """The class of this file named `name` (none: []) and its bases, nearest first."""
         model = self._model
         info = dict.get(model.classes, name)
-        if info is None:
-            return None
-        chain: list[object] = []
-        seen: set[int] = set()
-        while info is not None and id(info) not in seen:
-            seen.add(id(info))
-            local = info.owner is model and info.name in self.classes
-            chain.append(self.classes[info.name].shape if local else f"{info.name} elsewhere")
+        found: list[ClassInfo] = []
+        while info is not None and all(info is not known for known in found):
+            found.append(info)
             info = model.base_of(info)
-        return tuple(chain)
+        return found
+
+    def _chain(self, name: str) -> tuple[object, ...] | None:
+        """A class's shape and its bases' (finalize() gave it their attributes); a base in
+        another file by name (the versions of the files read key those, see
+        engine._check_other_files)."""
+        lineage = self._lineage(name)
+        if not lineage:
+            return None
+        return tuple(
+            self.classes[info.name].shape
+            if info.owner is self._model and info.name in self.classes
+            else f"{info.name} elsewhere"
+            for info in lineage
+        )
 
     def units_of(self, cells: Iterable[Cell], own: Unit | None = None) -> list[Unit]:
         """The units whose lines the findings of an analysis that read `cells` may name: the
@@ -195,14 +204,9 @@ class Table:
         return sorted(found)
 
     def _local_chain(self, name: str) -> list[str]:
-        model = self._model
-        info = dict.get(model.classes, name)
-        names: list[str] = []
-        while info is not None and info.owner is model and info.name not in names:
-            if info.name in self.classes:
-                names.append(info.name)
-            info = model.base_of(info)
-        return names
+        """The names of the class and of its bases up to the first defined elsewhere."""
+        local = takewhile(lambda info: info.owner is self._model, self._lineage(name))
+        return [info.name for info in local if info.name in self.classes]
 
     def layout(self, units: Iterable[Unit]) -> tuple[tuple[Hashable, int, int], ...] | None:
         """Where the units are now, or None when one is absent or there twice."""
