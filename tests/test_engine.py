@@ -444,6 +444,59 @@ def test_an_edit_only_inside_comments_analyses_nothing(old: str, new: str, only:
     assert edited.findings == DocumentAnalysis().update(COMMENTED.replace(old, new, 1)).findings
 
 
+def test_typing_in_comments_between_code_edits_keeps_every_result_a_fresh_analysis() -> None:
+    """A run of comment keystrokes reuses the whole last result (no model, no table is built
+    again); the code edits between them, and their undo, still come out as a fresh analysis's:
+    findings, verify targets and notes."""
+    steps = [  # (old, new, whether an entry point is interpreted again)
+        ("  # gate", "  # gate!", False),
+        ("  # gate!", "  # gate!?", False),
+        ("        h += 1\n", "        h += 2\n", True),
+        # The undo of the code, not of the comments: `run` is kept, `Gate.forward` (whose
+        # text, comment included, is new) runs again.
+        ("        h += 2\n", "        h += 1\n", True),
+        ("  # the projection", "  # the projection, then loss.backward()", True),
+        ("  # gate!?", "  # gate", False),
+    ]
+    live, text = DocumentAnalysis(), COMMENTED
+    live.update(text)
+    for old, new, interpreted in steps:
+        text = text.replace(old, new, 1)
+        result, fresh = live.update(text), DocumentAnalysis().update(text)
+        assert result.findings, "the sigmoid's output is written in place"
+        assert (result.findings, result.targets, result.notes) == (
+            fresh.findings,
+            fresh.targets,
+            fresh.notes,
+        )
+        assert (result.functions_analysed > 0) is interpreted, (old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("import torch\n", "\n\nimport torch\n"),  # lines added at the top
+        ("\n\ndef build(dim):", "\n\n\n# helpers\n\ndef build(dim):"),  # between blocks
+        ("import torch.nn as nn\n\n", "import torch.nn as nn\n"),  # a line removed above
+    ],
+)
+def test_blocks_that_only_moved_move_the_last_result(old: str, new: str) -> None:
+    """Lines added or removed between blocks move every finding, its message's line
+    references, the verify targets and the notes with the blocks, and analyse nothing."""
+    live = DocumentAnalysis()
+    first = live.update(COMMENTED)
+    assert any("(line 11)" in f.message for f in first.findings)
+    text = COMMENTED.replace(old, new, 1)
+    result, fresh = live.update(text), DocumentAnalysis().update(text)
+    assert result.functions_analysed == 0
+    assert (result.findings, result.targets, result.notes) == (
+        fresh.findings,
+        fresh.targets,
+        fresh.notes,
+    )
+    assert result.findings != first.findings or old.startswith("\n\ndef")
+
+
 UNITS = """\
 import torch
 import torch.nn as nn

@@ -342,6 +342,38 @@ def test_exit_after_shutdown_exits_0(server: Server) -> None:
     assert server.stop() == 0
 
 
+def test_a_session_read_from_a_file_is_served_to_its_end(tmp_path: Path) -> None:
+    """stdin a regular file (no readiness to wait for: read in a thread): every message is
+    handled, the document analysed, and exit after shutdown is 0."""
+    uri = (tmp_path / "m.py").as_uri()
+    opened = {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": ""}}
+    session = tmp_path / "session.bin"
+    session.write_bytes(
+        b"".join(
+            frame(message)
+            for message in (
+                request(1, "initialize", {"processId": None, "rootUri": None, "capabilities": {}}),
+                notification("initialized", {}),
+                notification("textDocument/didOpen", opened),
+                request(2, "shutdown"),
+                notification("exit"),
+            )
+        )
+    )
+    with session.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "inplace_lsp", "serve"],
+            stdin=stdin,
+            capture_output=True,
+            env=SERVER_ENV,
+            timeout=TIMEOUT_S,
+        )
+    frames = FrameReader().feed(done.stdout)
+    answered = {json.loads(f)["id"] for f in frames if isinstance(f, bytes) and b'"id"' in f}
+    assert {1, 2} <= answered, done.stderr.decode(errors="replace")
+    assert done.returncode == 0
+
+
 def _replace_text(server: Server, uri: str, version: int, text: str) -> None:
     whole = {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 99, "character": 0}}}
     server.send(

@@ -15,7 +15,7 @@ import hashlib
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
@@ -93,6 +93,7 @@ class _Stored:
     verified: int  # the last update that found it valid (see _cached)
 
 
+_NO_RESULT = DocumentResult([], [], 0)  # an update that did not finish (see _same_as_last)
 _OLD_RESULTS = 32  # findings of texts the document no longer has, kept for an undo
 
 
@@ -131,6 +132,8 @@ class DocumentAnalysis:
         # changed since (see _cached).
         self._revision = 0
         self._last_table: Table | None = None
+        # The last update's result, with what it followed from (see _same_as_last).
+        self._last: tuple[Hashable, _Layout, DocumentResult] | None = None
         self._changes: frozenset[Cell] | None = None
         self._unmoved = False
         self._alone = False  # whether the last update was from the file alone
@@ -188,17 +191,22 @@ class DocumentAnalysis:
         if any(workspace.version(p) != v for p, v in self._other_files.items()):
             self._results.clear()
             self._wanted.clear()
+            self._last = None
             self._other_files = {}
 
     def _update(self, text: str, alone: bool) -> DocumentResult:
         blocks = self.splitter.split(text)
         parsed = [b for b in blocks if b.tree is not None]
-        model = self._model(parsed, alone)
-        model.mentions_training = "backward" in text or ".step(" in text
-        ctx = DocContext(text, model, self.workspace.files() if self.workspace else None)
         texts = {b.key: self._text_facts(b) for b in parsed}
         self._meaning = self._meanings(parsed, texts)
         self._forget_other_texts(texts)
+        training = "backward" in text or ".step(" in text
+        same = self._same_as_last(blocks, parsed, alone, training)
+        if same is not None:
+            return same
+        model = self._model(parsed, alone)
+        model.mentions_training = training
+        ctx = DocContext(text, model, self.workspace.files() if self.workspace else None)
         defs: dict[str, Block] = {}
         for block in parsed:
             for name in texts[block.key].defines:
@@ -253,7 +261,7 @@ class DocumentAnalysis:
         ]
         shadowed = _followed_from_call_sites(follows)
         kept = [finding for entry, finding in findings if entry not in shadowed]
-        return DocumentResult(
+        result = DocumentResult(
             _dedupe(kept),
             errors,
             analysed,
@@ -261,6 +269,52 @@ class DocumentAnalysis:
             tuple(notes),
             self._ran,
         )
+        if self._last is not None:
+            self._last = (*self._last[:2], result)
+        return result
+
+    def _same_as_last(
+        self, blocks: list[Block], parsed: list[Block], alone: bool, training: bool
+    ) -> DocumentResult | None:
+        """The last update's result when the document means what it meant then: the same
+        blocks in the same order, each with the same meaning and as many lines (a keystroke
+        in a comment, a line added or removed between blocks), and the same mode. Then the
+        model, the tables and every entry point would come out as they did, so none of it is
+        built again; findings and targets move with their blocks."""
+        if not self.incremental or len(parsed) != len(blocks):
+            self._last = None  # a block that does not parse: its error is news
+            return None
+        layout: _Layout = tuple(
+            (self._meaning[b.key], b.start_line, b.start_line + b.line_count - 1) for b in parsed
+        )
+        shape = (alone, training, tuple((key, end - start) for key, start, end in layout))
+        last, self._last = self._last, (shape, layout, _NO_RESULT)
+        if last is None or last[0] != shape or last[2] is _NO_RESULT:
+            return None
+        _, before, result = last
+        if before != layout:
+            moved = self._moved_result(result, before, layout)
+            if moved is None:
+                return None
+            result = moved
+        self._last = (shape, layout, result)  # the revision stays: nothing was found valid again
+        return replace(result, blocks_analysed=0, functions_analysed=0)
+
+    @staticmethod
+    def _moved_result(
+        result: DocumentResult, before: _Layout, layout: _Layout
+    ) -> DocumentResult | None:
+        """The result of blocks that moved, moved with them (see _moved); None when that
+        cannot be said."""
+        moved = _moved((([("", f) for f in result.findings], result.notes, ()), before), layout)
+        line = _line_map(before, layout)
+        if moved is None or line is None:
+            return None
+        try:
+            targets = tuple((kind, name, line(a), line(b)) for kind, name, a, b in result.targets)
+        except _Unmoved:
+            return None
+        return replace(result, findings=[f for _, f in moved[0]], notes=moved[1], targets=targets)
 
     def _meanings(self, blocks: list[Block], texts: dict[str, _TextFacts]) -> dict[str, str]:
         """Each block's meaning key: a text known before keeps its own; a new text that
@@ -733,12 +787,10 @@ def _candidate_defs(
 _LINE_REFERENCE = re.compile(r"\bline (\d+)")
 
 
-def _moved(stored: tuple[_Analysed, _Layout], layout: _Layout) -> _Analysed | None:
-    """Findings of blocks that moved (the same texts, at other lines), moved with them: each
-    line, in spans and in messages ("saved ... (line 12)"), by how far the block holding it
-    moved. None when that cannot be said: a block it ran is gone or there twice, a line lies
-    outside them, or a message names a line of another file."""
-    (found, notes, follows), before = stored
+def _line_map(before: _Layout, layout: _Layout) -> Callable[[int], int] | None:
+    """Where each line of the units in `before` is in `layout` (the same units, maybe at
+    other lines); the map raises _Unmoved for a line no unit holds. None when that cannot be
+    said: a unit is gone, new, or there twice."""
     now: dict[Hashable, int | None] = {}
     for key, start, _ in layout:
         now[key] = None if key in now else start  # a text twice: which one moved is unclear
@@ -756,6 +808,20 @@ def _moved(stored: tuple[_Analysed, _Layout], layout: _Layout) -> _Analysed | No
             if start <= number <= end:
                 return number + delta
         raise _Unmoved
+
+    return line
+
+
+def _moved(stored: tuple[_Analysed, _Layout], layout: _Layout) -> _Analysed | None:
+    """Findings of blocks that moved (the same texts, at other lines), moved with them: each
+    line, in spans and in messages ("saved ... (line 12)"), by how far the block holding it
+    moved. None when that cannot be said: a block it ran is gone or there twice, a line lies
+    outside them, or a message names a line of another file."""
+    (found, notes, follows), before = stored
+    mapped = _line_map(before, layout)
+    if mapped is None:
+        return None
+    line = mapped
 
     def span(s: Span) -> Span:
         return Span(line(s.line), s.col, line(s.end_line), s.end_col)

@@ -50,7 +50,7 @@ class Workspace:
     def set_document(self, path: str, version: int, text: str) -> None:
         """An open editor buffer: its text wins over the file on disk."""
         with self._lock:
-            key = str(Path(path).resolve())
+            key = self._key(path)
             if self._open.get(key, (None, None))[1] != text:
                 self._open[key] = (version, text)
                 if key in self._models:
@@ -58,14 +58,14 @@ class Workspace:
 
     def close_document(self, path: str) -> None:
         with self._lock:
-            key = str(Path(path).resolve())
+            key = self._key(path)
             if self._open.pop(key, None) is not None and key in self._models:
                 self.generation += 1
 
     # ------------------------------------------------------------------ resolution
 
     def resolver_for(self, doc_path: str | None) -> Callable[[str], model_mod.ModuleModel | None]:
-        directory = Path(doc_path).resolve().parent if doc_path else None
+        directory = Path(self._key(doc_path)).parent if doc_path else None
 
         def resolve(qualname: str) -> model_mod.ModuleModel | None:
             module = qualname.rpartition(".")[0]
@@ -135,9 +135,7 @@ class Workspace:
 
     def model_of(self, path: str) -> model_mod.ModuleModel | None:
         with self._lock:
-            key = self._keys.get(path)
-            if key is None:
-                key = self._keys[path] = str(Path(path).resolve())
+            key = self._key(path)
             version = self._version(key)
             reads = getattr(self._local, "reads", None)
             if reads is not None:
@@ -152,6 +150,13 @@ class Workspace:
             self._models[key] = (version, built)
             self.generation += 1
             return built
+
+    def _key(self, path: str) -> str:
+        """The path resolved (links followed), once per path: a keystroke resolved it."""
+        key = self._keys.get(path)
+        if key is None:
+            key = self._keys[path] = str(Path(path).resolve())
+        return key
 
     @contextmanager
     def recording(self) -> Iterator[dict[str, object]]:
@@ -198,7 +203,7 @@ class Workspace:
     def file_changed(self, path: str) -> None:
         """A file changed on disk (the editor's didChangeWatchedFiles): read it again."""
         with self._lock:
-            key = str(Path(path).resolve())
+            key = self._key(path)
             self._stats.pop(key, None)
             if key in self._models:
                 self.generation += 1

@@ -28,6 +28,7 @@ from urllib.parse import unquote
 import attrs
 from lsprotocol import types
 from pygls.exceptions import (
+    FeatureNotificationError,
     JsonRpcException,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
@@ -201,6 +202,19 @@ class InplaceProtocol(LanguageServerProtocol):
             return
         yield from super().lsp_text_document__did_change(params)
 
+    def _did_change(self, params: types.DidChangeTextDocumentParams) -> None:
+        """A keystroke, handled as pygls would (the text synced, then the server's handler,
+        a plain function), without its dispatch: a generator run through futures with a
+        uuid per step, and a check of the message against each runtime protocol in turn,
+        cost more than the text sync and the handler together."""
+        try:
+            for step in self.lsp_text_document__did_change(params):
+                handler, args, _ = step
+                handler(*args)
+        except Exception as exc:  # as pygls reports a notification handler's failure
+            logger.exception("textDocument/didChange failed")
+            self._server._report_server_error(exc, FeatureNotificationError)
+
     @lsp_method(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     def lsp_notebook_document__did_change(
         self, params: types.DidChangeNotebookDocumentParams
@@ -274,6 +288,13 @@ class InplaceProtocol(LanguageServerProtocol):
                     message=f"invalid params for {message.method}: {first_line}".rstrip(": "),
                 ),
             )
+            return
+        if (
+            method == types.TEXT_DOCUMENT_DID_CHANGE
+            and isinstance(message, types.DidChangeTextDocumentNotification)
+            and not self._shutdown
+        ):
+            self._did_change(message.params)
             return
         super().handle_message(message)
 
@@ -680,12 +701,37 @@ async def _pump(read: Callable[[], Awaitable[bytes]], protocol: InplaceProtocol)
 
 
 def _stdin_reader(stream: BinaryIO) -> Callable[[], Awaitable[bytes]]:
-    """Reads stdin in a daemon thread (an exit does not wait for the client to close it),
-    one chunk ahead of the event loop. From the file descriptor: a thread blocked in a
-    buffered read holds its lock, which the interpreter's exit then waits for and aborts."""
-    chunks: asyncio.Queue[bytes] = asyncio.Queue(maxsize=1)
+    """Reads stdin from the file descriptor, in the event loop when it can wait for one (a
+    pipe or a socket on POSIX): a keystroke's message is handled without waking a thread
+    first. Elsewhere (Windows, a regular file) in a daemon thread, one chunk ahead."""
     loop = asyncio.get_running_loop()
     fd = stream.fileno()
+
+    async def read() -> bytes:
+        ready: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_reader(fd)
+        try:  # readable: returns what is there (or b"" at the end) without blocking
+            return os.read(fd, CHUNK)
+        except OSError:
+            return b""
+
+    try:
+        loop.add_reader(fd, lambda: None)
+        loop.remove_reader(fd)
+    except (NotImplementedError, OSError, ValueError):  # no readiness for this descriptor
+        return _threaded_reader(fd, loop)
+    return read
+
+
+def _threaded_reader(fd: int, loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[bytes]]:
+    """Reads in a daemon thread (an exit does not wait for the client to close stdin), from
+    the file descriptor: a thread blocked in a buffered read holds its lock, which the
+    interpreter's exit then waits for and aborts."""
+    chunks: asyncio.Queue[bytes] = asyncio.Queue(maxsize=1)
 
     def run() -> None:
         data = b"x"

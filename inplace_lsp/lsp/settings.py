@@ -42,6 +42,7 @@ class SettingsStore:
     def __init__(self) -> None:
         self.editor = config.Settings()
         self._nearest: dict[Path, Path | None] = {}  # folder -> its pyproject.toml
+        self._by_path: dict[str, Path | None] = {}  # a document's path -> the same
         self._projects: dict[Path, tuple[config.Settings, list[str]]] = {}
         self._reported: set[Path] = set()
         self._merged: dict[Path, config.Settings] = {}  # valid for the current generation
@@ -69,6 +70,7 @@ class SettingsStore:
         """A pyproject.toml was created, changed or deleted: read the files again."""
         with self._lock:
             self._nearest.clear()
+            self._by_path.clear()
             self._projects.clear()
             self._reported.clear()
             self._merged.clear()
@@ -102,13 +104,17 @@ class SettingsStore:
     def _pyproject(self, path: str | None) -> Path | None:
         if path is None:
             return None
+        with self._lock:  # asked on every keystroke
+            if path in self._by_path:
+                return self._by_path[path]
         folder = Path(os.path.abspath(path)).parent
         with self._lock:
-            if folder in self._nearest:
-                return self._nearest[folder]
-        found = config.find_pyproject(folder)
+            known = folder in self._nearest
+            found = self._nearest.get(folder)
+        if not known:
+            found = config.find_pyproject(folder)
         with self._lock:
-            self._nearest[folder] = found
+            self._nearest[folder] = self._by_path[path] = found
         return found
 
     def _project(self, pyproject: Path) -> tuple[config.Settings, list[str]]:
