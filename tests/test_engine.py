@@ -497,6 +497,31 @@ def test_blocks_that_only_moved_move_the_last_result(old: str, new: str) -> None
     assert result.findings != first.findings or old.startswith("\n\ndef")
 
 
+HEADED = "# header\n\ndef f(x):\n    import torch\n\n    h = torch.sigmoid(x)\n    h += 1\n    return h\n"
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "\n" + HEADED,  # a line added at the top of the file, above the header
+        HEADED.replace("# header\n", "# header\n# more of it\n"),
+        HEADED.replace("# header\n\n", ""),  # the header removed
+    ],
+)
+def test_an_edit_above_the_first_statement_moves_its_findings(new: str) -> None:
+    """The first block holds the header above its statement: an edit there moves the
+    findings of the statement's code (message included) and analyses nothing."""
+    live = DocumentAnalysis()
+    assert live.update(HEADED).findings
+    result, fresh = live.update(new), DocumentAnalysis().update(new)
+    assert result.functions_analysed == 0
+    assert (result.findings, result.targets, result.notes) == (
+        fresh.findings,
+        fresh.targets,
+        fresh.notes,
+    )
+
+
 UNITS = """\
 import torch
 import torch.nn as nn

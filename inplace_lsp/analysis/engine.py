@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import cast
 
 from inplace_lsp.analysis import model as model_mod
-from inplace_lsp.analysis.blocks import Block, ParseCache, Splitter
+from inplace_lsp.analysis.blocks import Block, ParseCache, Splitter, digest
 from inplace_lsp.analysis.candidates import is_candidate
 from inplace_lsp.analysis.dataflow import Facts, Interpreter
 from inplace_lsp.analysis.findings import Finding, Severity, Span
 from inplace_lsp.analysis.knowledge import Knowledge, load
-from inplace_lsp.analysis.lines import split_lines
+from inplace_lsp.analysis.lines import lines_with_ends, split_lines
 from inplace_lsp.analysis.model import ClassInfo
 from inplace_lsp.analysis.rules import RULES
 from inplace_lsp.analysis.rules.base import DocContext, Rule
@@ -93,6 +93,7 @@ class _Stored:
     verified: int  # the last update that found it valid (see _cached)
 
 
+_NO_CODE_YET = frozenset("#\n\r \t\f")  # what a line that holds no code can start with
 _NO_RESULT = DocumentResult([], [], 0)  # an update that did not finish (see _same_as_last)
 _OLD_RESULTS = 32  # findings of texts the document no longer has, kept for an undo
 
@@ -284,9 +285,7 @@ class DocumentAnalysis:
         if not self.incremental or len(parsed) != len(blocks):
             self._last = None  # a block that does not parse: its error is news
             return None
-        layout: _Layout = tuple(
-            (self._meaning[b.key], b.start_line, b.start_line + b.line_count - 1) for b in parsed
-        )
+        layout: _Layout = tuple(self._code_place(b) for b in parsed)
         shape = (alone, training, tuple((key, end - start) for key, start, end in layout))
         last, self._last = self._last, (shape, layout, _NO_RESULT)
         if last is None or last[0] != shape or last[2] is _NO_RESULT:
@@ -299,6 +298,21 @@ class DocumentAnalysis:
             result = moved
         self._last = (shape, layout, result)  # the revision stays: nothing was found valid again
         return replace(result, blocks_analysed=0, functions_analysed=0)
+
+    def _code_place(self, block: Block) -> tuple[Hashable, int, int]:
+        """Where the block's code is: (its meaning, first line, last line). The first block
+        of the file also holds the blank and comment lines above its statement (a license
+        header): an edit there changes its text, not its code, which only moves."""
+        start, end = block.start_line, block.start_line + block.line_count - 1
+        if block.text[:1] not in _NO_CODE_YET:
+            return self._meaning[block.key], start, end
+        lines = lines_with_ends(block.text)
+        lead = 0
+        while lead < len(lines) - 1 and lines[lead].lstrip(" \t\f")[:1] in ("", "#", "\n", "\r"):
+            lead += 1
+        if lead == 0:
+            return self._meaning[block.key], start, end
+        return ("code", digest("".join(lines[lead:]))), start + lead, end
 
     @staticmethod
     def _moved_result(
