@@ -62,15 +62,21 @@ def hover(request_id: object, uri: str = "file:///nowhere.py") -> dict[str, Any]
 class Server:
     """The server as a subprocess; what it writes, frame by frame, in a queue."""
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        command: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """`command`: this checkout's server unless given (an installed wheel's, say)."""
         self.log = workspace / "server.log"
         self._stderr = self.log.open("wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "inplace_lsp", "serve"],
+            command or [sys.executable, "-m", "inplace_lsp", "serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
-            env=SERVER_ENV,
+            env=SERVER_ENV if env is None else env,
             cwd=workspace,
         )
         self.workspace = workspace
