@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the VS Code end-to-end test (tests/test_editor_vscode.py) needs, idempotently:
 # Chromium and build tools from apt, code-server from npm into .vscode-e2e/cs, the e2e test's
-# node modules, and the extension built and packaged to vscode-client/inplace-lsp-0.1.0.vsix.
+# node modules, and the extension with the server bundled (scripts/bundle_server.py), packaged
+# for this platform to vscode-client/inplace-lsp-linux-x64-<version>.vsix.
 #
-#   bash scripts/ci_install_vscode_e2e.sh        # from anywhere; as root on Debian 12, node 20
+#   bash scripts/ci_install_vscode_e2e.sh [PYTHON]   # from anywhere; as root on Debian 12, node 20
+#
+# PYTHON (default .ci/venv/bin/python, else python3) builds the wheel that is bundled; it needs
+# `build` (the test extra).
 #
 # Everything it writes outside apt stays in git-ignored folders (.vscode-e2e/, node_modules/,
 # dist/, *.vsix). Prints the time of each step.
@@ -77,8 +81,16 @@ step "npm ci (vscode-client, vscode-client/e2e)"
 (cd vscode-client/e2e && npm ci --no-audit --no-fund --loglevel=error)
 took "npm ci"
 
-step "build and package the extension (esbuild bundle + vsce, offline)"
-if ! (cd vscode-client && npm run -s package >"../$E2E/package.log" 2>&1); then
+PY=${1:-.ci/venv/bin/python}
+[ -x "$PY" ] || PY=python3
+TARGET=linux-x64
+case "$(uname -m)" in aarch64 | arm64) TARGET=linux-arm64 ;; esac
+step "bundle the server into the extension ($TARGET, every supported Python)"
+"$PY" scripts/bundle_server.py --target "$TARGET" 2>&1 | grep -v "^WARNING: Location" | tail -3
+took bundle
+
+step "build and package the extension for $TARGET (esbuild bundle + vsce, offline)"
+if ! (cd vscode-client && npm run -s package -- --target "$TARGET" >"../$E2E/package.log" 2>&1); then
     cat "$E2E/package.log"
     exit 1
 fi

@@ -1,6 +1,7 @@
 """The VS Code extension in a real VS Code: runs the node end-to-end test
-(vscode-client/e2e/vscode.e2e.test.mjs: code-server with the packaged .vsix, headless Chromium)
-with this interpreter as the server's, and keeps its screenshots in test-artifacts/vscode/.
+(vscode-client/e2e/vscode.e2e.test.mjs: code-server with the packaged platform .vsix, the
+server bundled in it, headless Chromium) with this interpreter as the user's, and keeps its
+screenshots in test-artifacts/vscode/.
 
 `bash scripts/ci_install_vscode_e2e.sh` installs the tools. Without them the test skips, unless
 INPLACE_LSP_REQUIRE_EDITORS=1 (CI) makes that a failure. INPLACE_LSP_E2E_PIP=1 adds the
@@ -13,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -33,17 +35,25 @@ TIMEOUT_S = 300
 
 
 def _vsix() -> Path:
+    """The platform package scripts/ci_install_vscode_e2e.sh makes (the server bundled)."""
     version = json.loads((CLIENT / "package.json").read_text(encoding="utf-8"))["version"]
-    return CLIENT / f"inplace-lsp-{version}.vsix"
+    arch = "arm64" if platform.machine() in ("aarch64", "arm64") else "x64"
+    return CLIENT / f"inplace-lsp-linux-{arch}-{version}.vsix"
+
+
+def _newer(product: Path, sources: list[Path]) -> bool:
+    return product.exists() and product.stat().st_mtime >= max(s.stat().st_mtime for s in sources)
 
 
 def _packaged() -> bool:
-    """The .vsix exists and is newer than the extension's sources (else it tests old code)."""
-    vsix = _vsix()
-    if not vsix.exists():
-        return False
-    sources = [CLIENT / "package.json", *(CLIENT / "src").rglob("*.ts")]
-    return vsix.stat().st_mtime >= max(source.stat().st_mtime for source in sources)
+    """The .vsix is newer than the extension's sources and the bundled server's archive, and
+    that archive is newer than the server's sources (else it tests old code)."""
+    archive = CLIENT / "bundled" / "libs.zip"
+    extension = [CLIENT / "package.json", CLIENT / "bundled" / "tool" / "serve.py"]
+    server = [REPO / "pyproject.toml", *(REPO / "inplace_lsp").rglob("*.py")]
+    return _newer(_vsix(), [*extension, *(CLIENT / "src").rglob("*.ts"), archive]) and _newer(
+        archive, server
+    )
 
 
 def _missing() -> list[str]:
@@ -53,7 +63,9 @@ def _missing() -> list[str]:
         "node": shutil.which("node") is not None,
         f"code-server ({CODE_SERVER.relative_to(REPO)})": CODE_SERVER.exists(),
         f"chromium ({chromium})": Path(chromium).exists(),
-        f"{_vsix().relative_to(REPO)} packaged from the current sources": _packaged(),
+        f"{_vsix().relative_to(REPO)} packaged from the current sources, the server bundled": (
+            _packaged()
+        ),
         f"playwright-core ({(E2E / 'node_modules').relative_to(REPO)})": (
             E2E / "node_modules" / "playwright-core"
         ).is_dir(),
@@ -118,7 +130,13 @@ def test_extension_in_code_server() -> None:
             f"the VS Code e2e test failed (exit {process.returncode}); "
             f"screenshots in {SHOT_DIR.relative_to(REPO)}:\n{output[-12000:]}"
         )
-    shots = ["diagnostic.png", "notebook.png", "verify.png", "no-server.png"]
+    shots = [
+        "bundled-quickfix.png",
+        "diagnostic.png",
+        "notebook.png",
+        "verify.png",
+        "no-server.png",
+    ]
     if os.environ.get("INPLACE_LSP_E2E_PIP") == "1":
         shots.append("installed.png")
     for shot in shots:

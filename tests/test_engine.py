@@ -497,7 +497,10 @@ def test_blocks_that_only_moved_move_the_last_result(old: str, new: str) -> None
     assert result.findings != first.findings or old.startswith("\n\ndef")
 
 
-HEADED = "# header\n\ndef f(x):\n    import torch\n\n    h = torch.sigmoid(x)\n    h += 1\n    return h\n"
+HEADED = (
+    "# header\n\ndef f(x):\n    import torch\n\n"
+    "    h = torch.sigmoid(x)\n    h += 1\n    return h\n"
+)
 
 
 @pytest.mark.parametrize(

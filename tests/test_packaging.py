@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.integration]
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+EXAMPLE = "residual_after_sigmoid.py"  # line 22 writes the sigmoid's output (line 21)
 TORCH = "torch==2.13.0"  # the test extra's pin: pip takes the CPU build from local disk
 TIMEOUT_S = 900
 
@@ -159,7 +160,7 @@ def test_the_installed_wheel_serves(installed: tuple[Path, dict[str, str]], proj
     server = Server(project, [str(bin_dir / "inplace-lsp"), "serve"], env)
     try:
         server.initialize()
-        model = project / "examples" / "residual_after_sigmoid.py"
+        model = project / "examples" / EXAMPLE
         document = {
             "uri": model.as_uri(),
             "languageId": "python",
@@ -188,7 +189,13 @@ def test_the_installed_wheel_verifies(
     """verify runs the example under the environment's torch and names both lines."""
     bin_dir, env = installed
     done = _run(
-        [bin_dir / "inplace-lsp", "verify", "--device", "cpu", "examples/residual_after_sigmoid.py"],
+        [
+            bin_dir / "inplace-lsp",
+            "verify",
+            "--device",
+            "cpu",
+            "examples/residual_after_sigmoid.py",
+        ],
         cwd=project,
         env=env,
     )

@@ -709,7 +709,12 @@ def _stdin_reader(stream: BinaryIO) -> Callable[[], Awaitable[bytes]]:
 
     async def read() -> bytes:
         ready: asyncio.Future[None] = loop.create_future()
-        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+
+        def readable() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_reader(fd, readable)
         try:
             await ready
         finally:

@@ -1,12 +1,15 @@
 // The extension in a real VS Code: code-server with the packaged .vsix installed, driven by
-// Playwright in headless Chromium. One workspace, one example file and a notebook, steps that
+// Playwright in headless Chromium. First a workspace whose interpreter is a new virtual
+// environment without inplace-lsp: the bundled server runs there, its squiggle and quick fix
+// show within 10 s. Then one workspace, one example file and a notebook, steps that
 // build on each other: the IPL001 diagnostic shows (squiggle + Problems panel); a notebook's
 // bugs show in their cells (squiggles + Problems entries, once each); the "Verify forward/backward"
 // code lens on the broken block names the writing and the saving line (notification, status
 // item, Problems entry); the quick fix applies; the lens then reports OK; a changed setting
-// restarts the server, which applies it; and a second workspace whose interpreter has no
-// inplace-lsp gets one notification naming it ("Install inplace-lsp into it", "Choose
-// interpreter"), whose "Choose interpreter" then starts the server with the one chosen.
+// restarts the server, which applies it; and a workspace whose interpreter has no
+// inplace-lsp, with "inplaceLsp.importStrategy": "fromEnvironment", gets one notification
+// naming it ("Install inplace-lsp into it", "Choose interpreter"), whose "Choose
+// interpreter" then starts the server with the one chosen.
 //
 // Run by tests/test_editor_vscode.py (scripts/ci_install_vscode_e2e.sh installs the tools), or:
 //   INPLACE_LSP_PYTHON=/path/to/venv/bin/python node --test --test-reporter=spec vscode.e2e.test.mjs
@@ -14,7 +17,7 @@
 // Env:
 //   INPLACE_LSP_PYTHON  absolute path of a python with inplace-lsp and torch (required)
 //   CODE_SERVER         default: <repo>/.vscode-e2e/cs/node_modules/.bin/code-server
-//   INPLACE_LSP_VSIX    default: <repo>/vscode-client/inplace-lsp-<version>.vsix
+//   INPLACE_LSP_VSIX    default: <repo>/vscode-client/inplace-lsp-linux-<arch>-<version>.vsix
 //   CHROMIUM            default: /usr/bin/chromium
 //   SHOT_DIR            screenshots; default: <repo>/test-artifacts/vscode
 //   KEEP_RUN=1          keep the run's folder (.vscode-e2e/runs/...) for a look afterwards
@@ -36,7 +39,8 @@ const client = path.resolve(here, '..');
 const repo = path.resolve(client, '..');
 const version = JSON.parse(fs.readFileSync(path.join(client, 'package.json'), 'utf8')).version;
 const CODE_SERVER = process.env.CODE_SERVER || path.join(repo, '.vscode-e2e/cs/node_modules/.bin/code-server');
-const VSIX = path.resolve(process.env.INPLACE_LSP_VSIX || path.join(client, `inplace-lsp-${version}.vsix`));
+const TARGET = `linux-${os.arch() === 'arm64' ? 'arm64' : 'x64'}`; // the .vsix's platform
+const VSIX = path.resolve(process.env.INPLACE_LSP_VSIX || path.join(client, `inplace-lsp-${TARGET}-${version}.vsix`));
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const SHOT_DIR = path.resolve(process.env.SHOT_DIR || path.join(repo, 'test-artifacts/vscode'));
 const PYTHON = process.env.INPLACE_LSP_PYTHON;
@@ -65,7 +69,11 @@ const NOTEBOOK_CELLS = [
   ['code', 'w.mul_(2)  # the exp ran in the cell above\n(h.sum() + w.sum()).backward()'],
 ];
 
-// The second workspace: its .vscode/settings.json names an interpreter without inplace-lsp.
+// The first workspace: its interpreter is a new virtual environment without inplace-lsp
+// (nor pip): the bundled server runs in it, with nothing installed.
+const BUNDLED_WS = 'bundled';
+const FIRST_DIAGNOSTIC_S = 10; // from opening the file to the squiggle and the quick fix
+// The second: the same interpreter, with "inplaceLsp.importStrategy": "fromEnvironment".
 const NO_SERVER_WS = 'no-server';
 const NO_SERVER_FILE = 'model.py';
 // The third: the same, with pip in the venv, for the Install button (INPLACE_LSP_E2E_PIP=1).
@@ -151,10 +159,15 @@ async function setUp() {
   // otherwise hand it one.
   const bare = path.join(run, 'bare');
   execFileSync(PYTHON, ['-m', 'venv', '--without-pip', bare]);
+  const bareInterpreter = { 'inplaceLsp.interpreter': [path.join(bare, 'bin', 'python'), '-E'] };
+  const first = path.join(run, BUNDLED_WS);
+  fs.mkdirSync(path.join(first, '.vscode'), { recursive: true });
+  fs.writeFileSync(path.join(first, '.vscode', 'settings.json'), JSON.stringify(bareInterpreter, null, 2));
+  fs.writeFileSync(path.join(first, EXAMPLE), source);
   const other = path.join(run, NO_SERVER_WS);
   fs.mkdirSync(path.join(other, '.vscode'), { recursive: true });
   fs.writeFileSync(path.join(other, '.vscode', 'settings.json'),
-    JSON.stringify({ 'inplaceLsp.interpreter': [path.join(bare, 'bin', 'python'), '-E'] }, null, 2));
+    JSON.stringify({ ...bareInterpreter, 'inplaceLsp.importStrategy': 'fromEnvironment' }, null, 2));
   fs.writeFileSync(path.join(other, NO_SERVER_FILE), source);
   if (PIP) {
     const venv = path.join(run, 'pip-venv');
@@ -162,7 +175,10 @@ async function setUp() {
     const third = path.join(run, INSTALL_WS);
     fs.mkdirSync(path.join(third, '.vscode'), { recursive: true });
     fs.writeFileSync(path.join(third, '.vscode', 'settings.json'),
-      JSON.stringify({ 'inplaceLsp.interpreter': [path.join(venv, 'bin', 'python'), '-E'] }, null, 2));
+      JSON.stringify({
+        'inplaceLsp.interpreter': [path.join(venv, 'bin', 'python'), '-E'],
+        'inplaceLsp.importStrategy': 'fromEnvironment',
+      }, null, 2));
     fs.writeFileSync(path.join(third, NO_SERVER_FILE), source);
   }
   lap('workspaces written');
@@ -331,6 +347,21 @@ function dumpLogs() {
   }
 }
 
+/** The last line of the extension's log ("Inplace LSP" output channel, on disk) that holds
+ *  `needle`, waiting up to `ms` for it. */
+async function logLine(needle, ms) {
+  const end = Date.now() + ms;
+  for (;;) {
+    for (const file of walk(path.join(run, 'data', 'logs'))) {
+      if (!/Inplace LSP/.test(path.basename(file))) continue;
+      const found = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.includes(needle));
+      if (found.length > 0) return found[found.length - 1];
+    }
+    assert.ok(Date.now() < end, `no "${needle}" in the extension's log within ${ms / 1000} s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** The text of the rendered line that contains `needle` (spaces normalised), or null. */
 function lineWith(needle) {
   return page.evaluate((n) => {
@@ -366,6 +397,38 @@ async function goTo(line, column) {
   // (its Col counts characters as they look: 😀 is one there, two in UTF-16)
   await page.locator('.statusbar-item', { hasText: `Ln ${line}, Col ` }).first().waitFor({ timeout: 10000 });
 }
+
+test('an interpreter without inplace-lsp runs the bundled server: squiggle and quick fix within 10 s', async (t) => {
+  await step(t, 'bundled', async () => {
+    const first = path.join(run, BUNDLED_WS);
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(first)}`);
+    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: EXAMPLE });
+    await row.waitFor({ timeout: 90000 });
+    lap(`${BUNDLED_WS}: workbench and explorer rendered`);
+    const opened = Date.now();
+    await row.click();
+    // The extension activates on the Python file; the bundled server unpacks itself (a first
+    // run), starts in the bare interpreter and analyses the file.
+    const left = () => FIRST_DIAGNOSTIC_S * 1000 - (Date.now() - opened);
+    await page.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: Math.max(left(), 1) });
+    const squiggleS = (Date.now() - opened) / 1000;
+    lap(`error squiggle ${squiggleS.toFixed(1)} s after opening ${EXAMPLE}`);
+    await goTo(22, 10);
+    await page.keyboard.press('Control+.');
+    await page.locator('.action-widget .monaco-list-row', { hasText: FIX_TITLE }).first()
+      .waitFor({ timeout: Math.max(left(), 1) });
+    lap(`quick fix "${FIX_TITLE}" offered ${((Date.now() - opened) / 1000).toFixed(1)} s after opening`);
+    lap(`screenshot ${await shot('bundled-quickfix.png')}`);
+    await page.keyboard.press('Escape');
+    // The server that runs is the bundled one, in the bare interpreter (the extension's log).
+    const line = await logLine('Starting server:', 10000);
+    lap(`log: ${line.replace(/^.*Starting server:/, 'Starting server:')}`);
+    const bundledPython = path.join(run, 'bare', 'bin', 'python');
+    assert.ok(line.includes(`Starting server: ${bundledPython} -E `), line);
+    assert.match(line, /bundled\/tool\/serve\.py serve /);
+    assert.match(line, /inplace_lsp from \S*bundled\/libs\/common\/inplace_lsp/);
+  });
+});
 
 test('the IPL001 diagnostic shows: squiggle and Problems entry', async (t) => {
   await step(t, 'diagnostic', async () => {

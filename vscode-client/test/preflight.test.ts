@@ -6,9 +6,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import {
+    bundledCheckCommand,
     CHOOSE_ACTION,
+    checkBundled,
     checkCommand,
     checkServer,
+    chooseBundled,
     INSTALL_ACTION,
     installCommand,
     installFailure,
@@ -19,6 +22,7 @@ import {
     processRunner,
     type ReadFile,
     type Runner,
+    UNSUPPORTED_EXIT,
 } from '../src/common/preflight';
 import type { Interpreter } from '../src/common/python';
 
@@ -163,5 +167,83 @@ describe('processRunner', () => {
         assert.deepEqual(seen.sort(), ['err', 'out']);
         const hung = await processRunner({ timeoutMs: 200 })(process.execPath, ['-e', 'setTimeout(() => {}, 60000)']);
         assert.equal(hung.error?.code, 'ETIMEDOUT');
+    });
+});
+
+const SERVE = '/ext/bundled/tool/serve.py';
+const TOO_OLD = 'inplace-lsp (bundled): Python 3.8 is not supported; the extension bundles the server for Python 3.10, 3.11';
+
+/** A runner whose answer depends on the executable: `answers[command]`, else "not found". */
+function byCommand(answers: Record<string, Partial<ProcessResult>>): { run: Runner; calls: string[][] } {
+    const calls: string[][] = [];
+    const run: Runner = (command, args) => {
+        calls.push([command, ...args]);
+        const answer = answers[command];
+        if (!answer) {
+            return Promise.resolve({ code: null, stdout: '', stderr: '', error: { code: 'ENOENT', message: `spawn ${command} ENOENT` } });
+        }
+        return Promise.resolve({ code: 0, stdout: '', stderr: '', ...answer });
+    };
+    return { run, calls };
+}
+
+describe('checkBundled', () => {
+    it("runs the bundled serve.py's check with the interpreter and its arguments", async () => {
+        const { run, calls } = answering({ stdout: '/ext/bundled/libs/common/inplace_lsp/__init__.py' });
+        const result = await checkBundled(SETTING, SERVE, run);
+        assert.deepEqual(result, { kind: 'ok', location: '/ext/bundled/libs/common/inplace_lsp/__init__.py' });
+        assert.deepEqual(calls, [['/opt/py/bin/python', '-X', 'utf8', SERVE, '--where']]);
+        assert.deepEqual(bundledCheckCommand(SETTING, SERVE), { command: '/opt/py/bin/python', args: ['-X', 'utf8', SERVE, '--where'] });
+    });
+
+    it('tells an unsupported Python from a bundle that does not load and from no interpreter', async () => {
+        const unsupported = await checkBundled(SETTING, SERVE, answering({ code: UNSUPPORTED_EXIT, stderr: `${TOO_OLD}\n` }).run);
+        assert.deepEqual(unsupported, { kind: 'unsupported', detail: TOO_OLD });
+        const broken = await checkBundled(SETTING, SERVE, answering({ code: 1, stderr: 'ImportError: libcst/native.so: wrong ELF class\n' }).run);
+        assert.deepEqual(broken, { kind: 'broken', detail: 'ImportError: libcst/native.so: wrong ELF class' });
+        assert.equal((await checkBundled(SETTING, SERVE, byCommand({}).run)).kind, 'no interpreter');
+    });
+});
+
+describe('chooseBundled', () => {
+    it('keeps the chosen interpreter when it runs the bundled server, asking nothing else', async () => {
+        const { run, calls } = byCommand({ '/opt/py/bin/python': { stdout: '/x/inplace_lsp/__init__.py' } });
+        const choice = await chooseBundled(SETTING, SERVE, run);
+        assert.deepEqual(choice.interpreter, SETTING);
+        assert.equal(choice.result.kind, 'ok');
+        assert.equal(choice.instead, undefined);
+        assert.equal(calls.length, 1);
+    });
+
+    it('falls back to the newest Python on the PATH that runs it, saying why', async () => {
+        const { run, calls } = byCommand({
+            '/opt/py/bin/python': { code: UNSUPPORTED_EXIT, stderr: TOO_OLD },
+            'python3.12': { code: UNSUPPORTED_EXIT, stderr: 'not bundled' },
+            'python3.11': { stdout: '/x/inplace_lsp/__init__.py' },
+            python3: { stdout: '/y/inplace_lsp/__init__.py' },
+        });
+        const choice = await chooseBundled(SETTING, SERVE, run, ['python3.13', 'python3.12', 'python3.11', 'python3']);
+        assert.deepEqual(choice.interpreter, { command: ['python3.11'], source: 'path' });
+        assert.deepEqual(choice.result, { kind: 'ok', location: '/x/inplace_lsp/__init__.py' });
+        assert.deepEqual(choice.instead, { kind: 'unsupported', detail: TOO_OLD });
+        assert.deepEqual(calls.map((c) => c[0]), ['/opt/py/bin/python', 'python3.13', 'python3.12', 'python3.11']);
+    });
+
+    it("keeps the chosen interpreter's problem when nothing on the PATH runs it either", async () => {
+        const { run } = byCommand({ 'python3.9': { code: UNSUPPORTED_EXIT, stderr: 'too old' } });
+        const choice = await chooseBundled(SETTING, SERVE, run, ['python3.9']);
+        assert.deepEqual(choice.interpreter, SETTING);
+        assert.equal(choice.result.kind, 'no interpreter');
+        assert.equal(choice.instead, undefined);
+    });
+
+    it('offers no install for a bundle that does not load: installing would not change it', () => {
+        const message = problemMessage({ kind: 'broken', detail: 'ImportError: x' }, SETTING, true);
+        assert.deepEqual(message.actions, [CHOOSE_ACTION, 'Show logs']);
+        assert.match(message.text, /The bundled inplace-lsp does not import in \/opt\/py\/bin\/python -X utf8/);
+        assert.match(message.text, /"inplaceLsp.importStrategy" to "fromEnvironment"/);
+        const unsupported = problemMessage({ kind: 'unsupported', detail: TOO_OLD }, SETTING, true);
+        assert.equal(unsupported.short, 'unsupported Python');
+        assert.match(unsupported.text, /nor in any Python on the PATH/);
     });
 });

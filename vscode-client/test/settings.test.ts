@@ -39,6 +39,7 @@ describe('resolveSettings', () => {
         const settings = resolveSettings(
             config({
                 interpreter: ['${workspaceFolder}/.venv/bin/python', '-X', 'utf8'],
+                importStrategy: 'fromEnvironment',
                 select: ['IPL00'],
                 ignore: ['IPL003'],
                 severity: { IPL001: 'error' },
@@ -56,6 +57,7 @@ describe('resolveSettings', () => {
         );
         assert.deepEqual(settings, {
             interpreter: ['/ws/.venv/bin/python', '-X', 'utf8'],
+            importStrategy: 'fromEnvironment',
             select: ['IPL00'],
             ignore: ['IPL003'],
             severity: { IPL001: 'error' },
@@ -72,6 +74,7 @@ describe('resolveSettings', () => {
         const settings = resolveSettings(
             config({
                 interpreter: 'python3',
+                importStrategy: 'bundled',
                 select: [1, 2],
                 severity: ['error'],
                 strict: 'yes',
@@ -95,9 +98,10 @@ describe('resolveSettings', () => {
 });
 
 describe('serverSettings', () => {
-    it('leaves out interpreter, which the server would report as unknown', () => {
-        const sent = serverSettings({ ...DEFAULTS, interpreter: ['/usr/bin/python3'] });
+    it('leaves out interpreter and importStrategy, which the server would report as unknown', () => {
+        const sent = serverSettings({ ...DEFAULTS, interpreter: ['/usr/bin/python3'], importStrategy: 'fromEnvironment' });
         assert.equal('interpreter' in sent, false);
+        assert.equal('importStrategy' in sent, false);
         assert.deepEqual(Object.keys(sent).sort(), ['debounceMs', 'ignore', 'maxFileBytes', 'run', 'select', 'severity', 'showHints', 'strict', 'verify']);
     });
 });

@@ -6,7 +6,7 @@
  */
 import { spawn } from 'child_process';
 import * as path from 'path';
-import { describeSource, type Interpreter } from './python';
+import { describeSource, type Interpreter, PATH_CANDIDATES } from './python';
 
 /** The package's name (as pip knows it) and the module the server runs as. */
 export const PACKAGE_NAME = 'inplace-lsp';
@@ -40,7 +40,12 @@ export type Preflight =
     /** it runs, and has no inplace_lsp */
     | { kind: 'missing'; detail: string }
     /** it has one, whose import fails (a missing dependency, a syntax error...) */
-    | { kind: 'broken'; detail: string };
+    | { kind: 'broken'; detail: string }
+    /** the bundled server has no build for its Python (too old, too new) */
+    | { kind: 'unsupported'; detail: string };
+
+/** serve.py's exit code when nothing is bundled for the interpreter's Python. */
+export const UNSUPPORTED_EXIT = 3;
 
 function lastLine(text: string): string {
     const lines = text.split(/\r\n|\r|\n/).filter((line) => line.trim() !== '');
@@ -63,19 +68,89 @@ export async function checkServer(interpreter: Interpreter, run: Runner): Promis
     return { kind: missing.test(detail) ? 'missing' : 'broken', detail };
 }
 
+/** The bundled server's own check: `<python> <bundled>/tool/serve.py --where`. */
+export function bundledCheckCommand(interpreter: Interpreter, script: string): { command: string; args: string[] } {
+    const [command = 'python3', ...prefix] = interpreter.command;
+    return { command, args: [...prefix, script, '--where'] };
+}
+
+/** Whether the interpreter runs the bundled server (`script` is its serve.py). */
+export async function checkBundled(interpreter: Interpreter, script: string, run: Runner): Promise<Preflight> {
+    const { command, args } = bundledCheckCommand(interpreter, script);
+    const result = await run(command, args);
+    if (result.error) {
+        return { kind: 'no interpreter', detail: result.error.message };
+    }
+    if (result.code === 0) {
+        return { kind: 'ok', location: result.stdout.trim() };
+    }
+    const detail = lastLine(result.stderr) || `exit code ${String(result.code)}`;
+    return { kind: result.code === UNSUPPORTED_EXIT ? 'unsupported' : 'broken', detail };
+}
+
+/** The interpreter that runs the bundled server, and what its check said. */
+export interface BundledChoice {
+    interpreter: Interpreter;
+    result: Preflight;
+    /** what the chosen interpreter said, when a Python on the PATH runs the server instead */
+    instead?: Exclude<Preflight, { kind: 'ok' }>;
+}
+
+/**
+ * The chosen interpreter when it can run the bundled server; else (it is too old, missing,
+ * or the bundled native code does not load in it) the first Python on the PATH that can.
+ * When none can, the chosen one with its problem.
+ */
+export async function chooseBundled(
+    interpreter: Interpreter,
+    script: string,
+    run: Runner,
+    candidates: readonly string[] = PATH_CANDIDATES,
+): Promise<BundledChoice> {
+    const first = await checkBundled(interpreter, script, run);
+    if (first.kind === 'ok') {
+        return { interpreter, result: first };
+    }
+    const tried = new Set([interpreter.command[0]]);
+    for (const candidate of candidates) {
+        if (tried.has(candidate)) {
+            continue;
+        }
+        tried.add(candidate);
+        const other: Interpreter = { command: [candidate], source: 'path' };
+        const result = await checkBundled(other, script, run);
+        if (result.kind === 'ok') {
+            return { interpreter: other, result, instead: first };
+        }
+    }
+    return { interpreter, result: first };
+}
+
 /** The interpreter as the user would type it (its arguments included). */
 export function interpreterLabel(interpreter: Interpreter): string {
     return interpreter.command.join(' ');
 }
 
-/** The one notification for a failed check: its text and its buttons. */
-export function problemMessage(problem: Exclude<Preflight, { kind: 'ok' }>, interpreter: Interpreter): {
+/** The one notification for a failed check: its text and its buttons. `bundled`: the
+ *  check was the bundled server's (installing into the interpreter would not change it). */
+export function problemMessage(
+    problem: Exclude<Preflight, { kind: 'ok' }>,
+    interpreter: Interpreter,
+    bundled = false,
+): {
     text: string;
     /** the status item's text */
     short: string;
     actions: string[];
 } {
     const who = `${interpreterLabel(interpreter)} (${describeSource(interpreter.source)})`;
+    if (bundled && problem.kind === 'broken') {
+        return {
+            text: `The bundled inplace-lsp does not import in ${who}: ${problem.detail}. Choose another interpreter, or set "inplaceLsp.importStrategy" to "fromEnvironment" to use the interpreter's own inplace-lsp.`,
+            short: 'does not import',
+            actions: [CHOOSE_ACTION, LOGS_ACTION],
+        };
+    }
     switch (problem.kind) {
         case 'missing':
             return {
@@ -94,6 +169,12 @@ export function problemMessage(problem: Exclude<Preflight, { kind: 'ok' }>, inte
                 text: `inplace-lsp does not import in ${who}: ${problem.detail}`,
                 short: 'does not import',
                 actions: [INSTALL_ACTION, CHOOSE_ACTION, LOGS_ACTION],
+            };
+        case 'unsupported':
+            return {
+                text: `The bundled inplace-lsp cannot run in ${who}, nor in any Python on the PATH: ${problem.detail}. Choose another interpreter.`,
+                short: 'unsupported Python',
+                actions: [CHOOSE_ACTION, LOGS_ACTION],
             };
     }
 }

@@ -27,7 +27,11 @@ export interface ExtensionsLike {
         | undefined;
 }
 
-export type InterpreterSource = 'setting' | 'python extension' | 'default';
+export type InterpreterSource = 'setting' | 'python extension' | 'default' | 'path';
+
+/** Where the bundled server looks when the chosen interpreter cannot run it (too old, gone):
+ *  the newest Python on the PATH first. */
+export const PATH_CANDIDATES = ['python3.14', 'python3.13', 'python3.12', 'python3.11', 'python3.10', 'python3', 'python'];
 
 export interface Interpreter {
     command: string[];
@@ -108,9 +112,16 @@ export function describeSource(source: InterpreterSource): string {
             return 'the inplaceLsp.interpreter setting';
         case 'python extension':
             return "the Python extension's selected interpreter";
+        case 'path':
+            return 'found on the PATH';
         default:
             return 'the default, python3 on the PATH';
     }
+}
+
+/** The interpreter's executable (its arguments left out). */
+export function interpreterPath(interpreter: Interpreter): string {
+    return interpreter.command[0] ?? FALLBACK_INTERPRETER[0] ?? 'python3';
 }
 
 /** The server's command line for an interpreter. */

@@ -6,6 +6,7 @@
  */
 import * as fs from 'fs';
 import * as os from 'os';
+import * as path from 'path';
 import * as vscode from 'vscode';
 import {
     LanguageClient,
@@ -17,6 +18,7 @@ import { Commands, EXTENSION_NAME, ServerCommands } from './constants';
 import {
     CHOOSE_ACTION,
     checkServer,
+    chooseBundled,
     INSTALL_ACTION,
     installCommand,
     installFailure,
@@ -27,7 +29,7 @@ import {
     problemMessage,
     processRunner,
 } from './preflight';
-import { findInterpreter, type Interpreter, pythonExtensionApi, serverCommand } from './python';
+import { findInterpreter, type Interpreter, interpreterPath, pythonExtensionApi, serverCommand } from './python';
 import { resolveSettings, SECTION, serverSettings, type ISettings, type IServerSettings } from './settings';
 import type { StatusItem, VerifyResult } from './status';
 
@@ -64,6 +66,15 @@ function folderOf(scopeUri: string | undefined): vscode.WorkspaceFolder | undefi
 const CHECK_TIMEOUT_MS = 30_000;
 const INSTALL_TIMEOUT_MS = 600_000;
 
+/** The bundled server's launcher, when this build of the extension carries one
+ *  (scripts/bundle_server.py made `bundled/libs.zip` and its manifest). */
+export function bundledServer(extensionPath: string): string | undefined {
+    const bundled = path.join(extensionPath, 'bundled');
+    const script = path.join(bundled, 'tool', 'serve.py');
+    const carried = [script, path.join(bundled, 'libs.zip'), path.join(bundled, 'manifest.json')];
+    return carried.every((file) => fs.existsSync(file)) ? script : undefined;
+}
+
 function readOrUndefined(file: string): string | undefined {
     try {
         return fs.readFileSync(file, 'utf8');
@@ -78,6 +89,9 @@ export class Server implements vscode.Disposable {
     /** Why the last start did not happen (the interpreter has no server), for the status item. */
     private problem: { text: string; actions: string[] } | undefined;
     interpreter: Interpreter | undefined;
+    /** The interpreter verify runs the user's code in, when it is not the server's (the
+     *  bundled server runs in a Python from the PATH because the chosen one cannot). */
+    private verifyPython: string | undefined;
 
     constructor(
         private readonly log: vscode.LogOutputChannel,
@@ -112,19 +126,52 @@ export class Server implements vscode.Disposable {
             vscode.extensions,
             vscode.workspace.workspaceFolders?.[0]?.uri,
         );
-        const interpreter = this.interpreter;
-        const { command, args } = serverCommand(interpreter);
+        const chosen = this.interpreter;
         const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
         const env = { ...process.env, PYTHONUNBUFFERED: '1' };
+        const runner = processRunner({ cwd, env, timeoutMs: CHECK_TIMEOUT_MS });
         // Before the client: a server that cannot start makes the client show several
         // generic errors of its own, and this one would come last.
-        const checked = await checkServer(interpreter, processRunner({ cwd, env, timeoutMs: CHECK_TIMEOUT_MS }));
-        if (checked.kind !== 'ok') {
-            this.cannotStart(checked, interpreter);
-            return;
+        const bundled = settings.importStrategy === 'useBundled' ? bundledServer(this.extensionPath) : undefined;
+        if (settings.importStrategy === 'useBundled' && !bundled) {
+            this.log.warn("This build of the extension bundles no server: using the interpreter's own inplace-lsp");
         }
+        let interpreter = chosen;
+        let command: string;
+        let args: string[];
+        let location: string;
+        this.verifyPython = undefined;
+        if (bundled) {
+            const choice = await chooseBundled(chosen, bundled, runner);
+            if (choice.result.kind !== 'ok') {
+                this.cannotStart(choice.result, chosen, true);
+                return;
+            }
+            interpreter = choice.interpreter;
+            location = choice.result.location;
+            const [python = 'python3', ...prefix] = interpreter.command;
+            command = python;
+            args = [...prefix, bundled, 'serve'];
+            if (choice.instead) {
+                const why = `${interpreterPath(chosen)} cannot run it: ${choice.instead.detail}`;
+                this.log.warn(`The bundled server runs in ${python}, found on the PATH (${why})`);
+                // Verify still runs the user's code where their torch is.
+                if (choice.instead.kind !== 'no interpreter') {
+                    this.verifyPython = interpreterPath(chosen);
+                }
+            }
+        } else {
+            const checked = await checkServer(chosen, runner);
+            if (checked.kind !== 'ok') {
+                this.cannotStart(checked, chosen);
+                return;
+            }
+            location = checked.location;
+            ({ command, args } = serverCommand(chosen));
+        }
+        this.interpreter = interpreter;
         this.problem = undefined;
-        this.log.info(`Starting server: ${[command, ...args].join(' ')} (interpreter from ${interpreter.source}; inplace_lsp from ${checked.location})`);
+        this.log.info(`Starting server: ${[command, ...args].join(' ')} (interpreter from ${interpreter.source}; inplace_lsp from ${location})`);
         // stdio, but no `transport`: with TransportKind.stdio the client appends `--stdio` to
         // the arguments, which `inplace_lsp serve` rejects.
         const serverOptions: ServerOptions = { command, args, options: { cwd, env } };
@@ -133,7 +180,7 @@ export class Server implements vscode.Disposable {
             outputChannel: this.log,
             traceOutputChannel: this.log,
             revealOutputChannelOn: RevealOutputChannelOn.Never,
-            initializationOptions: serverSettings(settings),
+            initializationOptions: this.sent(settings),
             middleware: {
                 workspace: {
                     // A change under our section restarts the server (extension.ts): the
@@ -149,7 +196,7 @@ export class Server implements vscode.Disposable {
                         return values.map((value: unknown, i): unknown => {
                             const item = params.items[i];
                             return item?.section === SECTION
-                                ? (serverSettings(getSettings(folderOf(item.scopeUri))) satisfies IServerSettings)
+                                ? (this.sent(getSettings(folderOf(item.scopeUri))) satisfies IServerSettings)
                                 : value;
                         });
                     },
@@ -193,10 +240,20 @@ export class Server implements vscode.Disposable {
         }
     }
 
+    /** The settings the server gets: verify's interpreter is the user's, also when the server
+     *  runs in another (unless verify.python names one). */
+    private sent(settings: ISettings): IServerSettings {
+        const sent = serverSettings(settings);
+        if (this.verifyPython && sent.verify.python === null) {
+            return { ...sent, verify: { ...sent.verify, python: this.verifyPython } };
+        }
+        return sent;
+    }
+
     /** The interpreter cannot run the server: one error notification that names it, the
      *  status item saying the same, and no language client. */
-    private cannotStart(problem: Exclude<Preflight, { kind: 'ok' }>, interpreter: Interpreter): void {
-        const message = problemMessage(problem, interpreter);
+    private cannotStart(problem: Exclude<Preflight, { kind: 'ok' }>, interpreter: Interpreter, bundled = false): void {
+        const message = problemMessage(problem, interpreter, bundled);
         this.log.error(`${message.text} (${interpreterLabel(interpreter)}: ${problem.detail})`);
         this.problem = { text: message.text, actions: message.actions };
         this.status.stopped(message.short, message.text, Commands.showProblem);

@@ -7,6 +7,8 @@
 export const SECTION = 'inplaceLsp';
 
 export type RunMode = 'onType' | 'onSave';
+/** Which inplace-lsp runs: the one this extension bundles, or the interpreter's own. */
+export type ImportStrategy = 'useBundled' | 'fromEnvironment';
 export type Device = 'auto' | 'cuda' | 'cpu';
 
 export interface IVerifySettings {
@@ -19,6 +21,7 @@ export interface IVerifySettings {
 export interface ISettings {
     /** Runs the server: `<interpreter...> -m inplace_lsp serve`; empty means "find one". */
     interpreter: string[];
+    importStrategy: ImportStrategy;
     select: string[];
     ignore: string[];
     severity: Record<string, string>;
@@ -30,11 +33,13 @@ export interface ISettings {
     verify: IVerifySettings;
 }
 
-/** What the server receives (initialization options and workspace/configuration). */
-export type IServerSettings = Omit<ISettings, 'interpreter'>;
+/** What the server receives (initialization options and workspace/configuration): not how
+ *  it was started. */
+export type IServerSettings = Omit<ISettings, 'interpreter' | 'importStrategy'>;
 
 export const DEFAULTS: ISettings = {
     interpreter: [],
+    importStrategy: 'useBundled',
     select: ['IPL'],
     ignore: [],
     severity: {},
@@ -94,6 +99,11 @@ export function resolveSettings(config: ConfigurationLike, context: VariableCont
     const launcher = config.get<unknown>('verify.launcher');
     return {
         interpreter: stringArray(config.get('interpreter'), DEFAULTS.interpreter).map(sub),
+        importStrategy: oneOf(
+            config.get('importStrategy'),
+            ['useBundled', 'fromEnvironment'] as const,
+            DEFAULTS.importStrategy,
+        ),
         select: stringArray(config.get('select'), DEFAULTS.select),
         ignore: stringArray(config.get('ignore'), DEFAULTS.ignore),
         severity:
@@ -114,9 +124,10 @@ export function resolveSettings(config: ConfigurationLike, context: VariableCont
     };
 }
 
-/** The settings the server reads: it reports unknown keys, so `interpreter` stays here. */
+/** The settings the server reads: it reports unknown keys, so `interpreter` and
+ *  `importStrategy` stay here. */
 export function serverSettings(settings: ISettings): IServerSettings {
-    const { interpreter: _interpreter, ...rest } = settings;
+    const { interpreter: _interpreter, importStrategy: _strategy, ...rest } = settings;
     return rest;
 }
 

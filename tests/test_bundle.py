@@ -1,0 +1,189 @@
+"""The server the VS Code extension bundles (scripts/bundle_server.py, then
+vscode-client/bundled/tool/serve.py), run as the extension runs it: by an interpreter that has
+no inplace-lsp, no pip and none of the dependencies (a new virtual environment, `-E`).
+
+The bundle is made for this machine's platform and this Python only (the release makes every
+supported Python; tests/test_editor_vscode.py packages and runs that one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_protocol import Server, notification, request
+
+pytestmark = [pytest.mark.integration]
+
+REPO = Path(__file__).resolve().parents[1]
+SERVE = REPO / "vscode-client" / "bundled" / "tool" / "serve.py"
+PYTHON = "{}.{}".format(*sys.version_info[:2])
+TARGET = "linux-arm64" if platform.machine() in ("aarch64", "arm64") else "linux-x64"
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """libs.zip and manifest.json for this Python, in a folder of their own."""
+    if sys.platform != "linux":
+        pytest.skip("bundles are made here for Linux only")
+    try:
+        import build  # noqa: F401
+    except ImportError:
+        pytest.skip("build is not installed (it is in the test extra)")
+    out = tmp_path_factory.mktemp("made")
+    command = [sys.executable, str(REPO / "scripts" / "bundle_server.py"), "--target", TARGET]
+    done = subprocess.run(
+        [*command, "--python", PYTHON, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+@pytest.fixture
+def bundled(made: Path, tmp_path: Path) -> Path:
+    """An extension's `bundled` folder: serve.py beside the archive, nothing unpacked yet."""
+    folder = tmp_path / "ext" / "bundled"
+    (folder / "tool").mkdir(parents=True)
+    shutil.copy(SERVE, folder / "tool" / "serve.py")
+    for name in ("libs.zip", "manifest.json"):
+        shutil.copy(made / name, folder / name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """A new virtual environment without pip: nothing but the standard library."""
+    venv = tmp_path_factory.mktemp("bare")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    return [str(venv / "bin" / "python"), "-E"]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    env["INPLACE_LSP_CACHE_DIR"] = str(tmp_path / "check-cache")
+    return env
+
+
+def _serve(
+    python: list[str], bundled: Path, *args: str, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*python, str(bundled / "tool" / "serve.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=cwd,
+        env=_env(cwd),
+    )
+
+
+def test_the_manifest_says_what_is_bundled(made: Path) -> None:
+    manifest = json.loads((made / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["pythons"] == [PYTHON] and manifest["target"] == TARGET
+    assert {"inplace_lsp", "pygls", "lsprotocol", "jedi", "parso", "cattrs"} <= set(
+        manifest["common"]
+    )
+    assert "libcst" in manifest["native"]["cp" + PYTHON.replace(".", "")]  # native code
+
+
+def test_an_interpreter_without_inplace_lsp_runs_the_bundled_server(
+    bare: list[str], bundled: Path, tmp_path: Path
+) -> None:
+    where = _serve(bare, bundled, "--where", cwd=tmp_path)
+    assert where.returncode == 0, where.stderr
+    assert where.stdout == str(bundled / "libs" / "common" / "inplace_lsp" / "__init__.py")
+    # Only what this Python needs was unpacked, each folder marked complete.
+    unpacked = sorted(p.name for p in (bundled / "libs").iterdir())
+    assert unpacked == ["common", "cp" + PYTHON.replace(".", "")]
+    assert all((bundled / "libs" / name / ".unpacked").is_file() for name in unpacked)
+    marker = (bundled / "libs" / "common" / ".unpacked").stat().st_mtime_ns
+    # The CLI through it finds what this checkout finds.
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    args = ["check", "--format", "json", "--no-cache", "examples"]
+    theirs = _serve(bare, bundled, *args, cwd=tmp_path)
+    ours = subprocess.run(
+        [sys.executable, "-m", "inplace_lsp", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert theirs.returncode == ours.returncode == 1, theirs.stderr
+    assert json.loads(theirs.stdout) == json.loads(ours.stdout)
+    assert (bundled / "libs" / "common" / ".unpacked").stat().st_mtime_ns == marker  # once
+
+
+def test_the_bundled_server_serves(bare: list[str], bundled: Path, tmp_path: Path) -> None:
+    server = Server(tmp_path, [*bare, str(bundled / "tool" / "serve.py"), "serve"], _env(tmp_path))
+    try:
+        server.initialize()
+        model = REPO / "examples" / "residual_after_sigmoid.py"
+        document = {
+            "uri": (tmp_path / "model.py").as_uri(),
+            "languageId": "python",
+            "version": 1,
+            "text": model.read_text(encoding="utf-8"),
+        }
+        server.send(notification("textDocument/didOpen", {"textDocument": document}))
+        while True:
+            message = server.next_message("the example's diagnostics")
+            params = message.get("params") or {}
+            if message.get("method") == "textDocument/publishDiagnostics" and params["diagnostics"]:
+                break
+        assert [d["code"] for d in params["diagnostics"]] == ["IPL001"]
+        server.send(request(2, "shutdown"))
+        assert "result" in server.reply(2)
+        server.send(notification("exit"))
+        assert server.process.wait(60) == 0
+    finally:
+        server.close()
+
+
+def test_where_the_extension_cannot_write_it_unpacks_into_the_cache(
+    bare: list[str], bundled: Path, tmp_path: Path
+) -> None:
+    (bundled / "libs").write_text("not a folder")  # as a read-only extension folder would fail
+    where = _serve(bare, bundled, "--where", cwd=tmp_path)
+    assert where.returncode == 0, where.stderr
+    archive_id = json.loads((bundled / "manifest.json").read_text(encoding="utf-8"))["id"]
+    cache = tmp_path / "cache" / "inplace-lsp" / f"bundled-{archive_id}"
+    assert where.stdout == str(cache / "common" / "inplace_lsp" / "__init__.py")
+
+
+def test_a_python_without_a_bundled_build_exits_3_saying_so(
+    bare: list[str], bundled: Path, tmp_path: Path
+) -> None:
+    manifest = json.loads((bundled / "manifest.json").read_text(encoding="utf-8"))
+    manifest["pythons"] = ["3.99"]
+    (bundled / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    done = _serve(bare, bundled, "--where", cwd=tmp_path)
+    assert done.returncode == 3
+    assert done.stderr.startswith(f"inplace-lsp (bundled): Python {PYTHON} is not supported")
+    assert not (bundled / "libs").exists()  # nothing unpacked
+
+
+def test_a_broken_archive_is_an_error_that_leaves_nothing_half_unpacked(
+    bare: list[str], bundled: Path, tmp_path: Path
+) -> None:
+    archive = bundled / "libs.zip"
+    archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    done = _serve(bare, bundled, "--where", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "inplace-lsp (bundled): cannot unpack the server" in done.stderr
+    for root in (bundled / "libs", tmp_path / "cache" / "inplace-lsp"):
+        if root.exists():
+            assert not any(
+                p.name in ("common", f"cp{PYTHON.replace('.', '')}") for p in root.rglob("*")
+            )
