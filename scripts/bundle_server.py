@@ -56,6 +56,11 @@ def _build_wheel(into: Path) -> Path:
     return wheel
 
 
+# What the server never reads: jedi's stubs of third-party packages (it asks jedi only where a
+# module of the workspace is, never about a library's types). 4,800 of 7,500 files.
+UNUSED = ("jedi/third_party/typeshed/stubs", "jedi/third_party/django-stubs")
+
+
 def _install(wheel: Path, python: str, platforms: list[str], into: Path) -> None:
     """The wheel and its dependencies as `python` on those platforms would get them."""
     tag = "cp" + python.replace(".", "")
@@ -85,6 +90,8 @@ def _install(wheel: Path, python: str, platforms: list[str], into: Path) -> None
     ]
     subprocess.run(command, check=True)
     shutil.rmtree(into / "bin", ignore_errors=True)  # console scripts for another machine
+    for unused in UNUSED:
+        shutil.rmtree(into / unused)
 
 
 def _native(entry: Path) -> bool:

@@ -14,6 +14,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,45 @@ def test_a_broken_archive_is_an_error_that_leaves_nothing_half_unpacked(
             assert not any(
                 p.name in ("common", f"cp{PYTHON.replace('.', '')}") for p in root.rglob("*")
             )
+
+
+def test_the_bundled_jedi_finds_a_module_of_the_workspace(
+    bare: list[str], bundled: Path, tmp_path: Path
+) -> None:
+    """jedi, bundled without its stubs of third-party packages, still says where a module of
+    the workspace is (what the server asks it)."""
+    project = tmp_path / "project"
+    (project / "app").mkdir(parents=True)
+    (project / "helpers.py").write_text("def scale(x):\n    return x * 2\n", encoding="utf-8")
+    assert _serve(bare, bundled, "--where", cwd=tmp_path).returncode == 0  # unpacks
+    libs = bundled / "libs"
+    code = (
+        "import sys; from pathlib import Path; "
+        f"sys.path[0:0] = [{str(libs / ('cp' + PYTHON.replace('.', '')))!r}, "
+        f"{str(libs / 'common')!r}]; "
+        "from inplace_lsp.analysis.workspace import Workspace; "
+        f"print(Workspace({str(project)!r})._find_with_jedi(Path({str(project / 'app')!r}), "
+        "'helpers'))"
+    )
+    done = subprocess.run(
+        [*bare, "-c", code], capture_output=True, text=True, check=False, env=_env(tmp_path)
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(project / "helpers.py")
+
+
+def test_a_bundle_for_another_platform_takes_that_platforms_wheels(tmp_path: Path) -> None:
+    """What the release makes on Linux for Windows: libcst's Windows build, no Linux code."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "bundle_server.py"), "--target", "win32-x64"]
+        + ["--python", PYTHON, "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = zipfile.ZipFile(tmp_path / "libs.zip").namelist()
+    tag = "cp" + PYTHON.replace(".", "")
+    assert f"{tag}/libcst/native.{tag}-win_amd64.pyd" in names
+    assert not [n for n in names if n.endswith(".so")]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -70,12 +69,12 @@ def test_the_versions_are_one() -> None:
     """The wheel's version (inplace_lsp.__version__), the extension's and the changelog's
     newest release agree, as the release workflow requires of a tag."""
     version = inplace_lsp.__version__
-    package = json.loads((REPO / "vscode-client" / "package.json").read_text(encoding="utf-8"))
-    lock = json.loads((REPO / "vscode-client" / "package-lock.json").read_text(encoding="utf-8"))
-    assert package["version"] == lock["version"] == lock["packages"][""]["version"] == version
-    changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
-    released = re.findall(r"^## (\d+\.\d+\.\d+)", changelog, re.MULTILINE)
-    assert released and released[0] == version, released
+    script = REPO / "scripts" / "release_version.py"
+    agreed = _ok(_run([sys.executable, script, f"v{version}"]))
+    assert agreed.stdout.strip() == f"v{version}: every version is {version}"
+    wrong = _run([sys.executable, script, "v99.0.0"])
+    assert wrong.returncode == 1
+    assert len(wrong.stderr.strip().splitlines()) == 4, wrong.stderr  # each place says so
     cli = _ok(_run([sys.executable, "-m", "inplace_lsp", "--version"]))
     assert cli.stdout.strip() == f"inplace-lsp {version}"
 

@@ -21,6 +21,8 @@
 //   CHROMIUM            default: /usr/bin/chromium
 //   SHOT_DIR            screenshots; default: <repo>/test-artifacts/vscode
 //   KEEP_RUN=1          keep the run's folder (.vscode-e2e/runs/...) for a look afterwards
+//   IMAGES_DIR          also write the README's pictures there, cropped (quickfix.png,
+//                       hover.png, verify.png: vscode-client/images/ holds the committed ones)
 //   INPLACE_LSP_E2E_PIP=1  also click "Install inplace-lsp into it" in a third workspace: pip
 //                       installs this checkout into a fresh venv (needs pip to reach an index
 //                       for its dependencies; skipped otherwise)
@@ -44,6 +46,7 @@ const VSIX = path.resolve(process.env.INPLACE_LSP_VSIX || path.join(client, `inp
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const SHOT_DIR = path.resolve(process.env.SHOT_DIR || path.join(repo, 'test-artifacts/vscode'));
 const PYTHON = process.env.INPLACE_LSP_PYTHON;
+const IMAGES_DIR = process.env.IMAGES_DIR ? path.resolve(process.env.IMAGES_DIR) : null;
 
 const EXAMPLE = 'residual_after_sigmoid.py';
 const FLAGGED = '        gate += x  # in place on the sigmoid output: breaks backward';
@@ -309,6 +312,34 @@ async function shot(name) {
   return path.relative(repo, file);
 }
 
+/** With IMAGES_DIR set, a picture for the README: the part of the page the elements cover
+ *  (their bounding boxes' union, with a margin). */
+async function picture(name, locators) {
+  if (!IMAGES_DIR) return;
+  const boxes = [];
+  for (const locator of locators) {
+    const box = await locator.boundingBox();
+    if (box) boxes.push(box);
+  }
+  assert.ok(boxes.length > 0, `nothing to picture for ${name}`);
+  const margin = 12;
+  const view = page.viewportSize();
+  const x = Math.max(Math.min(...boxes.map((b) => b.x)) - margin, 0);
+  const y = Math.max(Math.min(...boxes.map((b) => b.y)) - margin, 0);
+  const right = Math.min(Math.max(...boxes.map((b) => b.x + b.width)) + margin, view.width);
+  const bottom = Math.min(Math.max(...boxes.map((b) => b.y + b.height)) + margin, view.height);
+  fs.mkdirSync(IMAGES_DIR, { recursive: true });
+  const file = path.join(IMAGES_DIR, name);
+  await page.screenshot({ path: file, clip: { x, y, width: right - x, height: bottom - y } });
+  lap(`picture ${file}`);
+}
+
+/** The first rendered editor line holding `needle` (no spaces in it: the editor renders them
+ *  as no-break spaces). */
+function editorLine(needle) {
+  return page.locator('.monaco-editor .view-lines .view-line', { hasText: needle }).first();
+}
+
 /** Runs one step (skipped once one failed: they build on each other); on failure takes
  *  fail-<step>.png and lets after() print the logs. */
 async function step(t, name, body) {
@@ -419,6 +450,7 @@ test('an interpreter without inplace-lsp runs the bundled server: squiggle and q
       .waitFor({ timeout: Math.max(left(), 1) });
     lap(`quick fix "${FIX_TITLE}" offered ${((Date.now() - opened) / 1000).toFixed(1)} s after opening`);
     lap(`screenshot ${await shot('bundled-quickfix.png')}`);
+    await picture('quickfix.png', [editorLine('forward(self,'), page.locator('.action-widget').first()]);
     await page.keyboard.press('Escape');
     // The server that runs is the bundled one, in the bare interpreter (the extension's log).
     const line = await logLine('Starting server:', 10000);
@@ -432,7 +464,8 @@ test('an interpreter without inplace-lsp runs the bundled server: squiggle and q
 
 test('the IPL001 diagnostic shows: squiggle and Problems entry', async (t) => {
   await step(t, 'diagnostic', async () => {
-    await page.goto(`http://127.0.0.1:${port}/`);
+    // The folder named: code-server would reopen the last one (the first test's).
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(path.join(run, 'ws'))}`);
     const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: EXAMPLE });
     await row.waitFor({ timeout: 90000 });
     lap('workbench and explorer rendered');
@@ -456,6 +489,21 @@ test('the IPL001 diagnostic shows: squiggle and Problems entry', async (t) => {
     // would give Col 22, UTF-8 bytes Col 26.
     assert.match(text, /\[Ln 22, Col 23\]/);
     lap(`screenshot ${await shot('diagnostic.png')}`);
+
+    // Hovering the squiggle shows the finding: which op saved the tensor, what overwrote it.
+    const squiggle = page.locator('.monaco-editor .squiggly-error').first();
+    const box = await squiggle.boundingBox();
+    assert.ok(box, 'the squiggle has a place on the screen');
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'Saved by:' }).first();
+    await hover.waitFor({ timeout: 30000 });
+    const said = (await hover.innerText()).replace(/\s+/g, ' ').trim();
+    lap(`hover: ${said.slice(0, 160)}...`);
+    assert.match(said, /IPL001/);
+    lap(`screenshot ${await shot('hover.png')}`);
+    await picture('hover.png', [editorLine('torch.sigmoid(self.gate_proj'), hover]);
+    await page.mouse.move(5, 5);
+    await hover.waitFor({ state: 'hidden', timeout: 10000 }).catch(() => page.keyboard.press('Escape'));
   });
 });
 
@@ -526,6 +574,7 @@ test('the Verify code lens on the broken block names the write and the saving li
     assert.match(text, /inplace-lsp verify/);
     assert.match(text, /\[Ln 22, Col 9\]/);
     lap(`screenshot ${await shot('verify-failed.png')}`);
+    await picture('verify.png', [toast, entry]);
   });
 });
 

@@ -31,7 +31,7 @@ export type InterpreterSource = 'setting' | 'python extension' | 'default' | 'pa
 
 /** Where the bundled server looks when the chosen interpreter cannot run it (too old, gone):
  *  the newest Python on the PATH first. */
-export const PATH_CANDIDATES = ['python3.14', 'python3.13', 'python3.12', 'python3.11', 'python3.10', 'python3', 'python'];
+export const PATH_CANDIDATES = ['python3.14', 'python3.13', 'python3.12', 'python3.11', 'python3.10', 'python3', 'python', 'py'];
 
 export interface Interpreter {
     command: string[];
