@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_protocol import Server, notification, request
+from test_protocol import Server
 
 pytestmark = [pytest.mark.integration]
 
@@ -130,24 +130,10 @@ def test_the_bundled_server_serves(bare: list[str], bundled: Path, tmp_path: Pat
     server = Server(tmp_path, [*bare, str(bundled / "tool" / "serve.py"), "serve"], _env(tmp_path))
     try:
         server.initialize()
-        model = REPO / "examples" / "residual_after_sigmoid.py"
-        document = {
-            "uri": (tmp_path / "model.py").as_uri(),
-            "languageId": "python",
-            "version": 1,
-            "text": model.read_text(encoding="utf-8"),
-        }
-        server.send(notification("textDocument/didOpen", {"textDocument": document}))
-        while True:
-            message = server.next_message("the example's diagnostics")
-            params = message.get("params") or {}
-            if message.get("method") == "textDocument/publishDiagnostics" and params["diagnostics"]:
-                break
-        assert [d["code"] for d in params["diagnostics"]] == ["IPL001"]
-        server.send(request(2, "shutdown"))
-        assert "result" in server.reply(2)
-        server.send(notification("exit"))
-        assert server.process.wait(60) == 0
+        text = (REPO / "examples" / "residual_after_sigmoid.py").read_text(encoding="utf-8")
+        found = server.open_and_wait((tmp_path / "model.py").as_uri(), text)
+        assert [d["code"] for d in found] == ["IPL001"]
+        assert server.stop() == 0
     finally:
         server.close()
 

@@ -17,7 +17,7 @@ from edits import parses, semantic_edits
 
 from inplace_lsp.analysis import dataflow
 from inplace_lsp.analysis.blocks import ParseCache
-from inplace_lsp.analysis.engine import DocumentAnalysis, analyze, analyze_document
+from inplace_lsp.analysis.engine import DocumentAnalysis, DocumentResult, analyze, analyze_document
 from inplace_lsp.analysis.findings import Severity
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -444,6 +444,18 @@ def test_an_edit_only_inside_comments_analyses_nothing(old: str, new: str, only:
     assert edited.findings == DocumentAnalysis().update(COMMENTED.replace(old, new, 1)).findings
 
 
+def _as_fresh(live: DocumentAnalysis, text: str) -> DocumentResult:
+    """`live` updated to `text`, checked against a fresh analysis of it: findings, verify
+    targets and notes."""
+    result, fresh = live.update(text), DocumentAnalysis().update(text)
+    assert (result.findings, result.targets, result.notes) == (
+        fresh.findings,
+        fresh.targets,
+        fresh.notes,
+    )
+    return result
+
+
 def test_typing_in_comments_between_code_edits_keeps_every_result_a_fresh_analysis() -> None:
     """A run of comment keystrokes reuses the whole last result (no model, no table is built
     again); the code edits between them, and their undo, still come out as a fresh analysis's:
@@ -462,13 +474,8 @@ def test_typing_in_comments_between_code_edits_keeps_every_result_a_fresh_analys
     live.update(text)
     for old, new, interpreted in steps:
         text = text.replace(old, new, 1)
-        result, fresh = live.update(text), DocumentAnalysis().update(text)
+        result = _as_fresh(live, text)
         assert result.findings, "the sigmoid's output is written in place"
-        assert (result.findings, result.targets, result.notes) == (
-            fresh.findings,
-            fresh.targets,
-            fresh.notes,
-        )
         assert (result.functions_analysed > 0) is interpreted, (old, new)
 
 
@@ -486,14 +493,8 @@ def test_blocks_that_only_moved_move_the_last_result(old: str, new: str) -> None
     live = DocumentAnalysis()
     first = live.update(COMMENTED)
     assert any("(line 11)" in f.message for f in first.findings)
-    text = COMMENTED.replace(old, new, 1)
-    result, fresh = live.update(text), DocumentAnalysis().update(text)
+    result = _as_fresh(live, COMMENTED.replace(old, new, 1))
     assert result.functions_analysed == 0
-    assert (result.findings, result.targets, result.notes) == (
-        fresh.findings,
-        fresh.targets,
-        fresh.notes,
-    )
     assert result.findings != first.findings or old.startswith("\n\ndef")
 
 
@@ -516,13 +517,7 @@ def test_an_edit_above_the_first_statement_moves_its_findings(new: str) -> None:
     findings of the statement's code (message included) and analyses nothing."""
     live = DocumentAnalysis()
     assert live.update(HEADED).findings
-    result, fresh = live.update(new), DocumentAnalysis().update(new)
-    assert result.functions_analysed == 0
-    assert (result.findings, result.targets, result.notes) == (
-        fresh.findings,
-        fresh.targets,
-        fresh.notes,
-    )
+    assert _as_fresh(live, new).functions_analysed == 0
 
 
 UNITS = """\

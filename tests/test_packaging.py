@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_protocol import Server, notification, request
+from test_protocol import Server
 
 import inplace_lsp
 
@@ -160,24 +160,10 @@ def test_the_installed_wheel_serves(installed: tuple[Path, dict[str, str]], proj
     try:
         server.initialize()
         model = project / "examples" / EXAMPLE
-        document = {
-            "uri": model.as_uri(),
-            "languageId": "python",
-            "version": 1,
-            "text": model.read_text(encoding="utf-8"),
-        }
-        server.send(notification("textDocument/didOpen", {"textDocument": document}))
-        while True:
-            message = server.next_message("diagnostics of the example")
-            params = message.get("params") or {}
-            if message.get("method") == "textDocument/publishDiagnostics" and params["diagnostics"]:
-                break
-        assert {d["code"] for d in params["diagnostics"]} == {"IPL001"}
-        assert params["diagnostics"][0]["range"]["start"]["line"] == 21  # line 22, 0-based
-        server.send(request(2, "shutdown"))
-        assert "result" in server.reply(2)
-        server.send(notification("exit"))
-        assert server.process.wait(60) == 0
+        found = server.open_and_wait(model.as_uri(), model.read_text(encoding="utf-8"))
+        assert [d["code"] for d in found] == ["IPL001"]
+        assert found[0]["range"]["start"]["line"] == 21  # line 22, 0-based
+        assert server.stop() == 0
     finally:
         server.close()
 

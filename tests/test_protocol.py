@@ -131,6 +131,20 @@ class Server:
         self.send(notification("initialized", {}))
         return answer
 
+    def open_and_wait(self, uri: str, text: str) -> list[dict[str, Any]]:
+        """didOpen, then the document's first diagnostics that are not empty."""
+        document = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+        self.send(notification("textDocument/didOpen", {"textDocument": document}))
+        while True:
+            message = self.next_message(f"diagnostics of {uri}")
+            params = message.get("params") or {}
+            if (
+                message.get("method") == "textDocument/publishDiagnostics"
+                and params["uri"] == uri
+                and params["diagnostics"]
+            ):
+                return list(params["diagnostics"])
+
     def stop(self) -> int:
         """shutdown, then exit: the server's exit code."""
         self.send(request("bye", "shutdown"))

@@ -52,20 +52,31 @@ function lastLine(text: string): string {
     return lines[lines.length - 1]?.trim() ?? '';
 }
 
-/** Runs the import check and sorts its outcome. */
-export async function checkServer(interpreter: Interpreter, run: Runner): Promise<Preflight> {
-    const { command, args } = checkCommand(interpreter);
-    const result = await run(command, args);
+/** Runs a check (a command that prints where inplace_lsp is imported from) and sorts its
+ *  outcome; `failed` names a failure from its exit code and last line of stderr. */
+async function runCheck(
+    check: { command: string; args: string[] },
+    run: Runner,
+    failed: (code: number | null, detail: string) => Exclude<Preflight, { kind: 'ok' | 'no interpreter' }>,
+): Promise<Preflight> {
+    const result = await run(check.command, check.args);
     if (result.error) {
         return { kind: 'no interpreter', detail: result.error.message };
     }
     if (result.code === 0) {
         return { kind: 'ok', location: result.stdout.trim() };
     }
-    const detail = lastLine(result.stderr) || `exit code ${String(result.code)}`;
+    return failed(result.code, lastLine(result.stderr) || `exit code ${String(result.code)}`);
+}
+
+/** Runs the import check and sorts its outcome. */
+export async function checkServer(interpreter: Interpreter, run: Runner): Promise<Preflight> {
     // "No module named 'inplace_lsp'", not "No module named 'pygls'" raised inside it.
     const missing = new RegExp(`No module named '?${MODULE_NAME}'?(\\s|$)`);
-    return { kind: missing.test(detail) ? 'missing' : 'broken', detail };
+    return runCheck(checkCommand(interpreter), run, (_, detail) => ({
+        kind: missing.test(detail) ? 'missing' : 'broken',
+        detail,
+    }));
 }
 
 /** The bundled server's own check: `<python> <bundled>/tool/serve.py --where`. */
@@ -76,16 +87,10 @@ export function bundledCheckCommand(interpreter: Interpreter, script: string): {
 
 /** Whether the interpreter runs the bundled server (`script` is its serve.py). */
 export async function checkBundled(interpreter: Interpreter, script: string, run: Runner): Promise<Preflight> {
-    const { command, args } = bundledCheckCommand(interpreter, script);
-    const result = await run(command, args);
-    if (result.error) {
-        return { kind: 'no interpreter', detail: result.error.message };
-    }
-    if (result.code === 0) {
-        return { kind: 'ok', location: result.stdout.trim() };
-    }
-    const detail = lastLine(result.stderr) || `exit code ${String(result.code)}`;
-    return { kind: result.code === UNSUPPORTED_EXIT ? 'unsupported' : 'broken', detail };
+    return runCheck(bundledCheckCommand(interpreter, script), run, (code, detail) => ({
+        kind: code === UNSUPPORTED_EXIT ? 'unsupported' : 'broken',
+        detail,
+    }));
 }
 
 /** The interpreter that runs the bundled server, and what its check said. */
