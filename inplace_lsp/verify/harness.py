@@ -1794,6 +1794,11 @@ def watch_lifeline(fd: int) -> None:
         with contextlib.suppress(OSError):
             while os.read(fd, 4096):
                 pass
+        # The user's code may be spinning in the main thread: each /proc read below gives the
+        # GIL up, and taking it back waited a switch interval (5 ms) every time, so the walk
+        # could outlast the runner's grace and leave detached processes alive.
+        with contextlib.suppress(ValueError, AttributeError):
+            sys.setswitchinterval(1e-6)
         kill_descendants()
         os._exit(_LIFELINE_EXIT)
 
