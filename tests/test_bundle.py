@@ -126,6 +126,19 @@ def test_an_interpreter_without_inplace_lsp_runs_the_bundled_server(
     assert (bundled / "libs" / "common" / ".unpacked").stat().st_mtime_ns == marker  # once
 
 
+def test_a_native_part_that_does_not_load_fails_the_check(
+    bare: list[str], bundled: Path, tmp_path: Path
+) -> None:
+    """The check loads libcst's extension module: one built for another machine is the
+    check's failure (the extension then tries another Python), not the server's later."""
+    assert _serve(bare, bundled, "--where", cwd=tmp_path).returncode == 0  # unpacks
+    (native,) = (bundled / "libs" / ("cp" + PYTHON.replace(".", "")) / "libcst").glob("native.*")
+    native.write_bytes(b"not an extension module")
+    done = _serve(bare, bundled, "--where", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "ImportError" in done.stderr.strip().splitlines()[-1], done.stderr
+
+
 def test_the_bundled_server_serves(bare: list[str], bundled: Path, tmp_path: Path) -> None:
     server = Server(tmp_path, [*bare, str(bundled / "tool" / "serve.py"), "serve"], _env(tmp_path))
     try:

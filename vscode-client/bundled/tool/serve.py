@@ -102,11 +102,31 @@ def _bundled_paths():
     sys.exit(1)
 
 
+def _load_native():
+    """Loads libcst's extension module by itself: the bundled native code runs here (the
+    same Python ABI, the same C library) or the check fails, not the server later. Importing
+    libcst would take half a second of the editor's start; its extension alone, a millisecond."""
+    import importlib.machinery
+    import importlib.util
+
+    spec = importlib.util.find_spec("libcst")
+    folder = os.path.dirname(spec.origin) if spec is not None and spec.origin else ""
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    for name in sorted(os.listdir(folder)) if folder else ():
+        if name.startswith("native.") and name.endswith(suffixes):
+            native = importlib.util.spec_from_file_location(
+                "libcst.native", os.path.join(folder, name)
+            )
+            native.loader.exec_module(importlib.util.module_from_spec(native))
+            return
+    raise ImportError("no libcst extension module for this Python in the bundle (" + folder + ")")
+
+
 def main(argv):
     sys.path[0:0] = _bundled_paths()
     if argv == ["--where"]:
-        # The native parts load here or not at all: a failure is the check's, not the server's.
-        import libcst  # noqa: F401
+        # The native part loads here or not at all: a failure is the check's, not the server's.
+        _load_native()
         import pygls  # noqa: F401
 
         import inplace_lsp
