@@ -751,7 +751,7 @@ def test_warnings_lose_the_harness_frames_and_location(capsys: pytest.CaptureFix
     with warnings.catch_warnings():  # as outside pytest: shown on stderr
         warnings.simplefilter("always")
         warnings.showwarning = plain
-        with harness._own_frames_hidden():
+        with harness._t.own_frames_hidden():
             warnings.warn_explicit(forward, UserWarning, "/torch/graph.py", 9)
             warnings.warn_explicit("from backward()", UserWarning, str(HARNESS_FILE), 12)
     err = capsys.readouterr().err

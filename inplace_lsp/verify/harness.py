@@ -4,19 +4,8 @@ This module runs INSIDE the user's interpreter: it imports only the standard lib
 time and torch lazily, so it can also be executed as a script
 (``python harness.py FILE FUNCNAME`` prints one JSON line).
 
-How the two ends of an in-place bug are found:
-
-* ``torch.autograd.graph.saved_tensors_hooks`` sees every tensor an op saves for backward. The
-  pack hook keeps a detached alias (it shares the version counter, so a write through any view
-  or ``.detach()`` alias is visible), the version at save time and the innermost user line.
-* Installing saved-tensor hooks switches OFF autograd's own version check (torch only checks
-  ``saved_version`` when no hooks are set), so the unpack hook performs the same check and
-  raises the same ``RuntimeError`` text. That also tells us exactly which saved tensor failed.
-* A ``torch.overrides.TorchFunctionMode`` sees every torch call; after calls that can write in
-  place (``*_`` methods, ``__setitem__``, ``out=``, ``inplace=True``) it looks for saved tensors
-  whose version moved and records the writing line (innermost user frame). Writes inside an
-  ``inplace=True`` module are reported at the line that constructed the module (found by
-  wrapping ``torch.nn.Module.__init__`` while tracing), with the call site as related info.
+The tracing itself (both ends of an in-place bug) is ``tracer.py``, loaded from beside this
+file: the same tracer the runtime detector uses.
 """
 
 from __future__ import annotations
@@ -29,261 +18,48 @@ import json
 import os
 import re
 import sys
-import sysconfig
 import time
 import warnings
-import weakref
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from types import FrameType, ModuleType, TracebackType
+from collections.abc import Callable, Collection, Iterable, Mapping
+from types import FrameType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import torch
+    pass
 
 __all__ = ["trace_call", "run_spec", "error_result", "main"]
-
-_HARNESS_FILE = os.path.normcase(os.path.abspath(__file__))
-# Frames of these files are never user code: this harness and the warm worker that runs it.
-_INTERNAL_FILES = frozenset(
-    {_HARNESS_FILE, os.path.normcase(os.path.join(os.path.dirname(_HARNESS_FILE), "worker.py"))}
-)
 
 # torch warns at import when numpy is missing; numpy is optional to torch and to verify, and
 # the warning would read as a problem of the user's code.
 _NUMPY_WARNING = "Failed to initialize NumPy"
 
-_INPLACE_MSG = "modified by an inplace operation"
-_LEAF_MSG = "a leaf Variable that requires grad"
 
-# Dunder methods that write into ``self``. Every other ``__x__`` name ends with "_" too but is
-# out of place (``__add__``, ``__getitem__``), so dunders are matched against this set only.
-_INPLACE_DUNDERS = frozenset(
-    {
-        "__setitem__",
-        "__delitem__",
-        "__iadd__",
-        "__isub__",
-        "__imul__",
-        "__imatmul__",
-        "__itruediv__",
-        "__ifloordiv__",
-        "__imod__",
-        "__ipow__",
-        "__iand__",
-        "__ior__",
-        "__ixor__",
-        "__ilshift__",
-        "__irshift__",
-    }
-)
-_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
-# Backward nodes of view/reshape ops: they save no tensors, so the op that saved something
-# during a call sits below them (``F.linear`` on 3-D input ends in ViewBackward0 over addmm).
-_VIEW_NODE = re.compile(
-    r"(View|UnsafeView|Reshape\w*|T|Transpose|Permute|Expand|Squeeze\w*|Unsqueeze\w*"
-    r"|AsStrided|Alias|Slice|Select|Narrow|Split\w*|Unbind|Flatten|Unflatten)Backward\d*$"
-)
+def _load_tracer() -> ModuleType:
+    """tracer.py from beside this file. Run as a script or loaded by path (worker.py), this
+    file is not the package's: another inplace-lsp installed in the user's interpreter must not
+    lend its tracer, and a user's ``tracer`` module must stay importable (a private name)."""
+    if __package__ == "inplace_lsp.verify":
+        from inplace_lsp.verify import tracer
+
+        return tracer
+    name = "_inplace_lsp_tracer"
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return loaded
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tracer.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError("cannot load tracer.py next to harness.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
 
 
-@dataclass(frozen=True)
-class _Site:
-    path: str
-    line: int
-
-    def as_json(self) -> dict[str, object]:
-        return {"path": self.path, "line": self.line}
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}"
-
-
-@dataclass
-class _Bump:
-    """The first in-place write seen on one saved tensor."""
-
-    saved_site: _Site | None
-    op: str
-    mutation: _Site | None  # where the fix goes: the write, or the inplace module's constructor
-    call_site: _Site | None  # set when the write happened inside an inplace=True module
-    module: str | None  # class name of that module
-    silent: str | None = None  # a fused kernel that wrote WITHOUT bumping the version
-
-
-class _Saved:
-    """One tensor saved for backward (the object the graph holds instead of the tensor)."""
-
-    __slots__ = (
-        "tensor",
-        "version",
-        "site",
-        "op",
-        "producer",
-        "output_nr",
-        "is_leaf",
-        "original",
-        "node",
-        "bump",
-        "storage",
-        "used",
-        "__weakref__",
-    )
-
-    def __init__(
-        self,
-        tensor: torch.Tensor,
-        version: int,
-        site: _Site | None,
-        producer: str | None,
-        output_nr: int,
-        is_leaf: bool,
-        original: torch.Tensor | weakref.ref[torch.Tensor] | None,
-        node: object,
-    ) -> None:
-        self.tensor = tensor
-        self.version = version
-        self.site = site
-        self.op: str | None = None
-        self.producer = producer
-        self.output_nr = output_nr
-        self.is_leaf = is_leaf
-        # The saved tensor itself, for the error text: like torch, name its CURRENT grad_fn
-        # when an op saved one of its inputs (an in-place write changes it). Held strongly,
-        # as torch does, except for outputs (a reference cycle through the node) and saves
-        # outside any seen torch call (weakly: we cannot tell an output there).
-        self.original = original
-        self.node = node  # grad_fn at save time, held only until its torch call returns
-        self.bump: _Bump | None = None
-        # Where its memory lives: a write into that memory that leaves the version alone went
-        # through an alias autograd does not track (`.data`).
-        self.storage = _storage_of(tensor)
-        self.used = False  # backward unpacked it after a silent write
-
-
-# --------------------------------------------------------------------------- user frames
-
-
-class _UserFrames:
-    """Decides which source files are user code and finds the innermost user frame."""
-
-    def __init__(self, user_files: Collection[str] | None) -> None:
-        import torch
-
-        self._cache: dict[str, bool] = {}
-        self._wanted: frozenset[str] | None = None
-        if user_files is not None:
-            self._wanted = frozenset(_norm(p) for p in user_files)
-        self._torch_dir = _norm(os.path.dirname(torch.__file__)) + os.sep
-        self._stdlib = _stdlib_dirs()
-
-    def is_user(self, filename: str) -> bool:
-        known = self._cache.get(filename)
-        if known is None:
-            known = self._classify(filename)
-            self._cache[filename] = known
-        return known
-
-    def _classify(self, filename: str) -> bool:
-        if filename.startswith("<frozen") or filename.startswith("<built-in"):
-            return False
-        path = _norm(filename)
-        if path in _INTERNAL_FILES:
-            return False
-        if self._wanted is not None:
-            return path in self._wanted
-        if path.startswith(self._torch_dir):
-            return False
-        if path.startswith(self._stdlib):
-            parts = path.split(os.sep)
-            return "site-packages" in parts or "dist-packages" in parts
-        return True
-
-    def innermost(self, frame: FrameType | None) -> FrameType | None:
-        while frame is not None and not self.is_user(frame.f_code.co_filename):
-            frame = frame.f_back
-        return frame
-
-    def site(self, frame: FrameType | None) -> _Site | None:
-        user = self.innermost(frame)
-        if user is None:
-            return None
-        return _Site(_norm(user.f_code.co_filename), user.f_lineno)
-
-
-def _norm(path: str) -> str:
-    if os.path.isabs(path):
-        return _norm_absolute(path)
-    return os.path.normcase(os.path.abspath(path))
-
-
-@functools.lru_cache(maxsize=4096)
-def _norm_absolute(path: str) -> str:
-    # Called for every saved tensor's frame: abspath costs a getcwd() and a normpath.
-    return os.path.normcase(os.path.normpath(path))
-
-
-@functools.cache
-def _stdlib_dirs() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    found = {_norm(paths[key]) + os.sep for key in ("stdlib", "platstdlib") if paths.get(key)}
-    return tuple(sorted(found))
-
-
-# --------------------------------------------------------------------------- module sites
-
-# id(module) -> (weak reference to the module, construction site). Filled while
-# ``_record_construction`` is active; looked up when a write happens inside a module.
-_CONSTRUCTED: dict[int, tuple[weakref.ref[Any], _Site]] = {}
-
-
-def _construction_site(module: object) -> _Site | None:
-    entry = _CONSTRUCTED.get(id(module))
-    if entry is None or entry[0]() is not module:
-        return None
-    return entry[1]
-
-
-def _prune_construction_sites() -> None:
-    for key in [k for k, (ref, _) in _CONSTRUCTED.items() if ref() is None]:
-        del _CONSTRUCTED[key]
-
-
-@contextlib.contextmanager
-def _record_construction(frames: _UserFrames) -> Iterator[None]:
-    """Wrap ``torch.nn.Module.__init__`` to remember where each module was constructed."""
-    import torch
-
-    original = torch.nn.Module.__init__
-
-    def __init__(self: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        frame: FrameType | None = sys._getframe(1)
-        # Skip the module's own (and its base classes') __init__ frames: the site is the
-        # line that called the class, not ``super().__init__()``.
-        while frame is not None:
-            if frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is self:
-                frame = frame.f_back
-                continue
-            if frames.is_user(frame.f_code.co_filename):
-                break
-            frame = frame.f_back
-        if frame is None:
-            return
-        site = _Site(_norm(frame.f_code.co_filename), frame.f_lineno)
-        try:
-            _CONSTRUCTED[id(self)] = (weakref.ref(self), site)
-        except TypeError:
-            pass
-
-    __init__.__wrapped__ = original  # type: ignore[attr-defined]
-    torch.nn.Module.__init__ = __init__  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        torch.nn.Module.__init__ = original  # type: ignore[method-assign]
-
-
-# --------------------------------------------------------------------------- line coverage
+if TYPE_CHECKING:
+    from inplace_lsp.verify import tracer as _t
+else:
+    _t = _load_tracer()
 
 
 class _LinesRun:
@@ -306,7 +82,7 @@ class _LinesRun:
         monitoring: bool | None = None,
         watch: Collection[int] = (),
     ) -> None:
-        self.names = {path, _norm(path)}
+        self.names = {path, _t.norm(path)}
         self.first = first
         self.last = last
         self.watch = frozenset(watch)
@@ -405,532 +181,10 @@ class _LinesRun:
 # --------------------------------------------------------------------------- tracer
 
 
-def _func_name(func: Callable[..., object]) -> str:
-    name = getattr(func, "__name__", None)
-    return name if isinstance(name, str) else type(func).__name__
-
-
-_INPLACE_POSITION: dict[object, int | None] = {}
-
-
-def _inplace_position(func: Callable[..., object]) -> int | None:
-    """Index of a positional ``inplace`` parameter (``F.dropout(x, p, training, inplace)``)."""
-    try:
-        return _INPLACE_POSITION[func]
-    except KeyError:
-        pass
-    except TypeError:
-        return None
-    position: int | None = None
-    try:
-        params = list(inspect.signature(func).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    for index, param in enumerate(params):
-        if param.name == "inplace" and param.kind in (
-            inspect.Parameter.POSITIONAL_ONLY,
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        ):
-            position = index
-            break
-    _INPLACE_POSITION[func] = position
-    return position
-
-
-def _may_write(
-    func: Callable[..., object],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    name: str | None = None,
-) -> bool:
-    """Cheap test: can this torch call write into an existing tensor?"""
-    if name is None:
-        name = _func_name(func)
-    if name.startswith("__") and name.endswith("__"):
-        if name in _INPLACE_DUNDERS:
-            return True
-    elif name.endswith("_"):
-        return True
-    if kwargs:
-        if kwargs.get("out") is not None or kwargs.get("inplace"):
-            return True
-    position = _inplace_position(func)
-    return position is not None and len(args) > position and bool(args[position])
-
-
-def _call_nodes(result: object) -> list[Any]:
-    """grad_fns of a call's outputs, then (through view nodes only) the nodes below them."""
-    nodes: list[Any] = []
-    todo = [t.grad_fn for t in _tensors(result) if t.grad_fn is not None]
-    while todo and len(nodes) < 32:
-        node = todo.pop(0)
-        if any(node is seen for seen in nodes):
-            continue
-        nodes.append(node)
-        if _VIEW_NODE.match(node.name()):
-            todo.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
-    return nodes
-
-
-def _autograd_function_name(frame: FrameType | None) -> str | None:
-    """Name of the custom ``autograd.Function`` whose ``apply`` is saving tensors, if any."""
-    import torch
-
-    while frame is not None:
-        if frame.f_code.co_name == "apply":
-            cls = frame.f_locals.get("cls")
-            if isinstance(cls, type) and issubclass(cls, torch.autograd.Function):
-                return f"{cls.__name__}Backward"
-        frame = frame.f_back
-    return None
-
-
-class _Tracer:
-    """State of one ``trace_call``: saved tensors, bumps, the failing saved tensor."""
-
-    def __init__(self, frames: _UserFrames) -> None:
-        import torch
-
-        self.frames = frames
-        self.live: list[weakref.ref[_Saved]] = []
-        self.bumps: list[_Bump] = []
-        self.failed: _Saved | None = None
-        self.pending: list[_Saved] | None = None  # saved during the current torch call
-        self.backward_seen = False
-        self.unpacked = False
-        self.silent: list[_Saved] = []  # saved tensors written through `.data`
-        # The `.data` aliases handed out (id -> weak reference): writes through them, or a
-        # view of one, leave the saved tensor's version alone.
-        self.aliases: dict[int, weakref.ref[torch.Tensor]] = {}
-        self.data_property = torch.Tensor.data
-
-    # saved_tensors_hooks ------------------------------------------------------------
-    def pack(self, tensor: torch.Tensor) -> _Saved:
-        import torch
-
-        with torch._C.DisableTorchFunction():
-            alias = tensor.detach()
-            grad_fn = tensor.grad_fn
-            record = _Saved(
-                alias,
-                tensor._version,
-                self.frames.site(sys._getframe(1)),
-                None if grad_fn is None else grad_fn.name(),
-                tensor.output_nr,
-                tensor.is_leaf,
-                None if tensor.is_leaf else tensor,
-                grad_fn,
-            )
-        if self.pending is not None:
-            self.pending.append(record)
-        else:
-            record.node = None
-            if record.original is not None:
-                record.original = weakref.ref(tensor)
-            record.op = _autograd_function_name(sys._getframe(1)) or record.producer
-        self.live.append(weakref.ref(record))
-        return record
-
-    def unpack(self, record: _Saved) -> torch.Tensor:
-        import torch
-
-        self.unpacked = True
-        if record.bump is not None and record.bump.silent == _DATA_WRITE:
-            record.used = True
-        with torch._C.DisableTorchFunction():
-            current = record.tensor._version
-            if current != record.version:
-                if self.failed is None:
-                    self.failed = record
-                raise RuntimeError(_version_error(record, current))
-        return record.tensor
-
-    # TorchFunctionMode ---------------------------------------------------------------
-    def call(
-        self,
-        func: Callable[..., object],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> object:
-        """Run one torch call and record what it saved and wrote (the mode inlines this:
-        anomaly mode formats every frame on the stack for every node, so one frame less
-        between the user's line and the op is measurably cheaper)."""
-        outer = self.pending
-        pending: list[_Saved] = []
-        self.pending = pending
-        try:
-            result = func(*args, **kwargs)
-        finally:
-            self.pending = outer
-        return self.after(func, args, kwargs, pending, result, sys._getframe(1))
-
-    def after(
-        self,
-        func: Callable[..., object],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        pending: list[_Saved],
-        result: object,
-        caller: FrameType | None,
-    ) -> object:
-        """Name the op of what the call saved; scan for version bumps if it may write."""
-        if pending:
-            nodes = _call_nodes(result)
-            op = next(
-                (node.name() for node in nodes if not _VIEW_NODE.match(node.name())),
-                _func_name(func),
-            )
-            for record in pending:
-                record.op = op
-                if any(record.node is node for node in nodes):
-                    record.original = None  # an output: torch names the node that saved it
-                record.node = None
-        name = _func_name(func)
-        if name == "__get__" and getattr(func, "__self__", None) is self.data_property:
-            if len(self.aliases) > 4096:  # a loop over `p.data`: forget the dead ones
-                self.aliases = {k: r for k, r in self.aliases.items() if r() is not None}
-            with contextlib.suppress(TypeError):
-                self.aliases[id(result)] = weakref.ref(result)  # type: ignore[arg-type]
-        if name == "backward" or (
-            name == "grad" and getattr(func, "__module__", "") == "torch.autograd"
-        ):
-            self.backward_seen = True
-        if _may_write(func, args, kwargs, name):
-            fused = name.startswith("_fused_")
-            written = None
-            if self.aliases and not fused:
-                written = [t for t in _written(args, kwargs) if self.is_alias(t)]
-            self.scan(caller, written)
-            if fused:
-                self.scan_fused(name, args, kwargs, caller)
-        return result
-
-    def is_alias(self, tensor: torch.Tensor) -> bool:
-        """Whether ``tensor`` is a `.data` alias or a view of one."""
-        for candidate in (tensor, tensor._base):
-            ref = self.aliases.get(id(candidate)) if candidate is not None else None
-            if ref is not None and ref() is candidate:
-                return True
-        return False
-
-    def scan_fused(
-        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], frame: FrameType | None
-    ) -> None:
-        """Fused optimizer kernels (``_fused_adam_``) write parameters without bumping their
-        version, so backward silently uses the new values: match saved tensors by storage."""
-        written = {t.untyped_storage().data_ptr() for t in _tensors((args, kwargs))}
-        written.discard(0)
-        still: list[weakref.ref[_Saved]] = []
-        where: tuple[_Site | None, _Site | None, str | None] | None = None
-        for ref in self.live:
-            record = ref()
-            if record is None:
-                continue
-            if record.tensor.untyped_storage().data_ptr() not in written:
-                still.append(ref)
-                continue
-            if where is None:
-                where = _locate_write(_live_frames(frame), self.frames)
-            mutation, call_site, module = where
-            record.bump = _Bump(
-                record.site, record.op or "?", mutation, call_site, module, silent=name
-            )
-            self.bumps.append(record.bump)
-        self.live = still
-
-    def scan(self, frame: FrameType | None, written: list[torch.Tensor] | None = None) -> None:
-        """Record the first version bump of every live saved tensor; called after writes.
-        ``written``: the tensors the call wrote into; one that overlaps a saved tensor whose
-        version did not move was written through `.data` (autograd cannot see it)."""
-        still: list[weakref.ref[_Saved]] = []
-        where: tuple[_Site | None, _Site | None, str | None] | None = None
-        storages = {_storage_of(t): t for t in written or ()}
-        storages.pop(0, None)
-        for ref in self.live:
-            record = ref()
-            if record is None:
-                continue
-            silent: str | None = None
-            if record.tensor._version == record.version:
-                target = storages.get(record.storage) if storages else None
-                if target is None or not _overlap(target, record.tensor):
-                    still.append(ref)
-                    continue
-                silent = _DATA_WRITE
-            if where is None:
-                where = _locate_write(_live_frames(frame), self.frames)
-            mutation, call_site, module = where
-            record.bump = _Bump(
-                record.site, record.op or "?", mutation, call_site, module, silent=silent
-            )
-            self.bumps.append(record.bump)
-            if silent is not None:
-                self.silent.append(record)
-        self.live = still
-
-
-# _Bump.silent of a write through `.data` (the fused optimizer kernels name themselves).
-_DATA_WRITE = ".data"
-
-
-def _storage_of(tensor: torch.Tensor) -> int:
-    """The address of a tensor's memory; 0 for tensors without one (sparse, meta, nested)."""
-    try:
-        return int(tensor.untyped_storage().data_ptr())
-    except (RuntimeError, NotImplementedError, TypeError):
-        return 0
-
-
-def _written(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
-    """The tensors an in-place call writes into: ``out=``, else its first argument
-    (``x.add_``, ``x[i] = v``, ``F.relu(x, inplace=True)``, ``torch._foreach_add_(xs)``)."""
-    out = kwargs.get("out")
-    if out is not None:
-        return list(_tensors(out))
-    return list(_tensors(args[0])) if args else []
-
-
-def _overlap(written: torch.Tensor, saved: torch.Tensor) -> bool:
-    """Whether two tensors of one storage share any bytes (by the extent of each)."""
-
-    def extent(t: torch.Tensor) -> tuple[int, int]:
-        size = t.element_size()
-        start = int(t.storage_offset()) * size
-        if t.numel() == 0:
-            return start, start
-        span = sum((int(n) - 1) * abs(int(s)) for n, s in zip(t.shape, t.stride(), strict=True))
-        return start, start + (span + 1) * size
-
-    a, b = extent(written), extent(saved)
-    return a[0] < b[1] and b[0] < a[1]
-
-
-@functools.cache
-def _torch_keeps_backward_suffix() -> bool:
-    """Whether this torch names the producer "SigmoidBackward0" (2.11) or "Sigmoid" (2.13) in
-    its version-check message: asked once, by making torch raise it."""
-    import torch
-
-    # Quietly: under the user's anomaly mode the probe's failure would print a traceback.
-    with torch.enable_grad(), torch.autograd.set_detect_anomaly(False), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        leaf = torch.ones(1, device="cpu", requires_grad=True)
-        out = leaf.sigmoid()
-        out.add_(1)
-        try:
-            out.sum().backward()
-        except RuntimeError as exc:
-            return "SigmoidBackward" in str(exc)
-    return False
-
-
-def _version_error(record: _Saved, current: int) -> str:
-    """The message torch's own ``SavedVariable::unpack`` check would raise."""
-    import torch
-
-    tensor = record.tensor
-    text = (
-        "one of the variables needed for gradient computation has been modified by an "
-        f"inplace operation: [{tensor.type()} {list(tensor.shape)}]"
-    )
-    producer = record.producer
-    original = record.original
-    if isinstance(original, weakref.ref):
-        original = original()
-    if original is not None and original.grad_fn is not None:
-        producer = original.grad_fn.name()
-    if not record.is_leaf and producer is not None:
-        if not _torch_keeps_backward_suffix():
-            producer = _BACKWARD_SUFFIX.sub("", producer)
-        text += f", which is output {record.output_nr} of {producer},"
-    text += f" is at version {current}; expected version {record.version} instead."
-    if torch.is_anomaly_enabled():
-        text += (
-            " Hint: the backtrace further above shows the operation that failed to compute its"
-            " gradient. The variable in question was changed in there or anywhere later."
-            " Good luck!"
-        )
-    else:
-        text += (
-            " Hint: enable anomaly detection to find the operation that failed to compute its"
-            " gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
-        )
-    return text
-
-
-_FRAME_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+')
-
-
-def _without_own_frames(text: str) -> str:
-    """A printed traceback (an exception's, or the forward traceback anomaly mode adds to its
-    "Error detected in ..." warning) without the frames of this harness and the worker: the
-    user reads their own code's frames (and torch's), never the tool's."""
-    kept: list[str] = []
-    skipping = False
-    for line in text.split("\n"):
-        match = _FRAME_LINE.match(line)
-        if match is not None:
-            skipping = _norm(match.group("path")) in _INTERNAL_FILES
-        elif not (skipping and line.startswith("    ")):  # not the skipped frame's source
-            skipping = False
-        if not skipping:
-            kept.append(line)
-    return "\n".join(kept)
-
-
-@contextlib.contextmanager
-def _own_frames_hidden() -> Iterator[None]:
-    """Warnings shown meanwhile (anomaly mode's forward traceback) lose the tool's frames; one
-    attributed to a line of the harness (torch warns at the caller of ``backward()``, which is
-    the harness's) is shown without that location."""
-    original = warnings.showwarning
-
-    def show(
-        message: Warning | str,
-        category: type[Warning],
-        filename: str,
-        lineno: int,
-        file: Any = None,
-        line: str | None = None,
-    ) -> None:
-        text = str(message)
-        if 'File "' in text:
-            cleaned = _without_own_frames(text)
-            if cleaned != text:
-                message = category(cleaned)
-        if _norm(filename) in _INTERNAL_FILES:
-            stream = file if file is not None else sys.stderr
-            with contextlib.suppress(OSError, ValueError, AttributeError):
-                stream.write(f"{category.__name__}: {message}\n")
-            return
-        original(message, category, filename, lineno, file, line)
-
-    warnings.showwarning = show
-    try:
-        yield
-    finally:
-        if warnings.showwarning is show:  # the user's code may have installed its own
-            warnings.showwarning = original
-
-
-def _print_exception(exc: BaseException) -> None:
-    import traceback
-
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    print(_without_own_frames(text), end="", file=sys.stderr)
-
-
-def _live_frames(frame: FrameType | None) -> Iterator[tuple[FrameType, int]]:
-    """``frame`` and its callers, innermost first, with their current line."""
-    while frame is not None:
-        yield frame, frame.f_lineno
-        frame = frame.f_back
-
-
-def _traceback_frames(tb: TracebackType | None) -> list[tuple[FrameType, int]]:
-    """The frames of a traceback, innermost first, with the line each was at."""
-    found: list[tuple[FrameType, int]] = []
-    while tb is not None:
-        found.append((tb.tb_frame, tb.tb_lineno))
-        tb = tb.tb_next
-    found.reverse()
-    return found
-
-
-def _locate_write(
-    stack: Iterable[tuple[FrameType, int]], frames: _UserFrames
-) -> tuple[_Site | None, _Site | None, str | None]:
-    """(mutation site, call site, module name) for a write happening at the top of ``stack``.
-
-    If an ``inplace``-enabled module runs between the write and the innermost user frame
-    (``self.act(x)`` with ``self.act = nn.ReLU(inplace=True)``), the mutation site is the
-    module's construction line and the call site is the user line that called it.
-    """
-    import torch
-
-    module: torch.nn.Module | None = None
-    call_site: _Site | None = None
-    for frame, line in stack:
-        filename = frame.f_code.co_filename
-        if frames.is_user(filename):
-            call_site = _Site(_norm(filename), line)
-            break
-        if module is None:
-            candidate = frame.f_locals.get("self")
-            if isinstance(candidate, torch.nn.Module) and getattr(candidate, "inplace", False):
-                module = candidate
-    if module is None:
-        return call_site, None, None
-    constructed = _construction_site(module)
-    if constructed is None:
-        return call_site, None, type(module).__name__
-    return constructed, call_site, type(module).__name__
-
-
-def _site_of(stack: Iterable[tuple[FrameType, int]], frames: _UserFrames) -> _Site | None:
-    for frame, line in stack:
-        if frames.is_user(frame.f_code.co_filename):
-            return _Site(_norm(frame.f_code.co_filename), line)
-    return None
-
-
-# --------------------------------------------------------------------------- the call
-
-
-@functools.cache
-def _mode_class() -> type:
-    from torch.overrides import TorchFunctionMode
-
-    class _WriteWatcher(TorchFunctionMode):
-        tracer: _Tracer
-
-        def __torch_function__(
-            self,
-            func: Callable[..., object],
-            types: Collection[type],
-            args: tuple[Any, ...] = (),
-            kwargs: dict[str, Any] | None = None,
-        ) -> object:
-            # _Tracer.call, inlined: the op runs one frame below the user's line.
-            tracer = self.tracer
-            kwargs = kwargs or {}
-            outer = tracer.pending
-            pending: list[_Saved] = []
-            tracer.pending = pending
-            try:
-                result = func(*args, **kwargs)
-            finally:
-                tracer.pending = outer
-            return tracer.after(func, args, kwargs, pending, result, sys._getframe(1))
-
-    return _WriteWatcher
-
-
-def _make_mode(tracer: _Tracer) -> Any:
-    mode = _mode_class()()
-    mode.tracer = tracer
-    return mode
-
-
-def _tensors(value: object, depth: int = 0) -> Iterator[torch.Tensor]:
-    import torch
-
-    if depth > 8:
-        return
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item, depth + 1)
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _tensors(item, depth + 1)
-
-
 def _backward_on(value: object) -> None:
     """Reduce every grad-requiring tensor in ``value`` to one scalar and call backward."""
     total = None
-    for tensor in _tensors(value):
+    for tensor in _t.tensors(value):
         if not tensor.requires_grad:
             continue
         part = tensor.sum()
@@ -953,7 +207,7 @@ def trace_call(
 
     The report is JSON-able: ``status`` ("ok" | "inplace-error" | "leaf-error" | "error"),
     ``mutation`` and ``saved_by`` (both ends of a failing in-place bug, or null), ``related``
-    (call sites, and writes on saved tensors that backward did not need), ``message``,
+    (call sites, and writes on saved _t.tensors that backward did not need), ``message``,
     ``exception`` and ``duration_s``; ``silent: true`` when the in-place error is a write
     through `.data` that torch did not raise for (backward used the new values).
     ``coverage`` (path, first line, last line, lines to watch): also ``lines_run``, the lines
@@ -963,23 +217,23 @@ def trace_call(
     """
     import torch
 
-    frames = _UserFrames(user_files)
-    tracer = _Tracer(frames)
-    _torch_keeps_backward_suffix()  # before the hooks, which turn torch's own check off
+    frames = _t.UserFrames(user_files)
+    tracer = _t.Tracer(frames)
+    _t.torch_keeps_backward_suffix()  # before the hooks, which turn torch's own check off
     error: BaseException | None = None
     start = time.perf_counter()
     with contextlib.ExitStack() as stack:
         if anomaly:
             stack.enter_context(torch.autograd.set_detect_anomaly(True, check_nan=False))
-        stack.enter_context(_record_construction(frames))
+        stack.enter_context(_t.record_construction(frames))
         stack.enter_context(torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack))
-        stack.enter_context(_own_frames_hidden())
+        stack.enter_context(_t.own_frames_hidden())
         lines = None
         if coverage is not None:
             path, first, last, watch = coverage
             lines = _LinesRun(path, first, last, watch=watch)
         try:
-            with _make_mode(tracer), lines or contextlib.nullcontext():
+            with _t.make_mode(tracer), lines or contextlib.nullcontext():
                 result = fn()
                 if not (tracer.backward_seen or tracer.unpacked):
                     _backward_on(result)
@@ -987,99 +241,13 @@ def trace_call(
         except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the user's code: anything
             error = exc
     duration = time.perf_counter() - start
-    _prune_construction_sites()
-    report = _report(tracer, error, frames)
+    _t.prune_construction_sites()
+    report = _t.build_report(tracer, error, frames)
     if isinstance(error, (SystemExit, KeyboardInterrupt)):
         report["message"] = _stop_text(error, phase() if phase is not None else "")
     report["duration_s"] = round(duration, 6)
     if lines is not None:
         report["lines_run"] = lines.lines()
-    return report
-
-
-def _report(tracer: _Tracer, error: BaseException | None, frames: _UserFrames) -> dict[str, Any]:
-    text = "" if error is None else str(error)
-    first_line = text.strip().splitlines()[0] if text.strip() else type(error).__name__
-    report: dict[str, Any] = {
-        "status": "ok",
-        "mutation": None,
-        "saved_by": None,
-        "related": [],
-        "message": "",
-        "exception": None if error is None else f"{type(error).__name__}: {text}",
-        "duration_s": 0.0,
-    }
-    related: list[dict[str, object]] = report["related"]
-    primary: _Bump | None = None
-
-    used = [record for record in tracer.silent if record.used and record.bump is not None]
-    if error is None and used:
-        # Torch raised nothing, but backward read a saved tensor after a `.data` write.
-        report["status"] = "inplace-error"
-        report["silent"] = True
-        primary = used[0].bump
-        assert primary is not None
-        _report_bump(report, related, primary)
-    elif error is None:
-        report["message"] = "forward and backward ran without autograd errors"
-    elif isinstance(error, RuntimeError) and _INPLACE_MSG in text:
-        report["status"] = "inplace-error"
-        failed = tracer.failed
-        primary = failed.bump if failed is not None else None
-        if failed is not None and primary is None:
-            primary = _Bump(failed.site, failed.op or "?", None, None, None)
-        if primary is None:
-            report["message"] = first_line
-        else:
-            _report_bump(report, related, primary)
-    elif isinstance(error, RuntimeError) and _LEAF_MSG in text:
-        report["status"] = "leaf-error"
-        mutation, call_site, module = _locate_write(_traceback_frames(error.__traceback__), frames)
-        if mutation is not None:
-            report["mutation"] = mutation.as_json()
-        if call_site is not None:
-            related.append({**call_site.as_json(), "message": "called here"})
-        where = f" at {mutation}" if mutation is not None else ""
-        via = f" (inside {module}(inplace=True))" if module else ""
-        report["message"] = (
-            f"in-place write on a leaf tensor that requires grad{where}{via}: "
-            "wrap the update in torch.no_grad()"
-        )
-    else:
-        report["status"] = "error"
-        report["message"] = first_line
-        raised = _site_of(_traceback_frames(error.__traceback__), frames)
-        if raised is not None:
-            related.append({**raised.as_json(), "message": "raised here"})
-
-    seen: set[tuple[_Site | None, _Site | None]] = set()
-    if primary is not None:
-        seen.add((primary.mutation, primary.saved_site))
-    for bump in tracer.bumps:
-        key = (bump.mutation, bump.saved_site)
-        if key in seen or bump.mutation is None:
-            continue
-        seen.add(key)
-        saved = f" at {bump.saved_site}" if bump.saved_site is not None else ""
-        if bump.silent == _DATA_WRITE:
-            message = (
-                f"a write through `.data` changed a tensor saved by {bump.op}{saved} (autograd "
-                "cannot see it); backward did not use it"
-            )
-        elif bump.silent:
-            message = (
-                f"{bump.silent} overwrites a tensor saved by {bump.op}{saved} without bumping its"
-                " version: torch raises nothing and backward uses the NEW values"
-            )
-        elif report["status"] == "ok":
-            message = (
-                f"in-place write on a tensor saved by {bump.op}{saved}; backward did not use it"
-            )
-        else:
-            message = f"also overwrites a tensor saved by {bump.op}{saved}"
-        related.append({**bump.mutation.as_json(), "message": message})
-    if report["status"] == "ok" and len(related) > 0:
-        report["message"] += f"; {len(related)} warning(s) about saved tensors in related"
     return report
 
 
@@ -1102,45 +270,6 @@ def _phase_of(state: Mapping[str, Any]) -> str:
 def _stopped(report: Mapping[str, Any]) -> bool:
     """The user's code called sys.exit or raised KeyboardInterrupt."""
     return str(report.get("exception") or "").startswith(("SystemExit", "KeyboardInterrupt"))
-
-
-def _report_bump(report: dict[str, Any], related: list[dict[str, Any]], bump: _Bump) -> None:
-    """Both ends of the write that broke (or silently changed) a saved tensor, in `report`."""
-    report["saved_by"] = _saved_json(bump)
-    if bump.mutation is not None:
-        report["mutation"] = bump.mutation.as_json()
-    report["message"] = _explain(bump)
-    if bump.call_site is not None:
-        related.append({**bump.call_site.as_json(), "message": "called here"})
-
-
-def _saved_json(bump: _Bump) -> dict[str, object] | None:
-    if bump.saved_site is None:
-        return None
-    return {**bump.saved_site.as_json(), "op": bump.op}
-
-
-def _explain(bump: _Bump) -> str:
-    saved = f" at {bump.saved_site}" if bump.saved_site is not None else ""
-    if bump.mutation is None:
-        return (
-            f"a tensor saved for backward by {bump.op}{saved} was modified in place "
-            "(the writing call was not seen)"
-        )
-    via = f" ({bump.module}(inplace=True) constructed here)" if bump.module else ""
-    if bump.silent == _DATA_WRITE:
-        return (
-            f"{bump.mutation} writes through `.data` into a tensor that {bump.op} saved{saved}: "
-            "torch raises nothing and backward used the NEW values, so the gradients are "
-            "silently wrong; write out of place, or into a `.detach().clone()`"
-        )
-    return (
-        f"{bump.mutation}{via} modifies in place a tensor that {bump.op} saved{saved}; "
-        "backward needs its old value"
-    )
-
-
-# --------------------------------------------------------------------------- script
 
 
 def _import_file(path: str) -> ModuleType:
@@ -1260,16 +389,16 @@ def _module_name(path: str) -> tuple[str, str, list[str]]:
 def _forget_user_modules(directories: Iterable[str]) -> None:
     """Drop modules loaded from the user's directories (a warm worker may have imported one
     of them before forking): the job must import the user's current code."""
-    prefixes = tuple(_norm(d) + os.sep for d in directories if d)
+    prefixes = tuple(_t.norm(d) + os.sep for d in directories if d)
     if not prefixes:
         return
     # An environment inside the project (.venv/lib/.../site-packages) is not the user's code.
-    installed = {_norm(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    installed = {_t.norm(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     for name, module in list(sys.modules.items()):
         filename = getattr(module, "__file__", None)
         if not isinstance(filename, str) or name == "torch" or name.startswith("torch."):
             continue
-        path = _norm(filename)
+        path = _t.norm(filename)
         if not path.startswith(prefixes) or path.startswith(tuple(installed)):
             continue
         parts = path.split(os.sep)
@@ -1398,7 +527,7 @@ def _call_hook(hook: Mapping[str, Any], owner: Any, module: ModuleType, instance
 def _reduce(output: Any) -> Any:
     """Sum of every floating (or complex) tensor in the output that requires grad."""
     total = None
-    for tensor in _tensors(output):
+    for tensor in _t.tensors(output):
         if not tensor.requires_grad or not (tensor.is_floating_point() or tensor.is_complex()):
             continue
         part = tensor.sum()
@@ -1489,7 +618,7 @@ def _run_module_target(
                 }
             params = [p for p in model.parameters() if p.requires_grad]
             if not params:  # nothing to train: let the gradient flow to the inputs instead
-                for value in _tensors((call_args, call_kwargs)):
+                for value in _t.tensors((call_args, call_kwargs)):
                     if value.is_floating_point() and value.is_leaf:
                         value.requires_grad_(True)
             state["inputs"] = _describe_inputs(call_args, call_kwargs)
@@ -1647,7 +776,7 @@ def run_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             and report.get("status") == "error"
         ):
             # "auto" picked CUDA and the code failed there without an in-place error: code that
-            # builds its own tensors often mixes devices (module-level constants, CPU
+            # builds its own _t.tensors often mixes devices (module-level constants, CPU
             # generators). Run it again on the CPU, which is what the code was written for, and
             # say what happened on the GPU.
             first = report
@@ -1672,13 +801,13 @@ def _load_and_run(path: str, spec: Mapping[str, Any], device: str) -> dict[str, 
 
     _forget_user_modules([os.path.dirname(path), str(spec.get("cwd") or "")])
     user_files = spec.get("user_files")
-    frames = _UserFrames(user_files)
+    frames = _t.UserFrames(user_files)
     try:
-        with _record_construction(frames):
+        with _t.record_construction(frames):
             module = _load_user_module(path, spec.get("source"))
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the user's code raises anything
-        _print_exception(exc)
-        raised = _site_of(_traceback_frames(exc.__traceback__), frames)
+        _t.print_exception(exc)
+        raised = _t.site_of(_t.traceback_frames(exc.__traceback__), frames)
         related = [{**raised.as_json(), "message": "raised here"}] if raised is not None else []
         raise _ImportFailed(
             f"cannot import {path}: {type(exc).__name__}: {exc}", exc, related
@@ -1883,7 +1012,7 @@ def _main_spec(args: list[str]) -> int:
     if "--device" in rest and rest.index("--device") + 1 < len(rest):
         spec["device"] = rest[rest.index("--device") + 1]
     # User imports resolve next to the user's file, not next to this harness.
-    if sys.path and _norm(sys.path[0] or ".") == _norm(os.path.dirname(__file__)):
+    if sys.path and _t.norm(sys.path[0] or ".") == _t.norm(os.path.dirname(__file__)):
         del sys.path[0]
     channel, restore = _report_channel()
     try:
@@ -1934,13 +1063,13 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any]
     with contextlib.redirect_stdout(sys.stderr):
         # User imports resolve next to the user's file, not next to this harness.
-        if sys.path and _norm(sys.path[0] or ".") == _norm(os.path.dirname(__file__)):
+        if sys.path and _t.norm(sys.path[0] or ".") == _t.norm(os.path.dirname(__file__)):
             sys.path[0] = os.path.dirname(path)
         else:
             sys.path.insert(0, os.path.dirname(path))
         start = time.perf_counter()
         try:
-            with _record_construction(_UserFrames(None)):
+            with _t.record_construction(_t.UserFrames(None)):
                 module = _import_file(path)
             fn = getattr(module, funcname)
         except (Exception, SystemExit) as exc:  # the user's code may raise anything

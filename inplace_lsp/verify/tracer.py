@@ -1,0 +1,931 @@
+"""Watches autograd while user code runs: which op saved each tensor, which line overwrote it.
+
+One tracer serves verify (``harness.py`` runs a module under it in a subprocess) and the
+runtime detector (``inplace_lsp.detect()``, ``inplace-lsp run``) in the user's own process.
+It imports only the standard library at import time and torch lazily; ``harness.py`` loads it
+by path (it runs in the user's interpreter, which need not have inplace-lsp installed).
+
+How the two ends of an in-place bug are found:
+
+* ``torch.autograd.graph.saved_tensors_hooks`` sees every tensor an op saves for backward. The
+  pack hook keeps a detached alias (it shares the version counter, so a write through any view
+  or ``.detach()`` alias is visible), the version at save time and the innermost user line.
+* Installing saved-tensor hooks switches OFF autograd's own version check (torch only checks
+  ``saved_version`` when no hooks are set), so the unpack hook performs the same check and
+  raises the same ``RuntimeError`` text. That also tells us exactly which saved tensor failed.
+* A ``torch.overrides.TorchFunctionMode`` sees every torch call; after calls that can write in
+  place (``*_`` methods, ``__setitem__``, ``out=``, ``inplace=True``) it looks for saved tensors
+  whose version moved and records the writing line (innermost user frame). Writes inside an
+  ``inplace=True`` module are reported at the line that constructed the module (found by
+  wrapping ``torch.nn.Module.__init__`` while tracing), with the call site as related info.
+
+Nothing here synchronises a CUDA device: versions, storage addresses, shapes and strides are
+host-side facts (tests/test_detect.py checks that no tensor value is read).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import os
+import re
+import sys
+import sysconfig
+import warnings
+import weakref
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+# Frames of this package's files are never user code (the harness, the worker, the detector,
+# the `run` command): the user reads their own lines.
+PACKAGE_DIR = os.path.normcase(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+def is_internal(path: str) -> bool:
+    return norm(path).startswith(PACKAGE_DIR)
+
+
+INPLACE_MSG = "modified by an inplace operation"
+LEAF_MSG = "a leaf Variable that requires grad"
+
+# Dunder methods that write into ``self``. Every other ``__x__`` name ends with "_" too but is
+# out of place (``__add__``, ``__getitem__``), so dunders are matched against this set only.
+_INPLACE_DUNDERS = frozenset(
+    {
+        "__setitem__",
+        "__delitem__",
+        "__iadd__",
+        "__isub__",
+        "__imul__",
+        "__imatmul__",
+        "__itruediv__",
+        "__ifloordiv__",
+        "__imod__",
+        "__ipow__",
+        "__iand__",
+        "__ior__",
+        "__ixor__",
+        "__ilshift__",
+        "__irshift__",
+    }
+)
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+# Backward nodes of view/reshape ops: they save no tensors, so the op that saved something
+# during a call sits below them (``F.linear`` on 3-D input ends in ViewBackward0 over addmm).
+_VIEW_NODE = re.compile(
+    r"(View|UnsafeView|Reshape\w*|T|Transpose|Permute|Expand|Squeeze\w*|Unsqueeze\w*"
+    r"|AsStrided|Alias|Slice|Select|Narrow|Split\w*|Unbind|Flatten|Unflatten)Backward\d*$"
+)
+
+
+@dataclass(frozen=True)
+class Site:
+    path: str
+    line: int
+
+    def as_json(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line}
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass
+class Bump:
+    """The first in-place write seen on one saved tensor."""
+
+    saved_site: Site | None
+    op: str
+    mutation: Site | None  # where the fix goes: the write, or the inplace module's constructor
+    call_site: Site | None  # set when the write happened inside an inplace=True module
+    module: str | None  # class name of that module
+    silent: str | None = None  # a fused kernel that wrote WITHOUT bumping the version
+
+
+class Saved:
+    """One tensor saved for backward (the object the graph holds instead of the tensor)."""
+
+    __slots__ = (
+        "tensor",
+        "version",
+        "site",
+        "op",
+        "producer",
+        "output_nr",
+        "is_leaf",
+        "original",
+        "node",
+        "bump",
+        "storage",
+        "used",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        tensor: torch.Tensor,
+        version: int,
+        site: Site | None,
+        producer: str | None,
+        output_nr: int,
+        is_leaf: bool,
+        original: torch.Tensor | weakref.ref[torch.Tensor] | None,
+        node: object,
+    ) -> None:
+        self.tensor = tensor
+        self.version = version
+        self.site = site
+        self.op: str | None = None
+        self.producer = producer
+        self.output_nr = output_nr
+        self.is_leaf = is_leaf
+        # The saved tensor itself, for the error text: like torch, name its CURRENT grad_fn
+        # when an op saved one of its inputs (an in-place write changes it). Held strongly,
+        # as torch does, except for outputs (a reference cycle through the node) and saves
+        # outside any seen torch call (weakly: we cannot tell an output there).
+        self.original = original
+        self.node = node  # grad_fn at save time, held only until its torch call returns
+        self.bump: Bump | None = None
+        # Where its memory lives: a write into that memory that leaves the version alone went
+        # through an alias autograd does not track (`.data`).
+        self.storage = _storage_of(tensor)
+        self.used = False  # backward unpacked it after a silent write
+
+
+# --------------------------------------------------------------------------- user frames
+
+
+class UserFrames:
+    """Decides which source files are user code and finds the innermost user frame."""
+
+    def __init__(self, user_files: Collection[str] | None) -> None:
+        import torch
+
+        self._cache: dict[str, bool] = {}
+        self._wanted: frozenset[str] | None = None
+        if user_files is not None:
+            self._wanted = frozenset(norm(p) for p in user_files)
+        self._torch_dir = norm(os.path.dirname(torch.__file__)) + os.sep
+        self._stdlib = _stdlib_dirs()
+
+    def is_user(self, filename: str) -> bool:
+        known = self._cache.get(filename)
+        if known is None:
+            known = self._classify(filename)
+            self._cache[filename] = known
+        return known
+
+    def _classify(self, filename: str) -> bool:
+        if filename.startswith("<frozen") or filename.startswith("<built-in"):
+            return False
+        path = norm(filename)
+        if path.startswith(PACKAGE_DIR):
+            return False
+        if self._wanted is not None:
+            return path in self._wanted
+        if path.startswith(self._torch_dir):
+            return False
+        if path.startswith(self._stdlib):
+            parts = path.split(os.sep)
+            return "site-packages" in parts or "dist-packages" in parts
+        return True
+
+    def innermost(self, frame: FrameType | None) -> FrameType | None:
+        while frame is not None and not self.is_user(frame.f_code.co_filename):
+            frame = frame.f_back
+        return frame
+
+    def site(self, frame: FrameType | None) -> Site | None:
+        user = self.innermost(frame)
+        if user is None:
+            return None
+        return Site(norm(user.f_code.co_filename), user.f_lineno)
+
+
+def norm(path: str) -> str:
+    if os.path.isabs(path):
+        return _norm_absolute(path)
+    return os.path.normcase(os.path.abspath(path))
+
+
+@functools.lru_cache(maxsize=4096)
+def _norm_absolute(path: str) -> str:
+    # Called for every saved tensor's frame: abspath costs a getcwd() and a normpath.
+    return os.path.normcase(os.path.normpath(path))
+
+
+@functools.cache
+def _stdlib_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    found = {norm(paths[key]) + os.sep for key in ("stdlib", "platstdlib") if paths.get(key)}
+    return tuple(sorted(found))
+
+
+# --------------------------------------------------------------------------- module sites
+
+# id(module) -> (weak reference to the module, construction site). Filled while
+# ``record_construction`` is active; looked up when a write happens inside a module.
+_CONSTRUCTED: dict[int, tuple[weakref.ref[Any], Site]] = {}
+
+
+def _construction_site(module: object) -> Site | None:
+    entry = _CONSTRUCTED.get(id(module))
+    if entry is None or entry[0]() is not module:
+        return None
+    return entry[1]
+
+
+def prune_construction_sites() -> None:
+    for key in [k for k, (ref, _) in _CONSTRUCTED.items() if ref() is None]:
+        del _CONSTRUCTED[key]
+
+
+@contextlib.contextmanager
+def record_construction(frames: UserFrames) -> Iterator[None]:
+    """Wrap ``torch.nn.Module.__init__`` to remember where each module was constructed."""
+    import torch
+
+    original = torch.nn.Module.__init__
+
+    def __init__(self: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        frame: FrameType | None = sys._getframe(1)
+        # Skip the module's own (and its base classes') __init__ frames: the site is the
+        # line that called the class, not ``super().__init__()``.
+        while frame is not None:
+            if frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is self:
+                frame = frame.f_back
+                continue
+            if frames.is_user(frame.f_code.co_filename):
+                break
+            frame = frame.f_back
+        if frame is None:
+            return
+        site = Site(norm(frame.f_code.co_filename), frame.f_lineno)
+        try:
+            _CONSTRUCTED[id(self)] = (weakref.ref(self), site)
+        except TypeError:
+            pass
+
+    __init__.__wrapped__ = original  # type: ignore[attr-defined]
+    torch.nn.Module.__init__ = __init__  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        torch.nn.Module.__init__ = original  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------- line coverage
+
+
+def _func_name(func: Callable[..., object]) -> str:
+    name = getattr(func, "__name__", None)
+    return name if isinstance(name, str) else type(func).__name__
+
+
+_INPLACE_POSITION: dict[object, int | None] = {}
+
+
+def _inplace_position(func: Callable[..., object]) -> int | None:
+    """Index of a positional ``inplace`` parameter (``F.dropout(x, p, training, inplace)``)."""
+    try:
+        return _INPLACE_POSITION[func]
+    except KeyError:
+        pass
+    except TypeError:
+        return None
+    position: int | None = None
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    for index, param in enumerate(params):
+        if param.name == "inplace" and param.kind in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        ):
+            position = index
+            break
+    _INPLACE_POSITION[func] = position
+    return position
+
+
+def _may_write(
+    func: Callable[..., object],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    name: str | None = None,
+) -> bool:
+    """Cheap test: can this torch call write into an existing tensor?"""
+    if name is None:
+        name = _func_name(func)
+    if name.startswith("__") and name.endswith("__"):
+        if name in _INPLACE_DUNDERS:
+            return True
+    elif name.endswith("_"):
+        return True
+    if kwargs:
+        if kwargs.get("out") is not None or kwargs.get("inplace"):
+            return True
+    position = _inplace_position(func)
+    return position is not None and len(args) > position and bool(args[position])
+
+
+def _call_nodes(result: object) -> list[Any]:
+    """grad_fns of a call's outputs, then (through view nodes only) the nodes below them."""
+    nodes: list[Any] = []
+    todo = [t.grad_fn for t in tensors(result) if t.grad_fn is not None]
+    while todo and len(nodes) < 32:
+        node = todo.pop(0)
+        if any(node is seen for seen in nodes):
+            continue
+        nodes.append(node)
+        if _VIEW_NODE.match(node.name()):
+            todo.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+    return nodes
+
+
+def _autograd_function_name(frame: FrameType | None) -> str | None:
+    """Name of the custom ``autograd.Function`` whose ``apply`` is saving tensors, if any."""
+    import torch
+
+    while frame is not None:
+        if frame.f_code.co_name == "apply":
+            cls = frame.f_locals.get("cls")
+            if isinstance(cls, type) and issubclass(cls, torch.autograd.Function):
+                return f"{cls.__name__}Backward"
+        frame = frame.f_back
+    return None
+
+
+class Tracer:
+    """State of one ``trace_call``: saved tensors, bumps, the failing saved tensor."""
+
+    def __init__(self, frames: UserFrames) -> None:
+        import torch
+
+        self.frames = frames
+        self.live: list[weakref.ref[Saved]] = []
+        self.bumps: list[Bump] = []
+        self.failed: Saved | None = None
+        self.pending: list[Saved] | None = None  # saved during the current torch call
+        self.backward_seen = False
+        self.unpacked = False
+        self.silent: list[Saved] = []  # saved tensors written through `.data`
+        # The `.data` aliases handed out (id -> weak reference): writes through them, or a
+        # view of one, leave the saved tensor's version alone.
+        self.aliases: dict[int, weakref.ref[torch.Tensor]] = {}
+        self.data_property = torch.Tensor.data
+
+    # saved_tensors_hooks ------------------------------------------------------------
+    def pack(self, tensor: torch.Tensor) -> Saved:
+        import torch
+
+        with torch._C.DisableTorchFunction():
+            alias = tensor.detach()
+            grad_fn = tensor.grad_fn
+            record = Saved(
+                alias,
+                tensor._version,
+                self.frames.site(sys._getframe(1)),
+                None if grad_fn is None else grad_fn.name(),
+                tensor.output_nr,
+                tensor.is_leaf,
+                None if tensor.is_leaf else tensor,
+                grad_fn,
+            )
+        if self.pending is not None:
+            self.pending.append(record)
+        else:
+            record.node = None
+            if record.original is not None:
+                record.original = weakref.ref(tensor)
+            record.op = _autograd_function_name(sys._getframe(1)) or record.producer
+        self.live.append(weakref.ref(record))
+        return record
+
+    def unpack(self, record: Saved) -> torch.Tensor:
+        import torch
+
+        self.unpacked = True
+        if record.bump is not None and record.bump.silent == _DATA_WRITE:
+            record.used = True
+        with torch._C.DisableTorchFunction():
+            current = record.tensor._version
+            if current != record.version:
+                if self.failed is None:
+                    self.failed = record
+                raise RuntimeError(_version_error(record, current))
+        return record.tensor
+
+    # TorchFunctionMode ---------------------------------------------------------------
+    def call(
+        self,
+        func: Callable[..., object],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> object:
+        """Run one torch call and record what it saved and wrote (the mode inlines this:
+        anomaly mode formats every frame on the stack for every node, so one frame less
+        between the user's line and the op is measurably cheaper)."""
+        outer = self.pending
+        pending: list[Saved] = []
+        self.pending = pending
+        try:
+            result = func(*args, **kwargs)
+        finally:
+            self.pending = outer
+        return self.after(func, args, kwargs, pending, result, sys._getframe(1))
+
+    def after(
+        self,
+        func: Callable[..., object],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        pending: list[Saved],
+        result: object,
+        caller: FrameType | None,
+    ) -> object:
+        """Name the op of what the call saved; scan for version bumps if it may write."""
+        if pending:
+            nodes = _call_nodes(result)
+            op = next(
+                (node.name() for node in nodes if not _VIEW_NODE.match(node.name())),
+                _func_name(func),
+            )
+            for record in pending:
+                record.op = op
+                if any(record.node is node for node in nodes):
+                    record.original = None  # an output: torch names the node that saved it
+                record.node = None
+        name = _func_name(func)
+        if name == "__get__" and getattr(func, "__self__", None) is self.data_property:
+            if len(self.aliases) > 4096:  # a loop over `p.data`: forget the dead ones
+                self.aliases = {k: r for k, r in self.aliases.items() if r() is not None}
+            with contextlib.suppress(TypeError):
+                self.aliases[id(result)] = weakref.ref(result)  # type: ignore[arg-type]
+        if name == "backward" or (
+            name == "grad" and getattr(func, "__module__", "") == "torch.autograd"
+        ):
+            self.backward_seen = True
+        if _may_write(func, args, kwargs, name):
+            fused = name.startswith("_fused_")
+            written = None
+            if self.aliases and not fused:
+                written = [t for t in _written(args, kwargs) if self.is_alias(t)]
+            self.scan(caller, written)
+            if fused:
+                self.scan_fused(name, args, kwargs, caller)
+        return result
+
+    def is_alias(self, tensor: torch.Tensor) -> bool:
+        """Whether ``tensor`` is a `.data` alias or a view of one."""
+        for candidate in (tensor, tensor._base):
+            ref = self.aliases.get(id(candidate)) if candidate is not None else None
+            if ref is not None and ref() is candidate:
+                return True
+        return False
+
+    def scan_fused(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], frame: FrameType | None
+    ) -> None:
+        """Fused optimizer kernels (``_fused_adam_``) write parameters without bumping their
+        version, so backward silently uses the new values: match saved tensors by storage."""
+        written = {t.untyped_storage().data_ptr() for t in tensors((args, kwargs))}
+        written.discard(0)
+        still: list[weakref.ref[Saved]] = []
+        where: tuple[Site | None, Site | None, str | None] | None = None
+        for ref in self.live:
+            record = ref()
+            if record is None:
+                continue
+            if record.tensor.untyped_storage().data_ptr() not in written:
+                still.append(ref)
+                continue
+            if where is None:
+                where = locate_write(live_frames(frame), self.frames)
+            mutation, call_site, module = where
+            record.bump = Bump(
+                record.site, record.op or "?", mutation, call_site, module, silent=name
+            )
+            self.bumps.append(record.bump)
+        self.live = still
+
+    def scan(self, frame: FrameType | None, written: list[torch.Tensor] | None = None) -> None:
+        """Record the first version bump of every live saved tensor; called after writes.
+        ``written``: the tensors the call wrote into; one that overlaps a saved tensor whose
+        version did not move was written through `.data` (autograd cannot see it)."""
+        still: list[weakref.ref[Saved]] = []
+        where: tuple[Site | None, Site | None, str | None] | None = None
+        storages = {_storage_of(t): t for t in written or ()}
+        storages.pop(0, None)
+        for ref in self.live:
+            record = ref()
+            if record is None:
+                continue
+            silent: str | None = None
+            if record.tensor._version == record.version:
+                target = storages.get(record.storage) if storages else None
+                if target is None or not _overlap(target, record.tensor):
+                    still.append(ref)
+                    continue
+                silent = _DATA_WRITE
+            if where is None:
+                where = locate_write(live_frames(frame), self.frames)
+            mutation, call_site, module = where
+            record.bump = Bump(
+                record.site, record.op or "?", mutation, call_site, module, silent=silent
+            )
+            self.bumps.append(record.bump)
+            if silent is not None:
+                self.silent.append(record)
+        self.live = still
+
+
+# Bump.silent of a write through `.data` (the fused optimizer kernels name themselves).
+_DATA_WRITE = ".data"
+
+
+def _storage_of(tensor: torch.Tensor) -> int:
+    """The address of a tensor's memory; 0 for tensors without one (sparse, meta, nested)."""
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError, TypeError):
+        return 0
+
+
+def _written(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
+    """The tensors an in-place call writes into: ``out=``, else its first argument
+    (``x.add_``, ``x[i] = v``, ``F.relu(x, inplace=True)``, ``torch._foreach_add_(xs)``)."""
+    out = kwargs.get("out")
+    if out is not None:
+        return list(tensors(out))
+    return list(tensors(args[0])) if args else []
+
+
+def _overlap(written: torch.Tensor, saved: torch.Tensor) -> bool:
+    """Whether two tensors of one storage share any bytes (by the extent of each)."""
+
+    def extent(t: torch.Tensor) -> tuple[int, int]:
+        size = t.element_size()
+        start = int(t.storage_offset()) * size
+        if t.numel() == 0:
+            return start, start
+        span = sum((int(n) - 1) * abs(int(s)) for n, s in zip(t.shape, t.stride(), strict=True))
+        return start, start + (span + 1) * size
+
+    a, b = extent(written), extent(saved)
+    return a[0] < b[1] and b[0] < a[1]
+
+
+@functools.cache
+def torch_keeps_backward_suffix() -> bool:
+    """Whether this torch names the producer "SigmoidBackward0" (2.11) or "Sigmoid" (2.13) in
+    its version-check message: asked once, by making torch raise it."""
+    import torch
+
+    # Quietly: under the user's anomaly mode the probe's failure would print a traceback.
+    with torch.enable_grad(), torch.autograd.set_detect_anomaly(False), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        leaf = torch.ones(1, device="cpu", requires_grad=True)
+        out = leaf.sigmoid()
+        out.add_(1)
+        try:
+            out.sum().backward()
+        except RuntimeError as exc:
+            return "SigmoidBackward" in str(exc)
+    return False
+
+
+def _version_error(record: Saved, current: int) -> str:
+    """The message torch's own ``SavedVariable::unpack`` check would raise."""
+    import torch
+
+    tensor = record.tensor
+    text = (
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [{tensor.type()} {list(tensor.shape)}]"
+    )
+    producer = record.producer
+    original = record.original
+    if isinstance(original, weakref.ref):
+        original = original()
+    if original is not None and original.grad_fn is not None:
+        producer = original.grad_fn.name()
+    if not record.is_leaf and producer is not None:
+        if not torch_keeps_backward_suffix():
+            producer = _BACKWARD_SUFFIX.sub("", producer)
+        text += f", which is output {record.output_nr} of {producer},"
+    text += f" is at version {current}; expected version {record.version} instead."
+    if torch.is_anomaly_enabled():
+        text += (
+            " Hint: the backtrace further above shows the operation that failed to compute its"
+            " gradient. The variable in question was changed in there or anywhere later."
+            " Good luck!"
+        )
+    else:
+        text += (
+            " Hint: enable anomaly detection to find the operation that failed to compute its"
+            " gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
+        )
+    return text
+
+
+_FRAME_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+')
+
+
+def without_own_frames(text: str) -> str:
+    """A printed traceback (an exception's, or the forward traceback anomaly mode adds to its
+    "Error detected in ..." warning) without the frames of this harness and the worker: the
+    user reads their own code's frames (and torch's), never the tool's."""
+    kept: list[str] = []
+    skipping = False
+    for line in text.split("\n"):
+        match = _FRAME_LINE.match(line)
+        if match is not None:
+            skipping = is_internal(match.group("path"))
+        elif not (skipping and line.startswith("    ")):  # not the skipped frame's source
+            skipping = False
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+@contextlib.contextmanager
+def own_frames_hidden() -> Iterator[None]:
+    """Warnings shown meanwhile (anomaly mode's forward traceback) lose the tool's frames; one
+    attributed to a line of the harness (torch warns at the caller of ``backward()``, which is
+    the harness's) is shown without that location."""
+    original = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        text = str(message)
+        if 'File "' in text:
+            cleaned = without_own_frames(text)
+            if cleaned != text:
+                message = category(cleaned)
+        if is_internal(filename):
+            stream = file if file is not None else sys.stderr
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                stream.write(f"{category.__name__}: {message}\n")
+            return
+        original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        if warnings.showwarning is show:  # the user's code may have installed its own
+            warnings.showwarning = original
+
+
+def print_exception(exc: BaseException) -> None:
+    import traceback
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    print(without_own_frames(text), end="", file=sys.stderr)
+
+
+def live_frames(frame: FrameType | None) -> Iterator[tuple[FrameType, int]]:
+    """``frame`` and its callers, innermost first, with their current line."""
+    while frame is not None:
+        yield frame, frame.f_lineno
+        frame = frame.f_back
+
+
+def traceback_frames(tb: TracebackType | None) -> list[tuple[FrameType, int]]:
+    """The frames of a traceback, innermost first, with the line each was at."""
+    found: list[tuple[FrameType, int]] = []
+    while tb is not None:
+        found.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    found.reverse()
+    return found
+
+
+def locate_write(
+    stack: Iterable[tuple[FrameType, int]], frames: UserFrames
+) -> tuple[Site | None, Site | None, str | None]:
+    """(mutation site, call site, module name) for a write happening at the top of ``stack``.
+
+    If an ``inplace``-enabled module runs between the write and the innermost user frame
+    (``self.act(x)`` with ``self.act = nn.ReLU(inplace=True)``), the mutation site is the
+    module's construction line and the call site is the user line that called it.
+    """
+    import torch
+
+    module: torch.nn.Module | None = None
+    call_site: Site | None = None
+    for frame, line in stack:
+        filename = frame.f_code.co_filename
+        if frames.is_user(filename):
+            call_site = Site(norm(filename), line)
+            break
+        if module is None:
+            candidate = frame.f_locals.get("self")
+            if isinstance(candidate, torch.nn.Module) and getattr(candidate, "inplace", False):
+                module = candidate
+    if module is None:
+        return call_site, None, None
+    constructed = _construction_site(module)
+    if constructed is None:
+        return call_site, None, type(module).__name__
+    return constructed, call_site, type(module).__name__
+
+
+def site_of(stack: Iterable[tuple[FrameType, int]], frames: UserFrames) -> Site | None:
+    for frame, line in stack:
+        if frames.is_user(frame.f_code.co_filename):
+            return Site(norm(frame.f_code.co_filename), line)
+    return None
+
+
+# --------------------------------------------------------------------------- the call
+
+
+@functools.cache
+def _mode_class() -> type:
+    from torch.overrides import TorchFunctionMode
+
+    class _WriteWatcher(TorchFunctionMode):
+        tracer: Tracer
+
+        def __torch_function__(
+            self,
+            func: Callable[..., object],
+            types: Collection[type],
+            args: tuple[Any, ...] = (),
+            kwargs: dict[str, Any] | None = None,
+        ) -> object:
+            # Tracer.call, inlined: the op runs one frame below the user's line.
+            tracer = self.tracer
+            kwargs = kwargs or {}
+            outer = tracer.pending
+            pending: list[Saved] = []
+            tracer.pending = pending
+            try:
+                result = func(*args, **kwargs)
+            finally:
+                tracer.pending = outer
+            return tracer.after(func, args, kwargs, pending, result, sys._getframe(1))
+
+    return _WriteWatcher
+
+
+def make_mode(tracer: Tracer) -> Any:
+    mode = _mode_class()()
+    mode.tracer = tracer
+    return mode
+
+
+def tensors(value: object, depth: int = 0) -> Iterator[torch.Tensor]:
+    import torch
+
+    if depth > 8:
+        return
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from tensors(item, depth + 1)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from tensors(item, depth + 1)
+
+
+def build_report(tracer: Tracer, error: BaseException | None, frames: UserFrames) -> dict[str, Any]:
+    text = "" if error is None else str(error)
+    first_line = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    report: dict[str, Any] = {
+        "status": "ok",
+        "mutation": None,
+        "saved_by": None,
+        "related": [],
+        "message": "",
+        "exception": None if error is None else f"{type(error).__name__}: {text}",
+        "duration_s": 0.0,
+    }
+    related: list[dict[str, object]] = report["related"]
+    primary: Bump | None = None
+
+    used = [record for record in tracer.silent if record.used and record.bump is not None]
+    if error is None and used:
+        # Torch raised nothing, but backward read a saved tensor after a `.data` write.
+        report["status"] = "inplace-error"
+        report["silent"] = True
+        primary = used[0].bump
+        assert primary is not None
+        _report_bump(report, related, primary)
+    elif error is None:
+        report["message"] = "forward and backward ran without autograd errors"
+    elif isinstance(error, RuntimeError) and INPLACE_MSG in text:
+        report["status"] = "inplace-error"
+        failed = tracer.failed
+        primary = failed.bump if failed is not None else None
+        if failed is not None and primary is None:
+            primary = Bump(failed.site, failed.op or "?", None, None, None)
+        if primary is None:
+            report["message"] = first_line
+        else:
+            _report_bump(report, related, primary)
+    elif isinstance(error, RuntimeError) and LEAF_MSG in text:
+        report["status"] = "leaf-error"
+        mutation, call_site, module = locate_write(traceback_frames(error.__traceback__), frames)
+        if mutation is not None:
+            report["mutation"] = mutation.as_json()
+        if call_site is not None:
+            related.append({**call_site.as_json(), "message": "called here"})
+        where = f" at {mutation}" if mutation is not None else ""
+        via = f" (inside {module}(inplace=True))" if module else ""
+        report["message"] = (
+            f"in-place write on a leaf tensor that requires grad{where}{via}: "
+            "wrap the update in torch.no_grad()"
+        )
+    else:
+        report["status"] = "error"
+        report["message"] = first_line
+        raised = site_of(traceback_frames(error.__traceback__), frames)
+        if raised is not None:
+            related.append({**raised.as_json(), "message": "raised here"})
+
+    seen: set[tuple[Site | None, Site | None]] = set()
+    if primary is not None:
+        seen.add((primary.mutation, primary.saved_site))
+    for bump in tracer.bumps:
+        key = (bump.mutation, bump.saved_site)
+        if key in seen or bump.mutation is None:
+            continue
+        seen.add(key)
+        saved = f" at {bump.saved_site}" if bump.saved_site is not None else ""
+        if bump.silent == _DATA_WRITE:
+            message = (
+                f"a write through `.data` changed a tensor saved by {bump.op}{saved} (autograd "
+                "cannot see it); backward did not use it"
+            )
+        elif bump.silent:
+            message = (
+                f"{bump.silent} overwrites a tensor saved by {bump.op}{saved} without bumping its"
+                " version: torch raises nothing and backward uses the NEW values"
+            )
+        elif report["status"] == "ok":
+            message = (
+                f"in-place write on a tensor saved by {bump.op}{saved}; backward did not use it"
+            )
+        else:
+            message = f"also overwrites a tensor saved by {bump.op}{saved}"
+        related.append({**bump.mutation.as_json(), "message": message})
+    if report["status"] == "ok" and len(related) > 0:
+        report["message"] += f"; {len(related)} warning(s) about saved tensors in related"
+    return report
+
+
+def _report_bump(report: dict[str, Any], related: list[dict[str, Any]], bump: Bump) -> None:
+    """Both ends of the write that broke (or silently changed) a saved tensor, in `report`."""
+    report["saved_by"] = _saved_json(bump)
+    if bump.mutation is not None:
+        report["mutation"] = bump.mutation.as_json()
+    report["message"] = _explain(bump)
+    if bump.call_site is not None:
+        related.append({**bump.call_site.as_json(), "message": "called here"})
+
+
+def _saved_json(bump: Bump) -> dict[str, object] | None:
+    if bump.saved_site is None:
+        return None
+    return {**bump.saved_site.as_json(), "op": bump.op}
+
+
+def _explain(bump: Bump) -> str:
+    saved = f" at {bump.saved_site}" if bump.saved_site is not None else ""
+    if bump.mutation is None:
+        return (
+            f"a tensor saved for backward by {bump.op}{saved} was modified in place "
+            "(the writing call was not seen)"
+        )
+    via = f" ({bump.module}(inplace=True) constructed here)" if bump.module else ""
+    if bump.silent == _DATA_WRITE:
+        return (
+            f"{bump.mutation} writes through `.data` into a tensor that {bump.op} saved{saved}: "
+            "torch raises nothing and backward used the NEW values, so the gradients are "
+            "silently wrong; write out of place, or into a `.detach().clone()`"
+        )
+    return (
+        f"{bump.mutation}{via} modifies in place a tensor that {bump.op} saved{saved}; "
+        "backward needs its old value"
+    )
+
+
+# --------------------------------------------------------------------------- script
