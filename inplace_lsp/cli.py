@@ -1173,6 +1173,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, metavar="S", help="seconds (default: verify.timeout_s, 120)"
     )
     verify.set_defaults(handler=_cmd_verify, command_parser=verify)
+
+    # Parsed by inplace_lsp.runscript (its options end where the script's arguments begin);
+    # listed here for --help.
+    commands.add_parser(
+        "run",
+        help="run a script under the runtime in-place detector (run -h for its options)",
+        add_help=False,
+    )
     return parser
 
 
@@ -1184,11 +1192,19 @@ def _tolerant_streams() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Runs one command; returns its exit code (never raises, never prints a traceback)."""
+    """Runs one command; returns its exit code (never raises, never prints a traceback).
+
+    ``run`` is the user's script: it gets the streams and signals as they are, its exit code
+    and its own traceback."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments[:1] == ["run"]:
+        from inplace_lsp import runscript
+
+        return runscript.main(arguments[1:])
     _tolerant_streams()
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
         handler: Callable[[argparse.Namespace, argparse.ArgumentParser], int] = args.handler
         return handler(args, args.command_parser)
     except SystemExit as exc:  # argparse: --help, --version, usage errors

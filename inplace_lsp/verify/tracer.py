@@ -98,7 +98,7 @@ class Site:
 
 @dataclass
 class Bump:
-    """The first in-place write seen on one saved tensor."""
+    """The first in-place write seen on saved tensors: one per (write, save) pair of lines."""
 
     saved_site: Site | None
     op: str
@@ -106,6 +106,30 @@ class Bump:
     call_site: Site | None  # set when the write happened inside an inplace=True module
     module: str | None  # class name of that module
     silent: str | None = None  # a fused kernel that wrote WITHOUT bumping the version
+    count: int = 1  # saved tensors this write changed (a loop writes once per iteration)
+    used: bool = False  # a silent write: backward then read the changed tensor
+
+    @property
+    def key(self) -> tuple[Site | None, Site | None, str | None]:
+        return self.mutation, self.saved_site, self.silent
+
+
+@dataclass(frozen=True)
+class Write:
+    """One version of a saved tensor: ``written`` by ``op`` at ``site`` (or ``saved``)."""
+
+    version: int
+    event: str  # "saved" | "written"
+    op: str
+    site: Site | None
+
+    def as_json(self) -> dict[str, object]:
+        where = self.site.as_json() if self.site is not None else {"path": None, "line": None}
+        return {"version": self.version, "event": self.event, "op": self.op, **where}
+
+
+# Versions kept per saved tensor: a tensor written in a loop keeps its first writes.
+HISTORY_LIMIT = 8
 
 
 class Saved:
@@ -123,7 +147,9 @@ class Saved:
         "node",
         "bump",
         "storage",
-        "used",
+        "seen",
+        "writes",
+        "snapshot",
         "__weakref__",
     )
 
@@ -155,7 +181,11 @@ class Saved:
         # Where its memory lives: a write into that memory that leaves the version alone went
         # through an alias autograd does not track (`.data`).
         self.storage = _storage_of(tensor)
-        self.used = False  # backward unpacked it after a silent write
+        self.seen = version  # the version the last scan saw
+        self.writes: list[Write] | None = None  # the writes seen since the save (history)
+        # A copy of its values, kept when NumPy shares its memory: a write through the array
+        # changes nothing torch can see, so backward compares the values themselves.
+        self.snapshot: torch.Tensor | None = None
 
 
 # --------------------------------------------------------------------------- user frames
@@ -239,6 +269,14 @@ def _construction_site(module: object) -> Site | None:
     if entry is None or entry[0]() is not module:
         return None
     return entry[1]
+
+
+def constructed_modules() -> Iterator[tuple[Any, Site]]:
+    """The live modules constructed while construction was recorded, with their lines."""
+    for ref, site in list(_CONSTRUCTED.values()):
+        module = ref()
+        if module is not None:
+            yield module, site
 
 
 def prune_construction_sites() -> None:
@@ -365,23 +403,68 @@ def _autograd_function_name(frame: FrameType | None) -> str | None:
 
 
 class Tracer:
-    """State of one ``trace_call``: saved tensors, bumps, the failing saved tensor."""
+    """State of one ``trace_call`` or detector: saved tensors, bumps, the failing saved tensor.
 
-    def __init__(self, frames: UserFrames) -> None:
+    Options (all off for verify): ``history`` keeps each saved tensor's writes (up to
+    ``HISTORY_LIMIT``); ``numpy`` compares, at backward, the values of saved tensors whose
+    memory a NumPy array shares; ``leaves`` remembers where tensors that require grad were
+    created; ``retention`` remembers the graph each backward freed and reports calls that build
+    on it. ``on_error(record, message)`` gives the text of the in-place error raised at backward;
+    ``on_call_error(func, args, kwargs, exc, frame)`` sees every torch call that raised.
+    """
+
+    def __init__(
+        self,
+        frames: UserFrames,
+        *,
+        history: bool = False,
+        numpy: bool = False,
+        leaves: bool = False,
+        retention: bool = False,
+    ) -> None:
         import torch
 
         self.frames = frames
         self.live: list[weakref.ref[Saved]] = []
+        self.prune_at = 4096  # len(live) at which dead references are dropped
         self.bumps: list[Bump] = []
+        self.bump_index: dict[tuple[Site | None, Site | None, str | None], Bump] = {}
         self.failed: Saved | None = None
         self.pending: list[Saved] | None = None  # saved during the current torch call
         self.backward_seen = False
         self.unpacked = False
-        self.silent: list[Saved] = []  # saved tensors written through `.data`
+        self.silent: list[Bump] = []  # writes through `.data` into saved tensors
         # The `.data` aliases handed out (id -> weak reference): writes through them, or a
         # view of one, leave the saved tensor's version alone.
         self.aliases: dict[int, weakref.ref[torch.Tensor]] = {}
         self.data_property = torch.Tensor.data
+        self.history = history
+        self.numpy = numpy
+        # storage address -> (tensor, line of the `.numpy()` / `from_numpy`) shared with NumPy
+        self.exported: dict[int, tuple[weakref.ref[torch.Tensor], Site | None]] = {}
+        self.numpy_changed: list[Saved] = []  # saved tensors whose values changed that way
+        self.leaves = leaves
+        self.leaf_sites: dict[int, tuple[weakref.ref[torch.Tensor], Site | None]] = {}
+        self.retention = retention
+        # id -> node of the graph the last backward freed, held so that ids stay unique
+        self.freed: dict[int, object] = {}
+        self.freed_site: Site | None = None
+        self.retained: dict[Site | None, tuple[str, Site | None]] = {}  # use -> (op, backward)
+        self.on_error: Callable[[Saved, str], str] | None = None
+        self.on_backward: Callable[[], None] | None = None  # after each backward() returned
+        self.on_call_error: (
+            Callable[
+                [
+                    Callable[..., object],
+                    tuple[Any, ...],
+                    dict[str, Any],
+                    BaseException,
+                    FrameType | None,
+                ],
+                None,
+            ]
+            | None
+        ) = None
 
     # saved_tensors_hooks ------------------------------------------------------------
     def pack(self, tensor: torch.Tensor) -> Saved:
@@ -400,6 +483,8 @@ class Tracer:
                 None if tensor.is_leaf else tensor,
                 grad_fn,
             )
+            if self.exported and record.storage in self.exported:
+                record.snapshot = alias.clone()
         if self.pending is not None:
             self.pending.append(record)
         else:
@@ -407,7 +492,11 @@ class Tracer:
             if record.original is not None:
                 record.original = weakref.ref(tensor)
             record.op = _autograd_function_name(sys._getframe(1)) or record.producer
-        self.live.append(weakref.ref(record))
+        live = self.live
+        live.append(weakref.ref(record))
+        if len(live) > self.prune_at:  # a long run that never writes: forget the dead ones
+            self.live = live = [ref for ref in live if ref() is not None]
+            self.prune_at = max(4096, 2 * len(live))
         return record
 
     def unpack(self, record: Saved) -> torch.Tensor:
@@ -415,13 +504,20 @@ class Tracer:
 
         self.unpacked = True
         if record.bump is not None and record.bump.silent == _DATA_WRITE:
-            record.used = True
+            record.bump.used = True
         with torch._C.DisableTorchFunction():
             current = record.tensor._version
             if current != record.version:
                 if self.failed is None:
                     self.failed = record
-                raise RuntimeError(_version_error(record, current))
+                message = _version_error(record, current)
+                if self.on_error is not None:
+                    message = self.on_error(record, message)
+                raise RuntimeError(message)
+            snapshot = record.snapshot
+            if snapshot is not None and not torch.equal(record.tensor, snapshot):
+                record.snapshot = None  # reported once
+                self.numpy_changed.append(record)
         return record.tensor
 
     # TorchFunctionMode ---------------------------------------------------------------
@@ -474,12 +570,22 @@ class Tracer:
             name == "grad" and getattr(func, "__module__", "") == "torch.autograd"
         ):
             self.backward_seen = True
+            if self.retention and name == "backward":
+                self.remember_freed(args, kwargs, caller)
+            if self.on_backward is not None:
+                self.on_backward()
+        elif self.retention and self.freed:
+            self.check_retention(name, args, result, caller)
+        if self.numpy and name in ("numpy", "from_numpy"):
+            self.share_with_numpy(args[0] if name == "numpy" else result, caller)
+        if self.leaves and (name == "requires_grad_" or (kwargs and kwargs.get("requires_grad"))):
+            self.remember_leaves(result, caller)
         if _may_write(func, args, kwargs, name):
             fused = name.startswith("_fused_")
             written = None
             if self.aliases and not fused:
-                written = [t for t in _written(args, kwargs) if self.is_alias(t)]
-            self.scan(caller, written)
+                written = [t for t in written_tensors(args, kwargs) if self.is_alias(t)]
+            self.scan(caller, written, name)
             if fused:
                 self.scan_fused(name, args, kwargs, caller)
         return result
@@ -491,6 +597,18 @@ class Tracer:
             if ref is not None and ref() is candidate:
                 return True
         return False
+
+    def add_bump(self, bump: Bump) -> Bump:
+        """``bump``, or the same write on the same save seen before (counted)."""
+        known = self.bump_index.get(bump.key)
+        if known is not None:
+            known.count += 1
+            return known
+        self.bump_index[bump.key] = bump
+        self.bumps.append(bump)
+        if bump.silent == _DATA_WRITE:
+            self.silent.append(bump)
+        return bump
 
     def scan_fused(
         self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], frame: FrameType | None
@@ -511,16 +629,18 @@ class Tracer:
             if where is None:
                 where = locate_write(live_frames(frame), self.frames)
             mutation, call_site, module = where
-            record.bump = Bump(
-                record.site, record.op or "?", mutation, call_site, module, silent=name
+            record.bump = self.add_bump(
+                Bump(record.site, record.op or "?", mutation, call_site, module, silent=name)
             )
-            self.bumps.append(record.bump)
         self.live = still
 
-    def scan(self, frame: FrameType | None, written: list[torch.Tensor] | None = None) -> None:
-        """Record the first version bump of every live saved tensor; called after writes.
-        ``written``: the tensors the call wrote into; one that overlaps a saved tensor whose
-        version did not move was written through `.data` (autograd cannot see it)."""
+    def scan(
+        self, frame: FrameType | None, written: list[torch.Tensor] | None = None, op: str = "?"
+    ) -> None:
+        """Record the first version bump of every live saved tensor (with ``history``, every
+        write up to ``HISTORY_LIMIT``); called after writes by ``op``. ``written``: the tensors
+        the call wrote into; one that overlaps a saved tensor whose version did not move was
+        written through `.data` (autograd cannot see it)."""
         still: list[weakref.ref[Saved]] = []
         where: tuple[Site | None, Site | None, str | None] | None = None
         storages = {_storage_of(t): t for t in written or ()}
@@ -530,7 +650,8 @@ class Tracer:
             if record is None:
                 continue
             silent: str | None = None
-            if record.tensor._version == record.version:
+            current = record.tensor._version
+            if current == record.seen:
                 target = storages.get(record.storage) if storages else None
                 if target is None or not _overlap(target, record.tensor):
                     still.append(ref)
@@ -539,13 +660,100 @@ class Tracer:
             if where is None:
                 where = locate_write(live_frames(frame), self.frames)
             mutation, call_site, module = where
-            record.bump = Bump(
-                record.site, record.op or "?", mutation, call_site, module, silent=silent
-            )
-            self.bumps.append(record.bump)
-            if silent is not None:
-                self.silent.append(record)
+            if record.bump is None:
+                record.bump = self.add_bump(
+                    Bump(record.site, record.op or "?", mutation, call_site, module, silent=silent)
+                )
+            if self.history and silent is None:
+                record.seen = current
+                if record.writes is None:
+                    record.writes = []
+                record.writes.append(Write(current, "written", op, mutation))
+                if len(record.writes) < HISTORY_LIMIT:
+                    still.append(ref)
         self.live = still
+
+    # detector options ----------------------------------------------------------------
+    def share_with_numpy(self, tensor: object, frame: FrameType | None) -> None:
+        """``tensor``'s memory is now shared with a NumPy array: keep a copy of every live
+        saved tensor there (and of those saved later), compared at backward."""
+        import torch
+
+        if not isinstance(tensor, torch.Tensor):
+            return
+        storage = _storage_of(tensor)
+        if storage == 0:
+            return
+        if len(self.exported) > 4096:
+            self.exported = {k: v for k, v in self.exported.items() if v[0]() is not None}
+        self.exported[storage] = (weakref.ref(tensor), self.frames.site(frame))
+        with torch._C.DisableTorchFunction():
+            for ref in self.live:
+                record = ref()
+                if record is not None and record.storage == storage and record.snapshot is None:
+                    record.snapshot = record.tensor.clone()
+
+    def numpy_site(self, record: Saved) -> Site | None:
+        entry = self.exported.get(record.storage)
+        return entry[1] if entry is not None else None
+
+    def remember_leaves(self, result: object, frame: FrameType | None) -> None:
+        site = self.frames.site(frame)
+        if len(self.leaf_sites) > 4096:
+            self.leaf_sites = {k: v for k, v in self.leaf_sites.items() if v[0]() is not None}
+        for tensor in tensors(result):
+            if tensor.is_leaf and tensor.requires_grad:
+                self.leaf_sites[id(tensor)] = (weakref.ref(tensor), site)
+
+    def leaf_site(self, tensor: torch.Tensor) -> Site | None:
+        entry = self.leaf_sites.get(id(tensor))
+        return entry[1] if entry is not None and entry[0]() is tensor else None
+
+    def remember_freed(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any], frame: FrameType | None
+    ) -> None:
+        """After ``backward(...)``: the nodes of the graph it freed (none with retain_graph)."""
+        retain = kwargs.get("retain_graph")
+        if retain is None and len(args) > 2:
+            retain = args[2]
+        if retain is None:
+            retain = kwargs.get("create_graph") or (len(args) > 3 and bool(args[3]))
+        if retain:
+            return
+        freed: dict[int, object] = {}
+        todo = [t.grad_fn for t in tensors(args[:1]) if t.grad_fn is not None]
+        while todo:
+            node = todo.pop()
+            if id(node) in freed:
+                continue
+            freed[id(node)] = node
+            todo.extend(
+                nxt
+                for nxt, _ in node.next_functions
+                if nxt is not None and type(nxt).__name__ != "AccumulateGrad"  # leaves stay
+            )
+        self.freed = freed
+        self.freed_site = self.frames.site(frame)
+
+    def check_retention(
+        self, name: str, args: tuple[Any, ...], result: object, frame: FrameType | None
+    ) -> None:
+        """A call whose output requires grad and builds on the graph the last backward freed:
+        an accumulator keeps every step's graph alive, a reused tensor fails the next backward."""
+        freed = self.freed
+        for tensor in tensors(args, 6):  # the arguments, and the tensors of lists among them
+            node = tensor.grad_fn
+            if node is None:
+                continue
+            if id(node) in freed or any(
+                nxt is not None and id(nxt) in freed for nxt, _ in node.next_functions
+            ):
+                if not any(t.requires_grad for t in tensors(result)):
+                    return
+                site = self.frames.site(frame)
+                if site not in self.retained:
+                    self.retained[site] = (name, self.freed_site)
+                return
 
 
 # Bump.silent of a write through `.data` (the fused optimizer kernels name themselves).
@@ -560,7 +768,7 @@ def _storage_of(tensor: torch.Tensor) -> int:
         return 0
 
 
-def _written(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
+def written_tensors(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
     """The tensors an in-place call writes into: ``out=``, else its first argument
     (``x.add_``, ``x[i] = v``, ``F.relu(x, inplace=True)``, ``torch._foreach_add_(xs)``)."""
     out = kwargs.get("out")
@@ -729,10 +937,12 @@ def locate_write(
 
     module: torch.nn.Module | None = None
     call_site: Site | None = None
+    caller: FrameType | None = None
     for frame, line in stack:
         filename = frame.f_code.co_filename
         if frames.is_user(filename):
             call_site = Site(norm(filename), line)
+            caller = frame
             break
         if module is None:
             candidate = frame.f_locals.get("self")
@@ -741,9 +951,38 @@ def locate_write(
     if module is None:
         return call_site, None, None
     constructed = _construction_site(module)
+    if constructed is None and caller is not None:
+        constructed = _assignment_site(caller.f_locals.get("self"), module)
     if constructed is None:
         return call_site, None, type(module).__name__
     return constructed, call_site, type(module).__name__
+
+
+def _assignment_site(owner: object, module: object) -> Site | None:
+    """The ``self.act = ...`` line in ``owner``'s ``__init__`` (or a base class's) that made
+    ``module`` its child: where the module was constructed, when that ran before tracing."""
+    children = getattr(owner, "_modules", None)
+    if not isinstance(children, dict):
+        return None
+    name = next((key for key, child in children.items() if child is module), None)
+    if name is None or not name.isidentifier():
+        return None
+    assigned = re.compile(rf"\bself\.{re.escape(name)}\s*(:[^=]*)?=(?!=)")
+    for cls in type(owner).__mro__:
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            lines, first = inspect.getsourcelines(init)
+            path = inspect.getsourcefile(init)
+        except (OSError, TypeError):
+            continue
+        if path is None:
+            continue
+        for offset, text in enumerate(lines):
+            if assigned.search(text):
+                return Site(norm(path), first + offset)
+    return None
 
 
 def site_of(stack: Iterable[tuple[FrameType, int]], frames: UserFrames) -> Site | None:
@@ -778,6 +1017,10 @@ def _mode_class() -> type:
             tracer.pending = pending
             try:
                 result = func(*args, **kwargs)
+            except RuntimeError as exc:
+                if tracer.on_call_error is not None:
+                    tracer.on_call_error(func, args, kwargs, exc, sys._getframe(1))
+                raise
             finally:
                 tracer.pending = outer
             return tracer.after(func, args, kwargs, pending, result, sys._getframe(1))
@@ -821,13 +1064,12 @@ def build_report(tracer: Tracer, error: BaseException | None, frames: UserFrames
     related: list[dict[str, object]] = report["related"]
     primary: Bump | None = None
 
-    used = [record for record in tracer.silent if record.used and record.bump is not None]
+    used = [bump for bump in tracer.silent if bump.used]
     if error is None and used:
         # Torch raised nothing, but backward read a saved tensor after a `.data` write.
         report["status"] = "inplace-error"
         report["silent"] = True
-        primary = used[0].bump
-        assert primary is not None
+        primary = used[0]
         _report_bump(report, related, primary)
     elif error is None:
         report["message"] = "forward and backward ran without autograd errors"
@@ -897,7 +1139,7 @@ def _report_bump(report: dict[str, Any], related: list[dict[str, Any]], bump: Bu
     report["saved_by"] = _saved_json(bump)
     if bump.mutation is not None:
         report["mutation"] = bump.mutation.as_json()
-    report["message"] = _explain(bump)
+    report["message"] = explain(bump)
     if bump.call_site is not None:
         related.append({**bump.call_site.as_json(), "message": "called here"})
 
@@ -908,7 +1150,7 @@ def _saved_json(bump: Bump) -> dict[str, object] | None:
     return {**bump.saved_site.as_json(), "op": bump.op}
 
 
-def _explain(bump: Bump) -> str:
+def explain(bump: Bump) -> str:
     saved = f" at {bump.saved_site}" if bump.saved_site is not None else ""
     if bump.mutation is None:
         return (

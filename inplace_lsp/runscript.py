@@ -1,0 +1,221 @@
+"""``inplace-lsp run [OPTIONS] [--] SCRIPT [ARGS...]`` and ``... run -m MODULE [ARGS...]``.
+
+Runs the user's real script under the runtime detector in this interpreter, as ``python
+SCRIPT ARGS`` (or ``python -m MODULE ARGS``) would: the same ``sys.argv``, ``sys.path[0]`` and
+``__main__``, and the script's exit code. On an in-place error the traceback shows both ends;
+the findings go to ``.inplace-lsp/last-run.json`` in the project (the language server shows
+them), one file per rank under torchrun. Imports no more than the detector does.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from inplace_lsp.detector import Detector, rank_path
+from inplace_lsp.verify import tracer
+
+USAGE = """\
+usage: inplace-lsp run [OPTIONS] [--] SCRIPT [ARGS...]
+       inplace-lsp run [OPTIONS] -m MODULE [ARGS...]
+
+Run a Python script (or module) under the runtime in-place detector: when backward fails
+with "modified by an inplace operation", the error names the line that wrote and the op that
+saved the tensor. The exit code is the script's.
+
+options:
+  -m MODULE        run a module, as python -m does (the rest are its arguments)
+  --report PATH    write the findings there (default: .inplace-lsp/last-run.json in the
+                   project: the nearest folder above the script with pyproject.toml,
+                   setup.py, setup.cfg, .git or .inplace-lsp, else the working directory)
+  --no-report      write no report
+  --retention      also warn about calls that build on a graph backward already freed
+  --no-silent      do not check writes through .data or NumPy into saved tensors
+  --no-leaf        leave torch's leaf in-place error as it is
+  -h, --help       show this help
+"""
+
+EXIT_USAGE = 2
+_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", ".inplace-lsp")
+REPORT_NAME = Path(".inplace-lsp") / "last-run.json"
+
+
+class _Usage(Exception):
+    pass
+
+
+@dataclass
+class _Options:
+    script: str | None = None
+    module: str | None = None
+    args: list[str] = field(default_factory=list)
+    report: str | None = None
+    no_report: bool = False
+    retention: bool = False
+    silent: bool = True
+    leaf: bool = True
+    help: bool = False
+
+
+def _parse(argv: list[str]) -> _Options:
+    options = _Options()
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if token == "--":
+            index += 1
+            break
+        if token in ("-h", "--help"):
+            options.help = True
+            return options
+        if token.startswith("-m"):
+            attached = token[2:]
+            module = attached or (argv[index + 1] if index + 1 < len(argv) else "")
+            if not module:
+                raise _Usage("-m needs a module name")
+            options.module = module
+            options.args = argv[index + (1 if attached else 2) :]
+            return options
+        if token == "--report" or token.startswith("--report="):
+            value = token.partition("=")[2] if "=" in token else None
+            if value is None:
+                if index + 1 >= len(argv):
+                    raise _Usage("--report needs a path")
+                index += 1
+                value = argv[index]
+            options.report = value
+        elif token == "--no-report":
+            options.no_report = True
+        elif token == "--retention":
+            options.retention = True
+        elif token == "--no-silent":
+            options.silent = False
+        elif token == "--no-leaf":
+            options.leaf = False
+        elif token.startswith("-") and token != "-":
+            raise _Usage(f"unknown option {token}")
+        else:
+            break
+        index += 1
+    if index >= len(argv):
+        raise _Usage("no script to run")
+    options.script = argv[index]
+    options.args = argv[index + 1 :]
+    return options
+
+
+def project_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` that looks like a project root, else cwd."""
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in _ROOT_MARKERS):
+            return folder
+    return Path.cwd()
+
+
+def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
+    """The traceback from the first frame of the user's code on (not this tool's, not runpy's)."""
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not (tracer.is_internal(filename) or "runpy" in os.path.basename(filename)):
+            break
+        tb = tb.tb_next
+    return tb
+
+
+def _print_error(exc: BaseException) -> None:
+    text = "".join(traceback.format_exception(type(exc), exc, _user_traceback(exc.__traceback__)))
+    sys.stderr.write(tracer.without_own_frames(text))
+    sys.stderr.flush()
+
+
+def _exit_code(exc: SystemExit) -> int:
+    """What the interpreter would exit with for ``exc`` (printing a non-integer code)."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF if code >= 0 else code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str]) -> int:
+    try:
+        options = _parse(argv)
+    except _Usage as exc:
+        sys.stderr.write(USAGE)
+        print(f"inplace-lsp run: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if options.help:
+        sys.stdout.write(USAGE)
+        return 0
+    script, module = options.script, options.module
+    if script is not None:
+        if not os.path.isfile(script):
+            print(f"inplace-lsp run: can't open file {script!r}", file=sys.stderr)
+            return EXIT_USAGE
+        start = Path(script).resolve().parent
+    else:
+        start = Path.cwd()
+    report: Path | None = None
+    if not options.no_report:
+        report = Path(options.report) if options.report else project_root(start) / REPORT_NAME
+    detector = Detector(
+        silent=options.silent, leaf=options.leaf, retention=options.retention, report=report
+    )
+    saved_argv, saved_path = list(sys.argv), list(sys.path)
+    code = 0
+    error: BaseException | None = None
+    try:
+        # As the interpreter does: argv[0] the script (run_module puts the module's file
+        # there), sys.path[0] its folder (the working directory for a module).
+        sys.argv = [script if script is not None else str(module), *options.args]
+        directory = os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
+        if sys.path:
+            sys.path[0] = directory
+        else:
+            sys.path.insert(0, directory)
+        with detector:
+            if script is not None:
+                runpy.run_path(script, run_name="__main__")
+            else:
+                runpy.run_module(str(module), run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except KeyboardInterrupt:
+        detector.finish(130)
+        raise
+    except BaseException as exc:  # the user's exception: printed as Python would, exit 1
+        error = exc
+        code = 1
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+    if error is not None:
+        _print_error(error)
+    detector.finish(code)
+    _summary(detector, error, report)
+    return code
+
+
+def _summary(detector: Detector, error: BaseException | None, report: Path | None) -> None:
+    """The errors that the traceback above does not show (the script caught them), then one
+    line of counts, when anything was found."""
+    findings = detector.findings
+    if not findings:
+        return
+    shown = str(error) if error is not None else ""
+    for finding in findings:
+        if finding["severity"] == "error" and finding.get("detail", "") not in shown:
+            print(f"inplace-lsp run: {finding['message']}", file=sys.stderr)
+    errors = sum(f["severity"] == "error" for f in findings)
+    where = f"; report: {rank_path(report, detector.rank)}" if report is not None else ""
+    print(
+        f"inplace-lsp run: {errors} error(s), {len(findings) - errors} warning(s){where}",
+        file=sys.stderr,
+    )
