@@ -141,8 +141,8 @@ class Detector(contextlib.ContextDecorator):
     # entering and leaving -------------------------------------------------------------
     def __enter__(self) -> Detector:
         outer: Detector | None = getattr(_active, "detector", None)
+        self._joined = outer
         if outer is not None:
-            self._joined = outer
             return self
         import torch
 
@@ -157,6 +157,7 @@ class Detector(contextlib.ContextDecorator):
         stack = contextlib.ExitStack()
         stack.enter_context(_t.record_construction(frames))
         stack.enter_context(torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack))
+        stack.enter_context(_t.warnings_at_callers())
         stack.enter_context(_t.make_mode(tracer))
         self._tracer = tracer
         self._stack = stack
@@ -165,7 +166,6 @@ class Detector(contextlib.ContextDecorator):
 
     def __exit__(self, *exc: object) -> None:
         if self._joined is not None:
-            self._joined = None
             if self.report is not None:
                 self.write_report()
             return

@@ -175,6 +175,7 @@ def main(argv: list[str]) -> int:
         # As the interpreter does: argv[0] the script (run_module puts the module's file
         # there), sys.path[0] its folder (the working directory for a module).
         sys.argv = [script if script is not None else str(module), *options.args]
+        detector.header["command"] = list(sys.argv)
         directory = os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
         if sys.path:
             sys.path[0] = directory
@@ -182,7 +183,7 @@ def main(argv: list[str]) -> int:
             sys.path.insert(0, directory)
         with detector:
             if script is not None:
-                runpy.run_path(script, run_name="__main__")
+                runpy.run_path(os.path.abspath(script), run_name="__main__")  # as python does
             else:
                 runpy.run_module(str(module), run_name="__main__", alter_sys=True)
     except SystemExit as exc:

@@ -900,6 +900,64 @@ def own_frames_hidden() -> Iterator[None]:
             warnings.showwarning = original
 
 
+# Matches this module under either of its names (the package's, or harness.py's private one).
+_OWN_MODULE = r"(inplace_lsp\.verify\.tracer|_inplace_lsp_tracer)"
+
+
+@contextlib.contextmanager
+def warnings_at_callers() -> Iterator[None]:
+    """A warning torch's C++ code raises during a watched call is filed by Python at the
+    innermost Python frame, the mode's handler here, instead of the line that called torch:
+    the filters, the once-per-location registry and the message would all see this file. Such
+    a warning reaches the handler installed here (an "always" filter for this module only) and
+    is warned again at the caller's line, with the caller's registry: what the user's filters
+    do with it, and how often it shows, is what it would be without the detector."""
+    import torch
+
+    handler = _mode_class().__torch_function__.__code__
+    overrides = norm(os.path.join(os.path.dirname(torch.__file__), "overrides.py"))
+    original = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None and frame.f_code is not handler:
+            frame = frame.f_back
+        if frame is None or not is_internal(filename):
+            original(message, category, filename, lineno, file, line)
+            return
+        frame = frame.f_back
+        while frame is not None and norm(frame.f_code.co_filename) == overrides:
+            frame = frame.f_back
+        if frame is None:
+            original(message, category, filename, lineno, file, line)
+            return
+        where = frame.f_globals
+        warnings.warn_explicit(
+            message,
+            category,
+            frame.f_code.co_filename,
+            frame.f_lineno,
+            module=where.get("__name__", "<string>"),
+            registry=where.setdefault("__warningregistry__", {}),
+            module_globals=where,
+        )
+
+    warnings.filterwarnings("always", module=_OWN_MODULE)  # kept: later runs add no copy
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        if warnings.showwarning is show:  # the user's code may have installed its own
+            warnings.showwarning = original
+
+
 def print_exception(exc: BaseException) -> None:
     import traceback
 

@@ -1,0 +1,652 @@
+"""The runtime detector: inplace_lsp.detect(), `inplace-lsp run`, the pytest plugin.
+
+Ground truth is the run: every in-place error case of tests/cases is run through
+`inplace-lsp run` on a small script calling its run(), and must name the lines its comments
+name; every ok case must compute the same outputs and gradients as without the detector.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import inplace_lsp  # noqa: E402
+from inplace_lsp.detector import InplaceWarning  # noqa: E402
+
+try:
+    from casefile import Case, discover
+except ImportError:
+    from tests.casefile import Case, discover
+
+pytestmark = pytest.mark.torch
+
+ROOT = Path(__file__).resolve().parents[1]
+DRIVER = Path(__file__).parent / "detect" / "case_driver.py"
+CASES = discover()
+# The cases whose run() the detector must explain: torch's in-place and leaf errors, and the
+# `.data` writes torch runs through with wrong gradients.
+EXPLAINED = [c for c in CASES if c.outcome in ("inplace-error", "leaf-error") or c.silent]
+CLEAN = [c for c in CASES if c.outcome == "ok" and not c.silent]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONWARNINGS"] = "ignore::UserWarning:torch"  # numpy-less torch: not our business
+    env.update(extra)
+    return env
+
+
+def _run(
+    args: list[str], cwd: Path | None = None, timeout: float = 180, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args,
+        cwd=cwd,
+        env=_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _detected(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    return _run([sys.executable, "-m", "inplace_lsp", "run", *args], cwd=cwd, **env)
+
+
+def _report(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+# --------------------------------------------------------------------------- every case
+
+
+@pytest.fixture(scope="module")
+def case_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Each explained case through `inplace-lsp run case_driver.py CASE` (in parallel)."""
+    base = tmp_path_factory.mktemp("case-runs")
+
+    def one(case: Case) -> tuple[str, Any]:
+        report = base / f"{case.name}.json"
+        done = _detected("--report", str(report), str(DRIVER), str(case.path), cwd=base)
+        return case.name, (done, _report(report) if report.exists() else None)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        return dict(pool.map(one, EXPLAINED))
+
+
+@pytest.mark.parametrize("case", EXPLAINED, ids=lambda c: c.name)
+def test_run_names_both_ends_of_every_error_case(case: Case, case_runs: dict[str, Any]) -> None:
+    done, report = case_runs[case.name]
+    assert report is not None, done.stderr
+    findings = report["findings"]
+    assert report["exit_code"] == done.returncode
+    if case.silent:  # torch runs on; the detector warns where the `.data` write happened
+        assert done.returncode == 0, done.stderr
+        (finding,) = findings
+        assert (finding["severity"], finding["kind"]) == ("warning", "silent-write")
+        assert finding["mutation"]["line"] == case.write_lines[0]
+        assert finding["saved_by"]["line"] == min(case.saved_by)
+        assert "InplaceWarning" in done.stderr
+        return
+    assert done.returncode == 1, done.stderr
+    (finding,) = [f for f in findings if f["severity"] == "error"]
+    assert "inplace-lsp detect:" in done.stderr and "written at" in done.stderr
+    if case.outcome == "leaf-error":
+        assert finding["kind"] == "leaf-error"
+        assert finding["mutation"]["line"] == min(case.errors), finding  # torch stops there
+        return
+    (error_line,) = case.write_lines
+    (saved_line,) = case.saved_by
+    assert finding["kind"] == "inplace-error"
+    assert finding["mutation"]["path"] == os.path.normcase(str(case.path))
+    assert finding["mutation"]["line"] == error_line, finding
+    assert finding["saved_by"]["line"] == saved_line, finding
+    assert finding["tensor"]["dtype"].startswith("torch.")
+    assert [v["event"] for v in finding["versions"]][:2] == ["saved", "written"]
+    # The traceback is Python's: torch's message first, then both ends, no frame of ours
+    # before the user's.
+    message = done.stderr[done.stderr.index("RuntimeError: one of the variables") :]
+    assert message.index("modified by an inplace operation") < message.index("written at")
+    assert f":{error_line}" in message and f":{saved_line}" in message
+    assert 'runscript.py"' not in done.stderr and "<frozen runpy>" not in done.stderr
+
+
+def test_ok_cases_run_clean_and_unchanged(tmp_path: Path) -> None:
+    """The same outputs, losses and gradients, bit for bit, with and without the detector."""
+    paths = [str(c.path) for c in CLEAN]
+    plain, detected = tmp_path / "plain.pt", tmp_path / "detected.pt"
+    report = tmp_path / "report.json"
+    first = _run([sys.executable, str(DRIVER), "--record", str(plain), *paths], cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    second = _detected(
+        "--report", str(report), str(DRIVER), "--record", str(detected), *paths, cwd=tmp_path
+    )
+    assert second.returncode == 0, second.stderr
+    assert _report(report)["findings"] == []
+    want, got = torch.load(plain), torch.load(detected)
+    assert sorted(want) == sorted(got) == sorted(c.name for c in CLEAN)
+    for name in want:
+        for key in ("outputs", "losses", "grads"):
+            a, b = want[name][key], got[name][key]
+            assert len(a) == len(b), (name, key)
+            for x, y in zip(a, b, strict=True):
+                assert (x is None) == (y is None), (name, key)
+                assert x is None or torch.equal(x, y), (name, key)
+        assert want[name]["losses"] or want[name]["grads"], name  # it did compute something
+
+
+# --------------------------------------------------------------------------- the API
+
+
+class _Gate(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.act = torch.nn.ReLU(inplace=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        g = torch.sigmoid(self.fc(x))  # SAVE
+        return self.act(g)  # CALL
+
+
+def _line(marker: str, path: str = __file__) -> int:
+    for number, text in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if text.rstrip().endswith(f"# {marker}"):
+            return number
+    raise AssertionError(marker)
+
+
+def _failing_step() -> None:
+    x = torch.randn(3, 5, requires_grad=True)
+    y = x.exp()  # EXP
+    y.add_(1)  # WRITE
+    y.sum().backward()
+
+
+def _error_text(fn: Callable[[], object]) -> str:
+    with pytest.raises(RuntimeError) as caught:
+        fn()
+    return str(caught.value)
+
+
+def test_error_keeps_torch_message_first_then_both_ends() -> None:
+    plain = _error_text(_failing_step)
+    detected = _error_text(inplace_lsp.detect(_failing_step))
+    assert detected.startswith(plain)  # torch's own text, unchanged (its type too)
+    added = detected[len(plain) :]
+    here = os.path.basename(__file__)
+    assert f"{here}:{_line('WRITE')} by add_" in added
+    assert "y.add_(1)" in added
+    assert "saved by    ExpBackward0 at" in added and f":{_line('EXP')}" in added
+    assert "y = x.exp()" in added
+    assert "torch.float32 [3, 5] on cpu" in added
+    assert f"v0 saved by ExpBackward0 at line {_line('EXP')}" in added
+    assert f"v1 written by add_ at line {_line('WRITE')}" in added
+
+
+def test_inplace_module_names_its_constructor_and_call_site() -> None:
+    def inside() -> None:
+        model = _Gate()
+        model(torch.randn(2, 4)).sum().backward()
+
+    built = _Gate()  # constructed before the detector started: found in __init__'s source
+
+    def outside() -> None:
+        built(torch.randn(2, 4)).sum().backward()
+
+    for fn in (inside, outside):
+        with inplace_lsp.detect() as detector:
+            text = _error_text(fn)
+        (finding,) = detector.findings
+        assert finding["mutation"]["source"] == "self.act = torch.nn.ReLU(inplace=True)", text
+        assert finding["call_site"]["line"] == _line("CALL")
+        assert finding["saved_by"]["line"] == _line("SAVE")
+        assert "in ReLU(inplace=True) constructed here" in text
+
+
+def test_report_file_and_decorator_forms(tmp_path: Path) -> None:
+    report = tmp_path / "out" / "findings.json"
+
+    @inplace_lsp.detect(report=report)
+    def step() -> None:
+        _failing_step()
+
+    with pytest.raises(RuntimeError):
+        step()
+    data = _report(report)
+    assert data["tool"] == "inplace-lsp run" and data["format"] == 1
+    (finding,) = data["findings"]
+    assert finding["mutation"] == {
+        "path": os.path.normcase(__file__),
+        "line": _line("WRITE"),
+        "source": "y.add_(1)  # WRITE",
+    }
+    assert finding["saved_by"]["op"] == "ExpBackward0"
+    assert finding["tensor"] == {"shape": [3, 5], "dtype": "torch.float32", "device": "cpu"}
+    with pytest.raises(RuntimeError):  # a second call: the same finding, counted
+        step()
+    assert _report(report)["findings"][0]["count"] == 2
+
+
+def test_nested_detectors_trace_once() -> None:
+    with inplace_lsp.detect() as outer:
+        with inplace_lsp.detect() as inner:
+            text = _error_text(_failing_step)
+    assert text.count("inplace-lsp detect:") == 1
+    assert len(outer.findings) == 1 and inner.findings == []
+    assert inner.errors == outer.errors
+
+
+def test_code_that_runs_is_left_alone() -> None:
+    """Same values and gradients, and not a warning (retention checks on too)."""
+
+    def step() -> tuple[torch.Tensor, torch.Tensor]:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(4, 8), torch.nn.ReLU(inplace=True), torch.nn.Linear(8, 1)
+        )
+        h = model(torch.randn(3, 4))
+        h += 1  # the last Linear does not save its output
+        loss = h.pow(2).sum()
+        loss.backward()
+        return loss.detach(), model[0].weight.grad.clone()
+
+    plain = step()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with inplace_lsp.detect(retention=True) as detector:
+            detected = step()
+    assert all(torch.equal(a, b) for a, b in zip(plain, detected, strict=True))
+    assert detector.findings == []
+
+
+def test_leaf_error_names_the_write_and_where_the_leaf_came_from() -> None:
+    def raw() -> None:
+        w = torch.zeros(3, requires_grad=True)  # LEAF
+        w += 1  # LEAF-WRITE
+
+    def parameter() -> None:
+        layer = torch.nn.Linear(2, 2)  # LAYER
+        layer.weight.mul_(2)  # PARAM-WRITE
+
+    with inplace_lsp.detect() as detector:
+        raw_text = _error_text(raw)
+        param_text = _error_text(parameter)
+    assert "a leaf Variable that requires grad" in raw_text
+    assert "created at  " in raw_text and f":{_line('LEAF')}" in raw_text
+    assert "parameter `weight` of Linear constructed at" in param_text
+    assert f":{_line('LAYER')}" in param_text
+    lines = [(f["kind"], f["mutation"]["line"]) for f in detector.findings]
+    assert lines == [("leaf-error", _line("LEAF-WRITE")), ("leaf-error", _line("PARAM-WRITE"))]
+
+
+def test_silent_writes_are_warnings() -> None:
+    def through_data() -> None:
+        x = torch.randn(3, requires_grad=True)
+        y = x.exp()  # DATA-SAVE
+        y.data.mul_(2)  # DATA-WRITE
+        y.sum().backward()
+
+    def through_numpy() -> None:
+        pytest.importorskip("numpy")
+        x = torch.randn(3, requires_grad=True)
+        y = x.exp()  # NP-SAVE
+        array = y.detach().numpy()  # NP-SHARE
+        array *= 2
+        y.sum().backward()
+
+    for fn, write, save in (
+        (through_data, "DATA-WRITE", "DATA-SAVE"),
+        (through_numpy, "NP-SHARE", "NP-SAVE"),
+    ):
+        with pytest.warns(InplaceWarning, match="silently wrong"):
+            with inplace_lsp.detect() as detector:
+                fn()
+        (finding,) = detector.findings
+        assert (finding["severity"], finding["kind"]) == ("warning", "silent-write")
+        assert finding["mutation"]["line"] == _line(write)
+        assert finding["saved_by"]["line"] == _line(save)
+
+
+def test_numpy_write_that_backward_does_not_read_is_quiet() -> None:
+    pytest.importorskip("numpy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with inplace_lsp.detect() as detector:
+            x = torch.randn(3, requires_grad=True)
+            y = x * 2  # saves nothing of y
+            array = y.detach().numpy()
+            array *= 2
+            y.sum().backward()
+    assert detector.findings == []
+
+
+def test_retention_warnings() -> None:
+    lin = torch.nn.Linear(3, 1)
+    with pytest.warns(InplaceWarning) as recorded:
+        with inplace_lsp.detect(retention=True) as detector:
+            total = torch.zeros(())
+            for _ in range(3):
+                loss = lin(torch.randn(2, 3)).pow(2).mean()
+                total = total + loss  # ACCUMULATE
+                loss.backward()
+            # detached metrics and GAN-style detach()/argmax are not retention
+            fake = lin(torch.randn(2, 3))
+            d_loss = fake.detach().pow(2).mean() + lin(torch.randn(2, 3)).mean()
+            d_loss.backward()
+            (fake.argmax() == 0).sum()
+            lin(torch.randn(2, 3)).sum().backward()
+    kinds = [(f["kind"], f["mutation"]["line"]) for f in detector.findings]
+    assert kinds == [("graph-retention", _line("ACCUMULATE"))]
+    assert "loss.item()" in detector.findings[0]["message"]
+    assert len(recorded) == 1
+
+
+def test_second_backward_error_names_the_reused_tensor() -> None:
+    cell = torch.nn.RNNCell(3, 3)
+
+    def loop() -> None:
+        h = torch.zeros(1, 3)
+        for _ in range(2):
+            h = cell(torch.randn(1, 3), h)  # REUSE
+            h.sum().backward()
+
+    with pytest.warns(InplaceWarning):
+        with inplace_lsp.detect(retention=True) as detector:
+            text = _error_text(loop)
+    assert "backward through the graph a second time" in text
+    assert "inplace-lsp detect: calls that built on a graph" in text
+    assert f":{_line('REUSE')}" in text
+    assert [f["kind"] for f in detector.findings] == ["graph-retention"]
+
+
+_VALUE_READS = ("item", "tolist", "__bool__", "__float__", "__int__", "__index__", "cpu", "numpy")
+
+
+@pytest.fixture
+def value_reads() -> Iterator[list[str]]:
+    """Calls of Tensor methods that read values (a CUDA sync) made by the tool's own code."""
+    seen: list[str] = []
+    originals = {name: getattr(torch.Tensor, name) for name in _VALUE_READS}
+
+    def wrap(name: str, method: Any) -> Any:
+        def read(self: Any, *args: Any, **kwargs: Any) -> Any:
+            caller = sys._getframe(1).f_code.co_filename
+            if os.path.normcase(caller).startswith(os.path.normcase(str(ROOT / "inplace_lsp"))):
+                seen.append(f"{name} from {caller}")
+            return method(self, *args, **kwargs)
+
+        return read
+
+    for name, method in originals.items():
+        setattr(torch.Tensor, name, wrap(name, method))
+    try:
+        yield seen
+    finally:
+        for name, method in originals.items():
+            setattr(torch.Tensor, name, method)
+
+
+def test_the_detector_reads_no_tensor_values(value_reads: list[str]) -> None:
+    """On CUDA a value read synchronises the device: the tracer reads versions, addresses,
+    shapes and strides only (a training loop with writes, an error and a warning)."""
+    model = _Gate()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with inplace_lsp.detect(retention=True):
+        for _ in range(2):
+            loss = torch.nn.functional.linear(torch.randn(2, 4), model.fc.weight).pow(2).sum()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        with pytest.raises(RuntimeError):
+            model(torch.randn(2, 4)).sum().backward()
+    assert value_reads == []
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_no_device_synchronisation_on_cuda() -> None:
+    model = _Gate().cuda()
+    x = torch.randn(8, 4, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        with inplace_lsp.detect():
+            text = _error_text(lambda: model(x).sum().backward())
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    assert "modified by an inplace operation" in text and "on cuda:0" in text
+
+
+# --------------------------------------------------------------------------- inplace-lsp run
+
+
+SHOW = """\
+import json, sys
+print(json.dumps({"argv": sys.argv, "path0": sys.path[0], "name": __name__}))
+"""
+
+
+def test_run_gives_the_script_its_own_argv_and_path(tmp_path: Path) -> None:
+    script = tmp_path / "show.py"
+    script.write_text(SHOW, encoding="utf-8")
+    args = ["a", "--report", "x", "-m", "y"]
+    plain = _run([sys.executable, str(script), *args], cwd=tmp_path)
+    for prefix in ([], ["--"], ["--no-report", "--"]):
+        done = _detected(*prefix, str(script), *args, cwd=tmp_path)
+        assert done.returncode == plain.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == json.loads(plain.stdout)
+        assert done.stderr == plain.stderr == ""
+
+
+def test_run_module_as_python_m_does(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "show.py").write_text(SHOW, encoding="utf-8")
+    plain = _run([sys.executable, "-m", "pkg.show", "1", "-x"], cwd=tmp_path)
+    done = _detected("-m", "pkg.show", "1", "-x", cwd=tmp_path)
+    assert done.returncode == plain.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == json.loads(plain.stdout)
+    attached = _detected("-mpkg.show", "1", "-x", cwd=tmp_path)
+    assert json.loads(attached.stdout) == json.loads(plain.stdout)
+
+
+BAD_SCRIPTS = {
+    "own-exception": """
+        import torch
+        def load(path):
+            raise ValueError(f"no such dataset: {path}")
+        load("data/")
+    """,
+    "exit-3": """
+        import sys, torch
+        x = torch.ones(2, requires_grad=True)
+        print("before", float((x * 2).sum()))
+        sys.exit(3)
+    """,
+    "exit-message": """
+        import sys
+        sys.exit("configuration error: lr missing")
+    """,
+    "no-backward": """
+        import torch
+        model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU(inplace=True))
+        out = model(torch.ones(1, 3))
+        out += 1
+        print("inference", out.shape)
+    """,
+    "dataloader-workers": """
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        if __name__ == "__main__":
+            torch.manual_seed(0)
+            data = TensorDataset(torch.arange(16.0).reshape(8, 2), torch.arange(8.0))
+            model = torch.nn.Linear(2, 1)
+            total = 0.0
+            for x, y in DataLoader(data, batch_size=2, num_workers=2):
+                loss = (model(x).squeeze(1) - y).pow(2).mean()
+                loss.backward()
+                total += loss.item()
+            print("trained", round(total, 4), model.weight.grad.shape)
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SCRIPTS))
+def test_bad_scripts_behave_as_without_the_detector(name: str, tmp_path: Path) -> None:
+    script = tmp_path / f"{name}.py"
+    script.write_text(textwrap.dedent(BAD_SCRIPTS[name]), encoding="utf-8")
+    report = tmp_path / "r.json"
+    plain = _run([sys.executable, str(script)], cwd=tmp_path)
+    done = _detected("--report", str(report), str(script), cwd=tmp_path)
+    assert done.returncode == plain.returncode, (done.stderr, plain.stderr)
+    assert done.stdout == plain.stdout
+    assert done.stderr == plain.stderr  # the same traceback, no frame of the tool's
+    data = _report(report)
+    assert data["findings"] == [] and data["exit_code"] == plain.returncode
+    assert data["finished"] is not None
+
+
+def test_report_goes_to_the_project_and_a_caught_error_is_still_reported(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    (project / "scripts").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname='p'\n", encoding="utf-8")
+    script = project / "scripts" / "train.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            x = torch.randn(3, requires_grad=True)
+            y = x.sigmoid()
+            y.mul_(2)
+            try:
+                y.sum().backward()
+            except RuntimeError:
+                print("caught, carrying on")
+            """
+        ),
+        encoding="utf-8",
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = _detected(str(script), cwd=elsewhere)
+    assert done.returncode == 0 and done.stdout == "caught, carrying on\n"
+    report = _report(project / ".inplace-lsp" / "last-run.json")
+    (finding,) = report["findings"]
+    assert finding["mutation"]["line"] == 5 and finding["saved_by"]["line"] == 4
+    assert report["exit_code"] == 0 and report["command"] == [str(script)]
+    assert "inplace-lsp run: " + finding["message"] in done.stderr  # the script hid it
+    assert "1 error(s), 0 warning(s)" in done.stderr
+
+
+def test_run_usage_errors(tmp_path: Path) -> None:
+    assert _detected(cwd=tmp_path).returncode == 2
+    missing = _detected(str(tmp_path / "nope.py"), cwd=tmp_path)
+    assert missing.returncode == 2 and "can't open file" in missing.stderr
+    assert _detected("--frobnicate", "x.py", cwd=tmp_path).returncode == 2
+    helped = _detected("--help", cwd=tmp_path)
+    assert helped.returncode == 0 and "-m MODULE" in helped.stdout
+    listed = _run([sys.executable, "-m", "inplace_lsp", "--help"], cwd=tmp_path)
+    assert "run a script under the runtime in-place detector" in listed.stdout
+
+
+TORCHRUN_SCRIPT = """
+import os
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+x = torch.randn(3, requires_grad=True)
+y = x.tanh()
+y += dist.get_rank()
+failed = False
+try:
+    y.sum().backward()
+except RuntimeError:
+    failed = True
+dist.barrier()  # both ranks report before either exits
+dist.destroy_process_group()
+raise SystemExit(3 if failed else 0)
+"""
+
+
+def test_torchrun_writes_one_report_per_rank(tmp_path: Path) -> None:
+    script = tmp_path / "ddp.py"
+    script.write_text(TORCHRUN_SCRIPT, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    done = _run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node=2",
+            "--standalone",
+            "-m",
+            "inplace_lsp",
+            "run",
+            str(script),
+        ],
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert done.returncode != 0  # both ranks failed
+    reports = [_report(tmp_path / ".inplace-lsp" / f"last-run-rank{r}.json") for r in (0, 1)]
+    assert not (tmp_path / ".inplace-lsp" / "last-run.json").exists()
+    assert reports[0]["run_id"] == reports[1]["run_id"]
+    for rank, report in enumerate(reports):
+        assert (report["rank"], report["world_size"]) == (rank, 2)
+        (finding,) = report["findings"]
+        assert finding["message"].startswith(f"[rank {rank}] ")
+        assert (finding["mutation"]["line"], finding["saved_by"]["line"]) == (9, 8)
+    assert "inplace-lsp run: [rank 1] " in done.stderr
+
+
+# --------------------------------------------------------------------------- pytest plugin
+
+
+PYTEST_FILE = """
+import torch
+
+def test_breaks():
+    x = torch.randn(3, requires_grad=True)
+    y = x.exp()
+    y[0] = 0
+    y.sum().backward()
+
+def test_fine():
+    x = torch.randn(3, requires_grad=True)
+    (x * 2).sum().backward()
+"""
+
+
+def test_pytest_plugin_is_off_by_default_and_names_the_write(tmp_path: Path) -> None:
+    (tmp_path / "test_model.py").write_text(PYTEST_FILE, encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_model.py"]
+    off = _run(base, cwd=tmp_path)
+    assert off.returncode == 1 and "inplace-lsp detect:" not in off.stdout
+    assert not (tmp_path / ".inplace-lsp").exists()
+    on = _run([*base, "--inplace-detect"], cwd=tmp_path)
+    assert on.returncode == 1 and "1 failed, 1 passed" in on.stdout
+    assert "inplace-lsp detect:" in on.stdout and "test_model.py:7" in on.stdout
+    report = _report(tmp_path / ".inplace-lsp" / "last-run.json")
+    (finding,) = report["findings"]
+    assert finding["test"] == "test_model.py::test_breaks"
+    assert (finding["mutation"]["line"], finding["saved_by"]["line"]) == (7, 6)
+    assert report["exit_code"] == 1
