@@ -204,6 +204,14 @@ def main(argv: list[str]) -> int:
     return code
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it is under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _summary(detector: Detector, error: BaseException | None, report: Path | None) -> None:
     """The errors that the traceback above does not show (the script caught them), then one
     line of counts, when anything was found."""
@@ -215,7 +223,7 @@ def _summary(detector: Detector, error: BaseException | None, report: Path | Non
         if finding["severity"] == "error" and finding.get("detail", "") not in shown:
             print(f"inplace-lsp run: {finding['message']}", file=sys.stderr)
     errors = sum(f["severity"] == "error" for f in findings)
-    where = f"; report: {rank_path(report, detector.rank)}" if report is not None else ""
+    where = f"; report: {_shown(rank_path(report, detector.rank))}" if report else ""
     print(
         f"inplace-lsp run: {errors} error(s), {len(findings) - errors} warning(s){where}",
         file=sys.stderr,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -444,6 +446,7 @@ print(json.dumps({"argv": sys.argv, "path0": sys.path[0], "name": __name__}))
 def test_run_gives_the_script_its_own_argv_and_path(tmp_path: Path) -> None:
     script = tmp_path / "show.py"
     script.write_text(SHOW, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")  # the report stays here
     args = ["a", "--report", "x", "-m", "y"]
     plain = _run([sys.executable, str(script), *args], cwd=tmp_path)
     for prefix in ([], ["--"], ["--no-report", "--"]):
@@ -456,6 +459,7 @@ def test_run_gives_the_script_its_own_argv_and_path(tmp_path: Path) -> None:
 def test_run_module_as_python_m_does(tmp_path: Path) -> None:
     package = tmp_path / "pkg"
     package.mkdir()
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
     (package / "__init__.py").write_text("", encoding="utf-8")
     (package / "show.py").write_text(SHOW, encoding="utf-8")
     plain = _run([sys.executable, "-m", "pkg.show", "1", "-x"], cwd=tmp_path)
@@ -615,6 +619,38 @@ def test_torchrun_writes_one_report_per_rank(tmp_path: Path) -> None:
         assert finding["message"].startswith(f"[rank {rank}] ")
         assert (finding["mutation"]["line"], finding["saved_by"]["line"]) == (9, 8)
     assert "inplace-lsp run: [rank 1] " in done.stderr
+
+
+README_ANOMALY = (
+    "import runpy, torch; torch.autograd.set_detect_anomaly(True); "
+    "runpy.run_path('examples/relu_inplace_reused.py', run_name='__main__')"
+)
+
+
+def test_the_readme_shows_what_anomaly_mode_and_the_detector_print(tmp_path: Path) -> None:
+    """Each line of the README's two outputs is printed, in that order, by the real runs
+    (`...` stands for lines left out; the site-packages folder is shown as `...`)."""
+    (tmp_path / "examples").mkdir()
+    shutil.copy(ROOT / "examples" / "relu_inplace_reused.py", tmp_path / "examples")
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    runs = {
+        "anomaly": _run([sys.executable, "-c", README_ANOMALY], cwd=tmp_path),
+        "detector": _detected("examples/relu_inplace_reused.py", cwd=tmp_path),
+    }
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    packages = os.path.dirname(os.path.dirname(torch.__file__))
+    for name, done in runs.items():
+        assert done.returncode == 1, done.stderr
+        block = re.search(rf"^```text {name}\n(.*?)^```", readme, flags=re.M | re.S)
+        assert block is not None, name
+        shown = [line for line in block.group(1).splitlines() if line != "..."]
+        printed = (done.stdout + done.stderr).replace(packages, "...").splitlines()
+        position = 0
+        for line in shown:
+            if line.startswith("$ "):
+                continue
+            assert line in printed[position:], (name, line, printed)
+            position = printed.index(line, position) + 1
 
 
 # --------------------------------------------------------------------------- pytest plugin

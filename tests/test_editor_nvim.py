@@ -5,6 +5,9 @@ tests/editor_nvim/driver.lua walks what a user does:
 * diagnostics arrive: IPL001, severity Error, at the right byte columns in vim.diagnostic and
   the right raw columns in the negotiated encoding (UTF-16 on 0.7, UTF-8 on 0.11); the flagged
   code sits after "é😀" on its line, so the encodings give different columns;
+* a report of `inplace-lsp run` appears in `.inplace-lsp/`: its finding is a diagnostic from
+  "inplace-lsp run" on the written line (its whole code, in byte columns), next to IPL001, and
+  it goes with the quick fix that changes the line;
 * :InplaceVerify with the cursor in the broken nn.Module names the in-place write and the line
   that saved the tensor; where the client takes pushed diagnostics (0.7), the server's
   "inplace-lsp verify" diagnostic is on the writing line too;
@@ -75,6 +78,7 @@ class Two(nn.Module):
         note = "😀"; b *= 2
         return a + b
 """
+RUN_MESSAGE = "gate was saved by sigmoid for backward, then written in place (run)"
 FIXALL_FIXED = FIXALL.replace("a += 1", "a = a + 1").replace("b *= 2", "b = b * 2")
 
 
@@ -203,10 +207,52 @@ class Run:
         )
 
 
+def _run_report(quick: Path, tmp_path: Path) -> Path:
+    """The report `inplace-lsp run` would write for the example (format 1), staged beside
+    the workspace: the driver moves it into place while the server runs."""
+    lines = QUICK.splitlines()
+
+    def place(line: int) -> dict[str, Any]:
+        path = os.path.normcase(os.path.normpath(str(quick)))
+        return {"path": path, "line": line + 1, "source": lines[line].strip()}
+
+    finding = {
+        "severity": "error",
+        "kind": "inplace-error",
+        "message": RUN_MESSAGE,
+        "mutation": place(FLAGGED_LINE),
+        "saved_by": {**place(SAVED_LINE), "op": "SigmoidBackward0"},
+        "call_site": None,
+        "related": [],
+        "tensor": {"shape": [4, 8], "dtype": "torch.float32", "device": "cpu"},
+        "versions": [],
+        "count": 1,
+    }
+    staged = tmp_path / "staged-run-report.json"
+    report = {
+        "tool": "inplace-lsp run",
+        "format": 1,
+        "run_id": "e2e",
+        "rank": None,
+        "world_size": None,
+        "pid": os.getpid(),
+        "command": [quick.name],
+        "cwd": str(tmp_path),
+        "started": "2026-12-02T01:23:45Z",
+        "finished": "2026-12-02T01:23:46Z",
+        "exit_code": 1,
+        "findings": [finding],
+    }
+    staged.write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
+    return staged
+
+
 def _run(nvim: Neovim, setup: str, quick: Path, fixall: Path, tmp_path: Path) -> Run:
     result = tmp_path / "report.json"
     env = _environment(tmp_path)
     env.update(
+        E2E_RUN_REPORT=str(tmp_path / ".inplace-lsp" / "last-run.json"),
+        E2E_RUN_REPORT_FROM=str(_run_report(quick, tmp_path)),
         E2E_SETUP=str(SETUPS / setup),
         E2E_RESULT=str(result),
         E2E_FIXALL_FILE=str(fixall),
@@ -266,6 +312,30 @@ def _check_diagnostics(run: Run) -> None:
     assert raw["severity"] == 1, run.context()
 
 
+def _check_run_report(run: Run) -> None:
+    """The run's finding: on the flagged line, its whole code in byte columns, an Error from
+    "inplace-lsp run", the saving line as related information."""
+    [got] = run.report["run_diagnostics"]
+    text = QUICK.splitlines()[FLAGGED_LINE]
+    start = len(text) - len(text.lstrip())
+    assert (got["lnum"], got["col"], got["end_lnum"], got["end_col"]) == (
+        FLAGGED_LINE,
+        start,
+        FLAGGED_LINE,
+        len(text.encode("utf-8")),
+    ), run.context()
+    assert (got["severity"], got["source"], got["code"], got["message"]) == (
+        1,
+        "inplace-lsp run",
+        "inplace-error",
+        RUN_MESSAGE,
+    ), run.context()
+    related = run.report["run_related"]
+    assert [(r["location"]["range"]["start"]["line"], r["message"]) for r in related] == [
+        (SAVED_LINE, "saved for backward by SigmoidBackward0")
+    ], run.context()
+
+
 def _check_verify(run: Run) -> None:
     """:InplaceVerify names the write and the saving line, then says ok after the fix."""
     report = run.report
@@ -301,6 +371,7 @@ def test_neovim(nvim: Neovim | None, setup: str | None, tmp_path: Path) -> None:
     assert run.proc.returncode == 0, f"{run.report.get('error')!r}{run.context()}"
 
     _check_diagnostics(run)
+    _check_run_report(run)
     # The quick fix came without its edit (resolved lazily) and reached the disk.
     assert run.report["action_had_edit"] is False, run.context()
     assert quick.read_text(encoding="utf-8") == QUICK_FIXED, run.context()

@@ -45,7 +45,7 @@ from pygls.workspace.text_document import TextDocument
 from inplace_lsp import __version__
 from inplace_lsp.analysis.engine import DocumentAnalysis
 from inplace_lsp.analysis.lines import lines_with_ends
-from inplace_lsp.lsp import actions, convert, verification
+from inplace_lsp.lsp import actions, convert, run_report, verification
 from inplace_lsp.lsp.framing import FrameReader, Skipped
 from inplace_lsp.lsp.session import Cells, Features, Session, uri_to_path
 from inplace_lsp.lsp.settings import SECTION, format_debug_info
@@ -63,7 +63,7 @@ NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
     ],
     save=True,
 )
-WATCHED = ("**/pyproject.toml", "**/*.py")
+WATCHED = ("**/pyproject.toml", "**/*.py", run_report.GLOB)
 
 
 def _document_lines(document: TextDocument) -> tuple[str, ...]:
@@ -312,6 +312,7 @@ class InplaceLanguageServer(LanguageServer):
         )
         self._session: Session | None = None
         self.init_options: object = None
+        self._poller: asyncio.Task[None] | None = None  # polls the run reports
 
     @property
     def session(self) -> Session:
@@ -321,6 +322,26 @@ class InplaceLanguageServer(LanguageServer):
 
     def start(self, session: Session) -> None:
         self._session = session
+
+    def poll_run_reports(self) -> None:
+        """Looks at the run report files every few seconds in the event loop (a directory
+        listing per folder; no thread): what the client's file watcher, if any, missed."""
+
+        async def poll() -> None:
+            while True:
+                await asyncio.sleep(self.session.run_poll_s)
+                try:
+                    self.session.poll_run_reports()
+                except Exception:  # a bug here must not end the polling
+                    logger.exception("polling the run reports failed")
+
+        if self._poller is None:
+            self._poller = asyncio.get_running_loop().create_task(poll())
+
+    def stop_polling(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            self._poller = None
 
     def is_open(self, uri: str) -> bool:
         return unquote(uri) in self.workspace.text_documents
@@ -423,6 +444,16 @@ class _WorkDone:
             progress.tokens.pop(token, None)
 
 
+def _folders(params: types.InitializeParams) -> list[str]:
+    """The workspace folders' paths (the root's when the client names no folders)."""
+    folders = [uri_to_path(f.uri) for f in params.workspace_folders or []]
+    found = [folder for folder in folders if folder]
+    if not found:
+        root = _root(params)
+        found = [root] if root else []
+    return found
+
+
 def _root(params: types.InitializeParams) -> str | None:
     for uri in [params.root_uri, *(f.uri for f in params.workspace_folders or [])]:
         path = uri_to_path(uri) if uri else None
@@ -488,7 +519,7 @@ def build_server() -> InplaceLanguageServer:
         # Documents take the workspace's codec when they open, after this handler.
         ls.workspace._position_codec = _FastCodec(ls.workspace.position_codec.encoding)
         client = _PyglsClient(ls, asyncio.get_running_loop())
-        ls.start(Session(client, features, root=_root(params)))
+        ls.start(Session(client, features, root=_root(params), folders=_folders(params)))
         ls.init_options = params.initialization_options
 
     @server.feature(types.INITIALIZED)
@@ -519,6 +550,8 @@ def build_server() -> InplaceLanguageServer:
             )
         if registrations:
             ls.client_register_capability(types.RegistrationParams(registrations))
+        session.load_run_reports()
+        ls.poll_run_reports()
         if session.features.configuration:
             await _pull_configuration(ls)
 
@@ -543,8 +576,16 @@ def build_server() -> InplaceLanguageServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: InplaceLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
-        version, text = ls.text_of(params.text_document.uri)
-        ls.session.change_document(params.text_document.uri, version, text, saved=False)
+        uri = params.text_document.uri
+        document = ls.workspace.get_text_document(uri)
+        ls.session.change_document(
+            uri,
+            document.version,
+            document.source,
+            saved=False,
+            changes=params.content_changes,
+            lines=document.lines,
+        )
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: InplaceLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -667,6 +708,7 @@ def build_server() -> InplaceLanguageServer:
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: InplaceLanguageServer, params: None) -> None:
+        ls.stop_polling()
         if ls._session is not None:
             ls._session.shutdown()
 

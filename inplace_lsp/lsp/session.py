@@ -1,7 +1,8 @@
 """One editor session: open documents and notebooks, when each is analysed, which diagnostics
 reach the client (pushed or pulled, never an older version over a newer one), and the requests
 that read the cached results (code actions, hover, code lenses, debug info), and verify runs
-(the user's code, only on request, in a worker thread) whose diagnostics join the analysis's.
+(the user's code, only on request, in a worker thread) whose diagnostics join the analysis's,
+as do the findings of the newest `inplace-lsp run` report in the workspace folders.
 
 It knows LSP types but not pygls: `server.py` hands it texts and a `Client` to talk through.
 Every method runs on the event loop thread except the scheduler's callback, which finds the
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import tempfile
 import threading
@@ -29,9 +31,10 @@ from inplace_lsp.analysis.findings import Span
 from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.analysis.workspace import Workspace
 from inplace_lsp.config import Settings, too_large
-from inplace_lsp.lsp import actions, convert, hover, verification
+from inplace_lsp.lsp import actions, convert, hover, run_report, verification
 from inplace_lsp.lsp.diagnostics import View, build_view
 from inplace_lsp.lsp.layout import Cell, Layout, notebook_program
+from inplace_lsp.lsp.run_findings import RunFindings, file_key
 from inplace_lsp.lsp.scheduler import Scheduler, Snapshot
 from inplace_lsp.lsp.settings import Effective, SettingsStore, debug_info
 from inplace_lsp.lsp.verification import LensTarget
@@ -93,9 +96,10 @@ class Features:
 
     @property
     def verify_pushed(self) -> bool:
-        """Verify results go out as published diagnostics of their own: the client pulls but
-        cannot be told to pull again (Neovim 0.11), so a pulled result would only show after
-        the next edit, which drops it. Clients keep pushed and pulled diagnostics apart."""
+        """Verify results (and run findings) go out as published diagnostics of their own: the
+        client pulls but cannot be told to pull again (Neovim 0.11), so a pulled result would
+        only show after the next edit, which drops it. Clients keep pushed and pulled
+        diagnostics apart."""
         return self.pull and not self.refresh
 
     @classmethod
@@ -174,6 +178,7 @@ class Session:
         features: Features,
         *,
         root: str | None = None,
+        folders: Sequence[str] = (),
         scheduler: Scheduler | None = None,
     ) -> None:
         self.client = client
@@ -195,6 +200,14 @@ class Session:
         self._lenses: dict[str, tuple[Snapshot, tuple[LensTarget, ...]]] = {}
         # uri -> (version, size in bytes, limit) of a document above max_file_bytes
         self._too_large: dict[str, tuple[int | None, int, int]] = {}
+        # The newest `inplace-lsp run` report, read from the workspace folders' .inplace-lsp/;
+        # without folders (an editor in single-file mode), from the open files' project roots.
+        self.workspace_folders = list(folders) or ([root] if root is not None else [])
+        self._run = RunFindings()
+        self._run_files: run_report.Signature | None = None  # the report files last read
+        self._run_keys: dict[str, str] = {}  # open file URI -> its run_findings.file_key
+        self._run_pushed: set[str] = set()  # URIs holding run diagnostics pushed apart
+        self._run_generation = 0  # bumped when run diagnostics change (pull result ids)
 
     # ------------------------------------------------------------------ documents
 
@@ -205,13 +218,29 @@ class Session:
         self._documents[uri] = _Document(uri, path, layout, text, version)
         self._published_version.pop(uri, None)  # a reopened document counts from 1 again
         self._report_project_problems(path)
+        if path is not None:
+            self._run_opened(uri, version, file_key(path), text)
+            if not self.workspace_folders:
+                self.poll_run_reports()  # a report of this file's project, not looked at yet
         self.scheduler.open(uri, path, version, text, attachment=layout)
 
-    def change_document(self, uri: str, version: int | None, text: str, *, saved: bool) -> None:
-        """A change (saved=False) or a save: analysed when the `run` setting says so."""
+    def change_document(
+        self,
+        uri: str,
+        version: int | None,
+        text: str,
+        *,
+        saved: bool,
+        changes: Sequence[object] | None = None,
+        lines: Sequence[str] | None = None,
+    ) -> None:
+        """A change (saved=False) or a save: analysed when the `run` setting says so.
+        `changes` (the didChange's content changes) and `lines` (the new text's lines) spare
+        the run findings a comparison of the whole text."""
         document = self._documents.get(uri)
         if document is not None:
             if not saved:  # first: the analysis of the new version may be published at once
+                self._follow_run(uri, version, text, changes, lines)
                 self._follow_verified(uri, version, text)
             self._submit(document, version, text, Layout.single(uri, version), saved=saved)
 
@@ -291,6 +320,9 @@ class Session:
         if document is not None:
             for published in document.published | {uri}:
                 self._published_version.pop(published, None)
+        key = self._run_keys.pop(uri, None)
+        if key is not None:  # its run findings again as on disk, pushed as for closed files
+            self._run_changed(self._run.closed(key).keys)
 
     # ------------------------------------------------------------------ notebooks
 
@@ -427,6 +459,7 @@ class Session:
             found = view.diagnostics_for(cell.uri)
             found += self._verify_diagnostics(cell.uri, cell.version)
             found += self._size_diagnostics(view, cell.uri)
+            found += self._run_diagnostics(cell.uri)
             self.client.publish(cell.uri, cell.version, found)
             self._published_version[cell.uri] = cell.version
             uris.add(cell.uri)
@@ -445,13 +478,14 @@ class Session:
         view = self.view(key)
         if view is None:
             return types.RelatedFullDocumentDiagnosticReport(items=[])
-        result_id = f"{view.result_id}:{self._verify_generation}"
+        result_id = f"{view.result_id}:{self._verify_generation}:{self._run_generation}"
         if previous_result_id == result_id:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
         cell = view.layout.cell(uri)
         verified = []
         if cell is not None and not self.features.verify_pushed:
             verified = self._verify_diagnostics(uri, cell.version)
+            verified += self._run_diagnostics(uri)
         sized = self._size_diagnostics(view, uri)
         return types.RelatedFullDocumentDiagnosticReport(
             items=view.diagnostics_for(uri) + verified + sized, result_id=result_id
@@ -729,7 +763,7 @@ class Session:
             for uri in sorted(uris):
                 cell = document.layout.cell(uri) if document is not None else None
                 version = cell.version if cell is not None else None
-                self.client.publish(uri, version, self._verify_diagnostics(uri, version))
+                self.client.publish(uri, version, self._pushed_apart(uri, version))
         elif self.features.pull:
             if self.features.refresh and not edited:
                 self.client.refresh_diagnostics()
@@ -762,7 +796,7 @@ class Session:
             del self._verified[uri]
         if self.features.verify_pushed and (dropped or moved):
             self._verify_generation += 1
-            self.client.publish(uri, version, self._verify_diagnostics(uri, version))
+            self.client.publish(uri, version, self._pushed_apart(uri, version))
         elif dropped:
             self._verified_changed(uri, {uri}, edited=True)
         # Moved only: a pushing client gets them with the new version's analysis.
@@ -791,6 +825,129 @@ class Session:
         for entry in self._verified.get(key, {}).values():
             found += entry.diagnostics(uri, version)
         return found
+
+    def _pushed_apart(self, uri: str, version: int | None) -> list[types.Diagnostic]:
+        """What a client that pulls the analysis gets pushed (`Features.verify_pushed`): the
+        verify results and the run findings, in one list (a publish replaces the last)."""
+        ran = self._run_diagnostics(uri)
+        if ran:
+            self._run_pushed.add(uri)  # cleared when the file closes, if none are left then
+        return self._verify_diagnostics(uri, version) + ran
+
+    # ------------------------------------------------------------------ run reports
+
+    @property
+    def report_folders(self) -> list[str]:
+        """Where `inplace-lsp run` reports are looked for (in `.inplace-lsp/`): the workspace
+        folders, else the project root of each open file (see run_report.project_root)."""
+        if self.workspace_folders:
+            return self.workspace_folders
+        folders = {
+            os.path.dirname(os.path.abspath(d.path)) for d in self._documents.values() if d.path
+        }
+        return sorted({run_report.project_root(folder) for folder in folders})
+
+    @property
+    def run_poll_s(self) -> float:
+        """How often the report files are looked at: often when the client watches no files
+        for the server (or has no folders to watch them in), seldom when its watcher should
+        have told already."""
+        if self.features.watch_files and self.workspace_folders:
+            return run_report.WATCHED_POLL_S
+        return run_report.POLL_S
+
+    def load_run_reports(self) -> None:
+        """Reads the newest run's report (at start, and when a report file changed); its
+        findings replace the last run's. A report being written keeps what is shown."""
+        folders = self.report_folders
+        self._run_files = run_report.signature(folders)
+        try:
+            run = run_report.newest_run(folders, self._run_files)
+            if run is not None:  # None: the newest file is not readable (yet)
+                self._run_changed(self._run.replace(run))
+        except Exception:  # a report must never take the server down
+            logger.exception("reading the run reports failed")
+
+    def poll_run_reports(self) -> None:
+        """Every `run_poll_s`: reads the reports again when a file's mtime or size changed (a
+        directory listing per folder otherwise)."""
+        if run_report.signature(self.report_folders) != self._run_files:
+            self.load_run_reports()
+
+    def _run_diagnostics(self, uri: str) -> list[types.Diagnostic]:
+        """The run findings in an open file."""
+        key = self._run_keys.get(uri)
+        if key is None:
+            return []
+        return self._run.diagnostics(key, self.features.encoding)
+
+    def _run_changed(self, keys: set[str] | frozenset[str]) -> None:
+        """The client hears that the run diagnostics of these files changed: a file that is
+        not open gets them pushed on their own; an open one as its analysis's go (pushed
+        with them, a refresh to pull, or pushed apart)."""
+        if not keys:
+            return
+        self._run_generation += 1
+        refresh = False
+        for key in sorted(keys):
+            uri = self._run.uri(key)
+            document = self._documents.get(uri)
+            if document is None or self._run_keys.get(uri) != key:
+                found = self._run.diagnostics(key, self.features.encoding)
+                if found or uri in self._run_pushed:
+                    self.client.publish(uri, None, found)
+                (self._run_pushed.add if found else self._run_pushed.discard)(uri)
+            elif self.features.verify_pushed:
+                version = document.layout.cells[0].version
+                self.client.publish(uri, version, self._pushed_apart(uri, version))
+            elif self.features.pull:
+                refresh = True
+            elif self.scheduler.snapshot(uri) is not None:
+                self._push(uri)
+        if refresh and self.features.refresh:
+            self.client.refresh_diagnostics()
+
+    def _run_opened(self, uri: str, version: int | None, key: str, text: str) -> None:
+        """A file opened: its run findings follow the buffer from now on, and go out with
+        its analysis (a client that pulls has the copy pushed while it was closed removed)."""
+        self._run_keys[uri] = key
+        before = self._run.uri(key)  # the path's URI, which the editor may spell otherwise
+        changed = self._run.opened(key, uri, text)
+        for pushed in sorted({before, uri} & self._run_pushed):
+            if pushed == uri and self.features.verify_pushed:
+                continue  # still pushed apart, now from the buffer's lines
+            self._run_pushed.discard(pushed)
+            if pushed != uri or self.features.pull:  # a push of the analysis replaces it
+                self.client.publish(pushed, None, [])
+        if key in changed.keys and self.features.verify_pushed:
+            self.client.publish(uri, version, self._pushed_apart(uri, version))
+        self._run_changed(changed.keys - {key})  # related lines in other files moved
+
+    def _follow_run(
+        self,
+        uri: str,
+        version: int | None,
+        text: str,
+        changes: Sequence[object] | None,
+        lines: Sequence[str] | None,
+    ) -> None:
+        """A file changed: its run findings move with their lines, and go when a line changed.
+        Moved only, a pushing client gets them with the new version's analysis, and a
+        pulling one pulls after the edit anyway."""
+        key = self._run_keys.get(uri)
+        if key is None:
+            return
+        changed = self._run.edited(key, text, lines, changes)
+        if not changed.keys:
+            return
+        self._run_generation += 1
+        if key in changed.keys:
+            if self.features.verify_pushed:
+                self.client.publish(uri, version, self._pushed_apart(uri, version))
+            elif key in changed.dropped and not self.features.pull:
+                if self.scheduler.snapshot(uri) is not None:
+                    self._push(uri)  # now, not after the analysis (which may wait for a save)
+        self._run_changed(changed.keys - {key})
 
     def _client_edits(self) -> actions.ClientEdits:
         return actions.ClientEdits(self.features.lazy_edits, self.features.document_changes)
@@ -829,6 +986,8 @@ class Session:
         """workspace/didChangeWatchedFiles: a pyproject.toml reloads the settings; a Python
         file that an open document imports from gets those documents re-analysed."""
         paths = [p for p in (uri_to_path(u) for u in uris) if p is not None]
+        if any(run_report.is_report(p) or Path(p).name == run_report.DIRECTORY for p in paths):
+            self.load_run_reports()
         if any(Path(p).name == "pyproject.toml" for p in paths):
             self.settings.pyproject_changed()
             for document in self._documents.values():
@@ -839,6 +998,7 @@ class Session:
             if path.endswith(".py"):
                 self._other_lines.pop(path, None)
                 self.workspace.file_changed(path)
+                self._run_changed(self._run.disk_changed(file_key(path)).keys)
         if self.workspace.generation != generation:
             for key in list(self._documents):
                 self.scheduler.reanalyse(key)
@@ -855,7 +1015,7 @@ class Session:
         return self.settings.for_path(path)
 
     def debug_info(self, uri: str | None) -> dict[str, Any]:
-        return debug_info(
+        info = debug_info(
             self.effective_settings(uri),
             document=uri,
             position_encoding=self.features.encoding,
@@ -863,6 +1023,9 @@ class Session:
             open_documents=len(self._documents),
             analyses_run=self.scheduler.analyses,
         )
+        run = self._run.run
+        info["runReport"] = {"files": list(run.files), "runId": run.run_id}
+        return info
 
     def shutdown(self) -> None:
         """Stops the analyses, cancels verify runs in flight, stops the warm verify workers."""

@@ -914,7 +914,7 @@ def warnings_at_callers() -> Iterator[None]:
     do with it, and how often it shows, is what it would be without the detector."""
     import torch
 
-    handler = _mode_class().__torch_function__.__code__
+    handler = getattr(_mode_class(), "__torch_function__").__code__  # noqa: B009 (mypy)
     overrides = norm(os.path.join(os.path.dirname(torch.__file__), "overrides.py"))
     original = warnings.showwarning
 

@@ -9,6 +9,8 @@
 --   E2E_FIXALL_FILE  the second file, with E2E_FIXALL_COUNT flagged lines, fixed on save
 --   E2E_VERIFY_LINE  1-based line for :InplaceVerify, E2E_VERIFY_COL its byte column
 --                    (no line: the verify steps are skipped)
+--   E2E_RUN_REPORT   where `inplace-lsp run` leaves its report (<root>/.inplace-lsp/last-run.json);
+--   E2E_RUN_REPORT_FROM  a report moved there once the analysis's diagnostics arrived
 --   E2E_TIMEOUT_MS, E2E_VERIFY_TIMEOUT_MS, E2E_WATCHDOG_MS  waits
 --   E2E_LSP_LOG_LEVEL  optional, e.g. DEBUG: the LSP traffic in lsp.log
 --
@@ -32,6 +34,8 @@ local FIXALL_FILE = os.getenv('E2E_FIXALL_FILE')
 local FIXALL_COUNT = env_number('E2E_FIXALL_COUNT', 2)
 local VERIFY_LINE = env_number('E2E_VERIFY_LINE', nil)
 local VERIFY_COL = env_number('E2E_VERIFY_COL', 0)
+local RUN_REPORT = os.getenv('E2E_RUN_REPORT')
+local RUN_REPORT_FROM = os.getenv('E2E_RUN_REPORT_FROM')
 local TIMEOUT = env_number('E2E_TIMEOUT_MS', 20000)
 local VERIFY_TIMEOUT = env_number('E2E_VERIFY_TIMEOUT_MS', 120000)
 local WATCHDOG = env_number('E2E_WATCHDOG_MS', 6 * TIMEOUT + 2 * VERIFY_TIMEOUT)
@@ -242,6 +246,28 @@ local function main()
   report.diagnostics = vim.tbl_map(simple, diagnostics(bufnr))
   report.raw_diagnostics = raw[bufnr]
   step('diagnostics')
+
+  -- 2b. a run report appears (as `inplace-lsp run` writes it: renamed into place): its
+  --     finding shows beside the analysis's, from "inplace-lsp run" (watched or polled)
+  if RUN_REPORT and RUN_REPORT_FROM then
+    vim.fn.mkdir(vim.fn.fnamemodify(RUN_REPORT, ':h'), 'p')
+    local moved, why = uv.fs_rename(RUN_REPORT_FROM, RUN_REPORT)
+    if not moved then
+      fail('moving the run report failed: ' .. tostring(why))
+    end
+    wait_for(TIMEOUT, 'no "inplace-lsp run" diagnostic', function()
+      return #diagnostics(bufnr, 'inplace-lsp run') > 0
+    end)
+    report.run_diagnostics = vim.tbl_map(simple, diagnostics(bufnr, 'inplace-lsp run'))
+    report.run_related = {}
+    for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+      local lsp = (d.user_data or {}).lsp
+      if d.source == 'inplace-lsp run' and lsp then
+        report.run_related = lsp.relatedInformation or {}
+      end
+    end
+    step('run_diagnostics')
+  end
 
   -- 3. :InplaceVerify on the broken module names both lines; the server publishes it too
   if VERIFY_LINE then

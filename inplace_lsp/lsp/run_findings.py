@@ -1,0 +1,397 @@
+"""The newest run's findings as diagnostics (source "inplace-lsp run"), each kept on its line
+while that line holds the text it had in the run: moved along by edits elsewhere, dropped for
+good when the line itself changes (until a new report).
+
+Every line a finding names (the write, the op that saved, the call, related lines) is an
+anchor in its file, checked against the editor's buffer while the file is open and against
+the file on disk otherwise. An edit moves the anchors by the line ranges of its changes: the
+lines before the first change stay, the lines after the last one move by the lines added, and
+only the lines in between are compared (a keystroke compares one line). A change of the whole
+text compares the lines that differ, with difflib when they are few and by looking for the
+anchor's text near its old place when they are many.
+
+No pygls here; the session calls this on open, change, close and a new report.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lsprotocol import types
+
+from inplace_lsp.analysis.lines import split_lines
+from inplace_lsp.lsp import convert
+from inplace_lsp.lsp.run_report import Finding, Place, Run
+
+SOURCE = "inplace-lsp run"
+DIFF_LIMIT = 4000  # lines of a changed region compared with difflib; beyond, a search near
+NEAR = 200  # lines around its old place searched for an anchor's text
+MAX_BYTES = 16 << 20  # a file named by a report that is larger is not read (no findings there)
+
+SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning}
+
+ReadLines = Callable[[str], Sequence[str] | None]
+
+
+@functools.lru_cache(maxsize=4096)
+def file_key(path: str) -> str:
+    """One name per file, however the editor and the run spell its path (links resolved)."""
+    return os.path.normcase(os.path.realpath(path))
+
+
+def read_lines(path: str) -> list[str] | None:
+    """A file's lines on disk, None when it cannot be read as text."""
+    try:
+        if os.path.getsize(path) > MAX_BYTES:
+            return None
+        return split_lines(Path(path).read_text(encoding="utf-8", errors="surrogateescape"))
+    except OSError:
+        return None
+
+
+def _line(lines: Sequence[str], index: int) -> str:
+    return lines[index] if 0 <= index < len(lines) else ""
+
+
+def _count(lines: Sequence[str]) -> int:
+    """The number of lines as LSP counts them, for lines with ends (pygls: no empty last line
+    after a final line break) or without (`split_lines`)."""
+    if not lines or lines[-1].endswith(("\n", "\r")):
+        return len(lines) + 1
+    return len(lines)
+
+
+def _breaks(text: str) -> int:
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def changed_lines(changes: Sequence[object], count: int) -> tuple[int, int]:
+    """(lines at the start, lines at the end) that a didChange's content changes, applied in
+    order to a text of `count` lines, left as they were; (0, 0) for a change of the whole
+    text."""
+    prefix = suffix = count
+    for change in changes:
+        where = getattr(change, "range", None)
+        if not isinstance(where, types.Range):
+            return 0, 0
+        last = max(count - 1, 0)
+        start, end = min(where.start.line, last), min(where.end.line, last)
+        prefix = min(prefix, start)
+        suffix = min(suffix, last - end)
+        count += _breaks(str(getattr(change, "text", ""))) - (end - start)
+    return max(prefix, 0), max(suffix, 0)
+
+
+@dataclass(eq=False)
+class _Anchor:
+    owner: str  # the file whose diagnostic this anchor belongs to
+    line: int  # 0-based, in the file's current lines
+    source: str  # the stripped text the line must hold
+    alive: bool = True
+
+
+@dataclass(eq=False)
+class _Shown:
+    finding: Finding
+    at: _Anchor
+    related: list[tuple[str, _Anchor, str]]  # (file key, anchor, message)
+
+
+@dataclass(eq=False)
+class _File:
+    key: str
+    uri: str  # the URI the editor knows the file by (the path's until it opens)
+    lines: Sequence[str]  # the buffer's while open, else the disk's
+    anchors: list[_Anchor] = field(default_factory=list)
+    shown: list[_Shown] = field(default_factory=list)  # findings shown in this file
+
+
+@dataclass(eq=False)
+class _Buffer:
+    uri: str
+    text: str
+    given: Sequence[str] | None = None  # the editor's lines, when the server has them
+
+    @property
+    def lines(self) -> Sequence[str]:
+        if self.given is None:
+            self.given = split_lines(self.text)
+        return self.given
+
+
+@dataclass(frozen=True)
+class Changed:
+    """Files whose run diagnostics changed: moved, or some dropped."""
+
+    moved: frozenset[str] = frozenset()
+    dropped: frozenset[str] = frozenset()
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return self.moved | self.dropped
+
+    def __or__(self, other: Changed) -> Changed:
+        return Changed(self.moved | other.moved, self.dropped | other.dropped)
+
+
+class RunFindings:
+    """The findings of the newest run, tracked through edits, by file key (`file_key`)."""
+
+    def __init__(self, read: ReadLines = read_lines) -> None:
+        self._read = read
+        self._files: dict[str, _File] = {}
+        self._buffers: dict[str, _Buffer] = {}  # open documents, by key
+        self._uris: dict[str, str] = {}  # key -> the URI its diagnostics were last shown under
+        self.run: Run = Run(None, (), ())
+
+    # ---------------------------------------------------------------- what is shown
+
+    def shown_in(self) -> set[str]:
+        """The files with diagnostics."""
+        return {key for key, file in self._files.items() if file.shown}
+
+    def has(self, key: str) -> bool:
+        file = self._files.get(key)
+        return file is not None and bool(file.shown)
+
+    def uri(self, key: str) -> str:
+        """The URI the editor knows a file by: the open document's, else the one its
+        diagnostics went out under (a report's path's), else the key's."""
+        file = self._files.get(key)
+        if file is not None:
+            return file.uri
+        buffer = self._buffers.get(key)
+        if buffer is not None:
+            return buffer.uri
+        return self._uris.get(key) or Path(key).as_uri()
+
+    def diagnostics(self, key: str, encoding: str) -> list[types.Diagnostic]:
+        file = self._files.get(key)
+        if file is None:
+            return []
+        return [self._diagnostic(shown, file, encoding) for shown in file.shown]
+
+    def _diagnostic(self, shown: _Shown, file: _File, encoding: str) -> types.Diagnostic:
+        related = []
+        for key, anchor, message in shown.related:
+            there = self._files.get(key)
+            if anchor.alive and there is not None:
+                where = types.Location(there.uri, _line_range(there.lines, anchor.line, encoding))
+                related.append(types.DiagnosticRelatedInformation(where, message))
+        finding = shown.finding
+        return types.Diagnostic(
+            range=_line_range(file.lines, shown.at.line, encoding),
+            message=finding.message,
+            severity=SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
+            code=finding.kind,
+            source=SOURCE,
+            related_information=related or None,
+        )
+
+    # ---------------------------------------------------------------- a new report
+
+    def replace(self, run: Run) -> set[str]:
+        """The findings of a new run replace all others; the files whose diagnostics may have
+        changed (those that had some and those that have some now)."""
+        before = self.shown_in()
+        self.run = run
+        self._files = {}
+        from_disk: set[str] = set()  # files whose anchors were placed in the disk's lines
+        for finding in run.findings:
+            place = finding.at
+            assert place is not None  # run_report keeps only findings that name a line
+            owner = file_key(place.path)
+            at = self._anchor(owner, place, from_disk)
+            if at is None:
+                continue
+            related = []
+            for where, message in _related(finding):
+                key = file_key(where.path)
+                anchor = self._anchor(owner, where, from_disk)
+                if anchor is not None:
+                    related.append((key, anchor, message))
+            self._files[owner].shown.append(_Shown(finding, at, related))
+        for key in from_disk & set(self._buffers):  # open: the disk's lines to the buffer's
+            self._follow(self._files[key], self._buffers[key].lines, 0, 0)
+        return before | self.shown_in()
+
+    def _anchor(self, owner: str, place: Place, from_disk: set[str]) -> _Anchor | None:
+        """An anchor at `place`'s line, where the line still holds the run's text (or, after
+        lines added or removed since the run, the nearest line that does); None if none."""
+        key = file_key(place.path)
+        file = self._files.get(key)
+        if file is None:
+            # The run ran the file on disk: its lines, mapped to the buffer's when it is open.
+            disk = self._read(place.path)
+            buffer = self._buffers.get(key)
+            if disk is not None:
+                from_disk.add(key)
+                lines: Sequence[str] = disk
+            elif buffer is not None:
+                lines = buffer.lines
+            else:
+                return None
+            uri = buffer.uri if buffer is not None else Path(place.path).as_uri()
+            file = self._files[key] = _File(key, uri, lines)
+            self._uris[key] = uri
+        line = _near(file.lines, place.source, place.line - 1, 0, _count(file.lines))
+        if line is None:
+            return None
+        anchor = _Anchor(owner, line, place.source)
+        file.anchors.append(anchor)
+        return anchor
+
+    # ---------------------------------------------------------------- documents
+
+    def opened(self, key: str, uri: str, text: str) -> Changed:
+        """A document opened: its anchors move from the disk's lines to the buffer's."""
+        buffer = self._buffers[key] = _Buffer(uri, text)
+        file = self._files.get(key)
+        if file is None:
+            return Changed()
+        file.uri = self._uris[key] = uri
+        return self._follow(file, buffer.lines, 0, 0) | Changed(moved=frozenset({key}))
+
+    def edited(
+        self,
+        key: str,
+        text: str,
+        lines: Sequence[str] | None = None,
+        changes: Sequence[object] | None = None,
+    ) -> Changed:
+        """The buffer changed (`changes`: the didChange's content changes, to limit what is
+        compared; `lines`: the new text's lines, when the caller has them)."""
+        buffer = self._buffers.get(key)
+        if buffer is None:
+            return Changed()
+        buffer.text, buffer.given = text, lines
+        file = self._files.get(key)
+        if file is None or not file.anchors:
+            return Changed()
+        prefix, suffix = changed_lines(changes, _count(file.lines)) if changes else (0, 0)
+        return self._follow(file, buffer.lines, prefix, suffix)
+
+    def closed(self, key: str) -> Changed:
+        """A document closed: its anchors go back to the file on disk (unsaved edits gone)."""
+        self._buffers.pop(key, None)
+        return self.disk_changed(key) | (
+            Changed(moved=frozenset({key})) if self.has(key) else Changed()
+        )
+
+    def disk_changed(self, key: str) -> Changed:
+        """A file that is not open changed on disk."""
+        file = self._files.get(key)
+        if file is None or key in self._buffers:
+            return Changed()
+        disk = self._read(key)
+        return self._follow(file, disk if disk is not None else [], 0, 0)
+
+    # ---------------------------------------------------------------- following edits
+
+    def _follow(self, file: _File, new: Sequence[str], prefix: int, suffix: int) -> Changed:
+        """Moves `file`'s anchors from its lines to `new`, of which the first `prefix` and
+        the last `suffix` lines are known unchanged; drops those whose line changed."""
+        old = file.lines
+        file.lines = new
+        if not file.anchors:
+            return Changed()
+        old_count, new_count = _count(old), _count(new)
+        prefix = max(0, min(prefix, old_count, new_count))
+        suffix = max(0, min(suffix, old_count - prefix, new_count - prefix))
+        old_end, new_end = old_count - suffix, new_count - suffix
+        if any(prefix <= a.line < old_end for a in file.anchors):
+            while prefix < min(old_end, new_end) and _same(old, prefix, new, prefix):
+                prefix += 1
+            while (
+                old_end > prefix and new_end > prefix and _same(old, old_end - 1, new, new_end - 1)
+            ):
+                old_end, new_end = old_end - 1, new_end - 1
+        delta = new_end - old_end
+        matched: dict[int, int] | None = None
+        moved: set[str] = set()
+        dropped: set[str] = set()
+        for anchor in file.anchors:
+            line: int | None = anchor.line
+            if anchor.line >= old_end:
+                line = anchor.line + delta
+            elif anchor.line >= prefix:  # in the changed lines
+                if old_end - prefix + new_end - prefix <= DIFF_LIMIT:
+                    if matched is None:
+                        matched = _matched(old, new, prefix, old_end, new_end)
+                    line = matched.get(anchor.line)
+                else:
+                    guess = min(anchor.line, new_end - 1)
+                    line = _near(new, anchor.source, guess, prefix, new_end)
+            if line is None or _line(new, line).strip() != anchor.source:
+                anchor.alive = False
+                dropped.add(anchor.owner)
+            elif line != anchor.line:
+                anchor.line = line
+                moved.add(anchor.owner)
+        if dropped:
+            file.anchors = [a for a in file.anchors if a.alive]
+            for owner in dropped:
+                there = self._files.get(owner)
+                if there is not None:
+                    there.shown = [s for s in there.shown if s.at.alive]
+        return Changed(frozenset(moved), frozenset(dropped))
+
+
+def _related(finding: Finding) -> list[tuple[Place, str]]:
+    """The lines a finding points at besides its own, with what happened there."""
+    found: list[tuple[Place, str]] = []
+    if finding.saved_by is not None and finding.saved_by is not finding.at:
+        op = finding.saved_op or "an op"
+        found.append((finding.saved_by, f"saved for backward by {op}"))
+    if finding.call_site is not None and finding.call_site is not finding.at:
+        found.append((finding.call_site, "called here"))
+    for index, (place, message) in enumerate(finding.related):
+        if not (index == 0 and place is finding.at):
+            found.append((place, message))
+    return found
+
+
+def _same(old: Sequence[str], i: int, new: Sequence[str], j: int) -> bool:
+    a, b = _line(old, i), _line(new, j)
+    return a is b or a == b or a.strip() == b.strip()
+
+
+def _matched(
+    old: Sequence[str], new: Sequence[str], start: int, old_end: int, new_end: int
+) -> dict[int, int]:
+    """Old line -> new line, for the lines of the changed region that difflib pairs up."""
+    before = [_line(old, i).strip() for i in range(start, old_end)]
+    after = [_line(new, j).strip() for j in range(start, new_end)]
+    pairs: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    for i, j, size in matcher.get_matching_blocks():
+        for k in range(size):
+            pairs[start + i + k] = start + j + k
+    return pairs
+
+
+def _near(lines: Sequence[str], source: str, guess: int, low: int, high: int) -> int | None:
+    """The line in [low, high) nearest `guess` (within NEAR) that holds `source`, stripped."""
+    for distance in range(NEAR + 1):
+        for line in (guess - distance, guess + distance) if distance else (guess,):
+            if low <= line < high and _line(lines, line).strip() == source:
+                return line
+    return None
+
+
+def _line_range(lines: Sequence[str], index: int, encoding: str) -> types.Range:
+    """The code on 0-based line `index`: its text without indentation and trailing blanks."""
+    text = _line(lines, index).rstrip("\r\n")
+    start = len(text) - len(text.lstrip())
+    end = len(text.rstrip())
+    if end <= start:
+        start = end = 0
+    return types.Range(
+        types.Position(index, convert.to_units(text, start, encoding)),
+        types.Position(index, convert.to_units(text, end, encoding)),
+    )

@@ -1,0 +1,240 @@
+"""The reports `inplace-lsp run` leaves in a workspace: which files there are, and the findings
+of the newest run read from them.
+
+`inplace-lsp run SCRIPT` writes `<root>/.inplace-lsp/last-run.json` (under torchrun one
+`last-run-rank<N>.json` per rank, all with the run's `run_id`). Only the newest run counts:
+the newest file by mtime names the run, and every file of that run is read; files of older
+runs are stale. A file that cannot be read (missing, empty, half written, not JSON, not
+format 1) is logged in one line and never stops the server.
+
+Pure file reading: no LSP types here (`run_findings` turns findings into diagnostics).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+TOOL = "inplace-lsp run"
+FORMAT = 1
+DIRECTORY = ".inplace-lsp"
+GLOB = f"**/{DIRECTORY}/last-run*.json"  # what the client is asked to watch
+POLL_S = 2.0  # how often the files are looked at when the client cannot watch them
+# ... and when it watches them: a client's watcher may miss the folder (eglot watches only
+# folders that held project files when the server registered, and .inplace-lsp is ignored).
+WATCHED_POLL_S = 10.0
+_NAME = re.compile(r"last-run(?:-rank\d+)?\.json")
+# What makes a folder a project root for `inplace-lsp run`, which writes its report there.
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", DIRECTORY)
+
+# (path, mtime in ns, size) of each report file present: a change in it means "read again".
+Signature = tuple[tuple[str, int, int], ...]
+
+
+@dataclass(frozen=True)
+class Place:
+    """A line of the user's code as it was when the run happened."""
+
+    path: str  # absolute, normalised
+    line: int  # 1-based
+    source: str  # the line's text, stripped
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding of a run, as the report gives it."""
+
+    severity: str  # "error" | "warning"
+    kind: str  # "inplace-error", "leaf-error", "silent-write", "unused-write", "graph-retention"
+    message: str
+    mutation: Place | None
+    saved_by: Place | None
+    saved_op: str | None  # the backward node that saved the tensor (SigmoidBackward0)
+    call_site: Place | None  # the call of an inplace=True module
+    related: tuple[tuple[Place, str], ...] = ()  # (where, what happened there)
+    count: int = 1
+
+    @property
+    def at(self) -> Place | None:
+        """Where the diagnostic goes: the write, else the op that saved the tensor (else the
+        call, else the first related line: a graph kept alive has no write)."""
+        first = self.related[0][0] if self.related else None
+        return self.mutation or self.saved_by or self.call_site or first
+
+
+@dataclass(frozen=True)
+class Report:
+    path: str
+    mtime_ns: int
+    run_id: str
+    rank: int | None
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
+class Run:
+    """The newest run: its files and their findings (no files: no run, nothing to show)."""
+
+    run_id: str | None
+    files: tuple[str, ...]
+    findings: tuple[Finding, ...]
+
+
+def project_root(start: str) -> str:
+    """Where a run of a script in folder `start` leaves its report: the nearest folder at or
+    above it with a root marker (`.inplace-lsp` itself is one), else `start`. Asked again on
+    every poll: a report folder that appears nearer than the last one found wins."""
+    folder = start
+    while True:
+        if any(os.path.exists(os.path.join(folder, marker)) for marker in ROOT_MARKERS):
+            return folder
+        above = os.path.dirname(folder)
+        if above == folder:
+            return start
+        folder = above
+
+
+def is_report(path: str) -> bool:
+    """Whether `path` names a report file (a watched-file event for it means "read again")."""
+    parent, name = os.path.split(path)
+    return os.path.basename(parent) == DIRECTORY and _NAME.fullmatch(name) is not None
+
+
+def signature(folders: Sequence[str]) -> Signature:
+    """The report files of the workspace folders with their mtime and size: one directory
+    listing per folder (a poll every POLL_S costs next to nothing)."""
+    found: list[tuple[str, int, int]] = []
+    for folder in folders:
+        directory = os.path.join(folder, DIRECTORY)
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:  # no directory (no run yet), or unreadable
+            continue
+        for entry in entries:
+            if not _NAME.fullmatch(entry.name):
+                continue
+            try:
+                stat = entry.stat()
+            except OSError:  # removed meanwhile
+                continue
+            found.append((entry.path, stat.st_mtime_ns, stat.st_size))
+    return tuple(sorted(found))
+
+
+def newest_run(folders: Sequence[str], files: Signature | None = None) -> Run | None:
+    """The newest run's findings in the workspace folders. None when the newest file cannot be
+    read: a run writing it now, or a broken file; what is shown stays (a half-written report
+    must not wipe the findings until it is complete)."""
+    present = signature(folders) if files is None else files
+    if not present:
+        return Run(None, (), ())
+    reports: list[Report] = []
+    newest = max(present, key=lambda f: (f[1], f[0]))
+    for path, mtime_ns, _ in present:
+        report = read(path, mtime_ns)
+        if report is not None:
+            reports.append(report)
+        elif path == newest[0] and os.path.exists(path):
+            return None
+    if not reports:
+        return Run(None, (), ())
+    latest = max(reports, key=lambda r: (r.mtime_ns, r.path))
+    of_run = sorted(
+        (r for r in reports if r.run_id == latest.run_id),
+        key=lambda r: (-1 if r.rank is None else r.rank, r.path),
+    )
+    findings = tuple(finding for report in of_run for finding in report.findings)
+    return Run(latest.run_id, tuple(r.path for r in of_run), findings)
+
+
+def read(path: str, mtime_ns: int = 0) -> Report | None:
+    """One report file, or None (logged) when it is not a readable format-1 report."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        logger.warning("run report %s: cannot read it: %s", path, exc)
+        return None
+    if not data.strip():
+        logger.info("run report %s: empty (being written?)", path)
+        return None
+    try:
+        raw = json.loads(data)
+    except ValueError as exc:  # also UnicodeDecodeError
+        logger.warning("run report %s: not JSON (being written?): %s", path, exc)
+        return None
+    if not isinstance(raw, Mapping) or raw.get("tool") != TOOL:
+        logger.warning("run report %s: not a report of %s", path, TOOL)
+        return None
+    if raw.get("format") != FORMAT:
+        logger.warning(
+            "run report %s: format %r, this server reads format %d", path, raw.get("format"), FORMAT
+        )
+        return None
+    findings = raw.get("findings")
+    if not isinstance(findings, list):
+        logger.warning("run report %s: no list of findings", path)
+        return None
+    parsed = [_finding(item) for item in findings]
+    if any(item is None for item in parsed):
+        logger.warning("run report %s: skipped %d malformed findings", path, parsed.count(None))
+    rank = raw.get("rank")
+    return Report(
+        path=path,
+        mtime_ns=mtime_ns,
+        run_id=str(raw.get("run_id") or ""),
+        rank=rank if _is_int(rank) else None,
+        findings=tuple(item for item in parsed if item is not None),
+    )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _place(raw: object) -> Place | None:
+    if not isinstance(raw, Mapping):
+        return None
+    path, line, source = raw.get("path"), raw.get("line"), raw.get("source")
+    if not isinstance(path, str) or not os.path.isabs(path) or not isinstance(source, str):
+        return None
+    if not isinstance(line, int) or isinstance(line, bool) or line < 1:
+        return None
+    return Place(os.path.normcase(os.path.normpath(path)), line, source.strip())
+
+
+def _finding(raw: Any) -> Finding | None:
+    """A finding of the report, or None when it names no line or has no message."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("message"), str):
+        return None
+    saved = raw.get("saved_by")
+    related = []
+    for item in raw.get("related") or []:
+        place = _place(item)
+        if place is not None:
+            related.append((place, str(item.get("message") or "")))
+    op = saved.get("op") if isinstance(saved, Mapping) else None
+    count = raw.get("count")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        count = 1
+    finding = Finding(
+        severity="error" if raw.get("severity") == "error" else "warning",
+        kind=str(raw.get("kind") or "run"),
+        message=raw["message"],
+        mutation=_place(raw.get("mutation")),
+        saved_by=_place(saved),
+        saved_op=op if isinstance(op, str) and op else None,
+        call_site=_place(raw.get("call_site")),
+        related=tuple(related),
+        count=count,
+    )
+    return finding if finding.at is not None else None
