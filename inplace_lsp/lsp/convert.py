@@ -109,6 +109,20 @@ def to_span(lines: Sequence[str], where: types.Range, encoding: str) -> Span:
     return Span(start[0], start[1], end[0], end[1])
 
 
+def code_range(lines: Sequence[str], index: int, encoding: str) -> types.Range:
+    """The code on 0-based line `index` (lines with or without their ends): its text without
+    indentation and trailing blanks; an empty range at its start when it holds none."""
+    text = _line(lines, index).rstrip("\r\n")
+    start = len(text) - len(text.lstrip())
+    end = len(text.rstrip())
+    if end <= start:
+        start = end = 0
+    return types.Range(
+        types.Position(index, to_units(text, start, encoding)),
+        types.Position(index, to_units(text, end, encoding)),
+    )
+
+
 def contains(span: Span, line: int, col: int) -> bool:
     """Whether (1-based line, code-point column) lies in `span`, its end included (a cursor
     right after the flagged expression still hovers it)."""

@@ -181,11 +181,13 @@ class RunFindings:
         for key, anchor, message in shown.related:
             there = self._files.get(key)
             if anchor.alive and there is not None:
-                where = types.Location(there.uri, _line_range(there.lines, anchor.line, encoding))
+                where = types.Location(
+                    there.uri, convert.code_range(there.lines, anchor.line, encoding)
+                )
                 related.append(types.DiagnosticRelatedInformation(where, message))
         finding = shown.finding
         return types.Diagnostic(
-            range=_line_range(file.lines, shown.at.line, encoding),
+            range=convert.code_range(file.lines, shown.at.line, encoding),
             message=finding.message,
             severity=SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
             code=finding.kind,
@@ -382,16 +384,3 @@ def _near(lines: Sequence[str], source: str, guess: int, low: int, high: int) ->
             if low <= line < high and _line(lines, line).strip() == source:
                 return line
     return None
-
-
-def _line_range(lines: Sequence[str], index: int, encoding: str) -> types.Range:
-    """The code on 0-based line `index`: its text without indentation and trailing blanks."""
-    text = _line(lines, index).rstrip("\r\n")
-    start = len(text) - len(text.lstrip())
-    end = len(text.rstrip())
-    if end <= start:
-        start = end = 0
-    return types.Range(
-        types.Position(index, convert.to_units(text, start, encoding)),
-        types.Position(index, convert.to_units(text, end, encoding)),
-    )

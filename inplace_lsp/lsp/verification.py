@@ -149,16 +149,7 @@ def _same_file(location: Mapping[str, Any] | None, path: str) -> bool:
 
 def _line_range(lines: Sequence[str], line: int, encoding: str) -> types.Range:
     """The code on 1-based `line`, without its indentation and trailing blanks."""
-    index = max(line - 1, 0)
-    text = lines[index] if index < len(lines) else ""
-    start = len(text) - len(text.lstrip())
-    end = len(text.rstrip())
-    if end <= start:
-        start = end = 0
-    return types.Range(
-        types.Position(index, convert.to_units(text, start, encoding)),
-        types.Position(index, convert.to_units(text, end, encoding)),
-    )
+    return convert.code_range(lines, max(line - 1, 0), encoding)
 
 
 def _location(
