@@ -32,6 +32,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from inplace_lsp.lsp import run_report  # the report's format (the server reads it)
 from inplace_lsp.verify import tracer as _t
 
 if TYPE_CHECKING:
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Detector", "InplaceWarning", "detect", "rank_path"]
 
-REPORT_TOOL = "inplace-lsp run"
-REPORT_FORMAT = 1
 _MARK = "inplace-lsp detect:"  # starts the part of a message this module added
 _SECOND_BACKWARD = "backward through the graph a second time"
 
@@ -464,8 +463,8 @@ class Detector(contextlib.ContextDecorator):
         if not run_id:
             run_id = self.header["run_id"] = uuid.uuid4().hex
         data: dict[str, Any] = {
-            "tool": REPORT_TOOL,
-            "format": REPORT_FORMAT,
+            "tool": run_report.TOOL,
+            "format": run_report.FORMAT,
             "run_id": run_id,
             "rank": self.rank,
             "world_size": self.world_size,

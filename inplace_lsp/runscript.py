@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 
 from inplace_lsp.detector import Detector, rank_path
+from inplace_lsp.lsp import run_report
 from inplace_lsp.verify import tracer
 
 USAGE = """\
@@ -41,8 +42,7 @@ options:
 """
 
 EXIT_USAGE = 2
-_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", ".inplace-lsp")
-REPORT_NAME = Path(".inplace-lsp") / "last-run.json"
+REPORT_NAME = Path(run_report.DIRECTORY) / "last-run.json"
 
 
 class _Usage(Exception):
@@ -109,14 +109,6 @@ def _parse(argv: list[str]) -> _Options:
     return options
 
 
-def project_root(start: Path) -> Path:
-    """The nearest folder at or above ``start`` that looks like a project root, else cwd."""
-    for folder in (start, *start.parents):
-        if any((folder / marker).exists() for marker in _ROOT_MARKERS):
-            return folder
-    return Path.cwd()
-
-
 def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
     """The traceback from the first frame of the user's code on (not this tool's, not runpy's)."""
     while tb is not None:
@@ -159,12 +151,13 @@ def main(argv: list[str]) -> int:
         if not os.path.isfile(script):
             print(f"inplace-lsp run: can't open file {script!r}", file=sys.stderr)
             return EXIT_USAGE
-        start = Path(script).resolve().parent
+        start = os.path.dirname(os.path.realpath(script))
     else:
-        start = Path.cwd()
+        start = os.getcwd()
     report: Path | None = None
     if not options.no_report:
-        report = Path(options.report) if options.report else project_root(start) / REPORT_NAME
+        root = run_report.project_root(start, fallback=os.getcwd())
+        report = Path(options.report) if options.report else Path(root) / REPORT_NAME
     detector = Detector(
         silent=options.silent, leaf=options.leaf, retention=options.retention, report=report
     )

@@ -686,3 +686,21 @@ def test_pytest_plugin_is_off_by_default_and_names_the_write(tmp_path: Path) -> 
     assert finding["test"] == "test_model.py::test_breaks"
     assert (finding["mutation"]["line"], finding["saved_by"]["line"]) == (7, 6)
     assert report["exit_code"] == 1
+
+
+def test_the_detector_imports_only_torch_and_the_standard_library() -> None:
+    code = (
+        "import sys, inplace_lsp\n"
+        "with inplace_lsp.detect():\n"
+        "    pass\n"
+        "import inplace_lsp.runscript, inplace_lsp.pytest_plugin\n"
+        "ours = {'inplace_lsp', 'torch', 'pytest', '_pytest', 'pluggy', 'iniconfig', 'packaging'}\n"
+        "stdlib = set(sys.stdlib_module_names) | set(sys.builtin_module_names)\n"
+        "others = {m.split('.')[0] for m in sys.modules} - stdlib - ours\n"
+        "print(sorted(m for m in others if not m.startswith('_')))\n"
+    )
+    done = _run([sys.executable, "-c", code])
+    assert done.returncode == 0, done.stderr
+    # torch's own dependencies (numpy when present, sympy, ...) are torch's business
+    imported = set(json.loads(done.stdout.replace("'", '"')))
+    assert not imported & {"pygls", "lsprotocol", "libcst", "jedi", "cattrs", "attrs"}, imported

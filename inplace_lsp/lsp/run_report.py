@@ -87,17 +87,18 @@ class Run:
     findings: tuple[Finding, ...]
 
 
-def project_root(start: str) -> str:
+def project_root(start: str, fallback: str | None = None) -> str:
     """Where a run of a script in folder `start` leaves its report: the nearest folder at or
-    above it with a root marker (`.inplace-lsp` itself is one), else `start`. Asked again on
-    every poll: a report folder that appears nearer than the last one found wins."""
+    above it with a root marker (`.inplace-lsp` itself is one), else `fallback` (`inplace-lsp
+    run` gives the working directory), else `start`. The server asks again on every poll: a
+    report folder that appears nearer than the last one found wins."""
     folder = start
     while True:
         if any(os.path.exists(os.path.join(folder, marker)) for marker in ROOT_MARKERS):
             return folder
         above = os.path.dirname(folder)
         if above == folder:
-            return start
+            return start if fallback is None else fallback
         folder = above
 
 
