@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The detector's checks on a CUDA machine, from a fresh checkout with torch (CUDA) installed:
+#   1. benchmarks/detect_overhead.py --device cuda   -> $OUT/detect_cuda.json, .txt
+#   2. no device synchronisation per op: under torch.cuda.set_sync_debug_mode("error"), a clean
+#      training step and one with an in-place bug run under inplace_lsp.detect(); the only
+#      RuntimeError must be the in-place one                -> $OUT/sync_check.json, .txt
+#   3. pytest -q tests/test_detect.py                        -> $OUT/pytest_detect.txt
+# Every step runs; the exit status is 1 when any failed. PYTHON picks the interpreter.
+#     OUT=/tmp/out bash benchmarks/gpu_detect_check.sh
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/out}
+PY=${PYTHON:-python}
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the checkout, even if pip cannot install
+failed=()
+
+if ! "$PY" -c "import inplace_lsp, pytest" 2>/dev/null; then
+    # The test extra pins torch: the constraint keeps the CUDA build that is installed (and
+    # when the pin disagrees with it, only the project and pytest are installed).
+    "$PY" -c "import torch; print('torch==' + torch.__version__)" >"$OUT/constraints.txt"
+    "$PY" -m pip install -q -e '.[test]' -c "$OUT/constraints.txt" \
+        || "$PY" -m pip install -q -e . pytest -c "$OUT/constraints.txt" \
+        || echo "gpu_detect_check: pip install failed; running from the checkout"
+fi
+
+"$PY" benchmarks/detect_overhead.py --device cuda --profile --json "$OUT/detect_cuda.json" \
+    2>&1 | tee "$OUT/detect_cuda.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(detect_overhead)
+
+# From a file, not stdin: the detector quotes the source of the line that wrote.
+cat >"$OUT/sync_check.py" <<'EOF'
+import contextlib
+import json
+import sys
+
+import torch
+from torch import nn
+
+import inplace_lsp
+
+device = "cuda" if torch.cuda.is_available() else "cpu"  # cpu: a dry run of the logic
+SYNC = "called a synchronizing CUDA operation"
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(64, 64, device=device), nn.Linear(64, 1, device=device))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+x = torch.randn(32, 64, device=device)
+
+
+def clean():
+    model[1](torch.sigmoid(model[0](x))).pow(2).mean().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+def buggy():
+    h = torch.sigmoid(model[0](x))
+    h.mul_(2)  # sigmoid saved its output for backward: backward must fail
+    model[1](h).sum().backward()
+
+
+def control():
+    x.sum().item()  # reads a value back: must trip the sync debug mode
+
+
+def outcome(fn, detect):
+    """"ok", or the text of the RuntimeError fn raised with sync debugging set to "error"."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+    try:
+        with inplace_lsp.detect() if detect else contextlib.nullcontext():
+            fn()
+        return "ok"
+    except RuntimeError as exc:
+        return str(exc)
+    finally:
+        if device == "cuda":
+            torch.cuda.set_sync_debug_mode("default")
+        optimizer.zero_grad()
+
+
+for fn in (clean, buggy):  # warm-up outside the debug mode: context, handles, allocator
+    for detect in (False, True):
+        with contextlib.suppress(RuntimeError):
+            with inplace_lsp.detect() if detect else contextlib.nullcontext():
+                fn()
+        optimizer.zero_grad()
+
+found = {
+    "device": torch.cuda.get_device_name() if device == "cuda" else "cpu (dry run)",
+    "control: .item()": outcome(control, False),
+    "clean step, plain": outcome(clean, False),
+    "clean step, detect()": outcome(clean, True),
+    "in-place bug, detect()": outcome(buggy, True),
+}
+bug = found["in-place bug, detect()"]
+checks = {
+    "the debug mode catches a sync (control)": device != "cuda" or SYNC in found["control: .item()"],
+    "a plain step does not sync": found["clean step, plain"] == "ok",
+    "a step under detect() does not sync": found["clean step, detect()"] == "ok",
+    "the bug raises the in-place error": "modified by an inplace operation" in bug,
+    "the detector names the write": "inplace-lsp detect:" in bug and "h.mul_(2)" in bug,
+    "no sync error with the bug": SYNC not in bug,
+}
+for name, ok in checks.items():
+    print(f"{'ok    ' if ok else 'FAILED'} {name}")
+print("\n".join(f"--- {k}:\n{v}" for k, v in found.items()))
+with open(sys.argv[1], "w", encoding="utf-8") as f:
+    json.dump({"outcomes": found, "checks": checks, "ok": all(checks.values())}, f, indent=1)
+sys.exit(0 if all(checks.values()) else 1)
+EOF
+"$PY" "$OUT/sync_check.py" "$OUT/sync_check.json" 2>&1 | tee "$OUT/sync_check.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(sync_check)
+
+"$PY" -m pytest -q tests/test_detect.py 2>&1 | tee "$OUT/pytest_detect.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(pytest)
+
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "gpu_detect_check: FAILED: ${failed[*]} (outputs in $OUT)"
+    exit 1
+fi
+echo "gpu_detect_check: all passed (outputs in $OUT)"
