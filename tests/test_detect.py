@@ -454,6 +454,10 @@ def test_run_gives_the_script_its_own_argv_and_path(tmp_path: Path) -> None:
         assert done.returncode == plain.returncode == 0, done.stderr
         assert json.loads(done.stdout) == json.loads(plain.stdout)
         assert done.stderr == plain.stderr == ""
+    console = Path(sys.executable).with_name("inplace-lsp")  # the installed console script
+    if console.exists():
+        done = _run([str(console), "run", str(script), *args], cwd=tmp_path)
+        assert json.loads(done.stdout) == json.loads(plain.stdout), done.stderr
 
 
 def test_run_module_as_python_m_does(tmp_path: Path) -> None:
@@ -704,3 +708,40 @@ def test_the_detector_imports_only_torch_and_the_standard_library() -> None:
     # torch's own dependencies (numpy when present, sympy, ...) are torch's business
     imported = set(json.loads(done.stdout.replace("'", '"')))
     assert not imported & {"pygls", "lsprotocol", "libcst", "jedi", "cattrs", "attrs"}, imported
+
+
+def test_compiled_code_runs_as_without_the_detector() -> None:
+    """torch.compile traces the mode's handler: it hands the graph the call alone (no
+    warning about what dynamo cannot trace, the same values)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Sigmoid())
+    compiled = torch.compile(model, backend="aot_eager")
+    x = torch.randn(2, 4)
+    want = model(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with inplace_lsp.detect() as detector:
+            got = compiled(x)
+            got.sum().backward()
+    assert torch.equal(want, got) and detector.findings == []
+
+
+def test_detectors_in_two_threads_leave_torch_as_it_was() -> None:
+    import threading
+
+    original = torch.nn.Module.__init__
+    first_in, second_done = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with inplace_lsp.detect():
+            first_in.set()
+            second_done.wait(10)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    first_in.wait(10)
+    with inplace_lsp.detect():  # enters after the first, leaves before it
+        pass
+    second_done.set()
+    thread.join(10)
+    assert torch.nn.Module.__init__ is original

@@ -32,6 +32,7 @@ import os
 import re
 import sys
 import sysconfig
+import threading
 import warnings
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -284,6 +285,13 @@ def prune_construction_sites() -> None:
         del _CONSTRUCTED[key]
 
 
+# The record_construction blocks open in any thread, and the wrapper the first one installed:
+# it goes when the last one closes, so that detectors in two threads never leave it installed
+# or take it away from each other.
+_RECORDERS: list[Any] = [0, None]  # [how many, (wrapper, the __init__ it replaced)]
+_RECORDERS_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def record_construction(frames: UserFrames) -> Iterator[None]:
     """Wrap ``torch.nn.Module.__init__`` to remember where each module was constructed."""
@@ -312,11 +320,21 @@ def record_construction(frames: UserFrames) -> Iterator[None]:
             pass
 
     __init__.__wrapped__ = original  # type: ignore[attr-defined]
-    torch.nn.Module.__init__ = __init__  # type: ignore[method-assign]
+    with _RECORDERS_LOCK:
+        if _RECORDERS[0] == 0:
+            torch.nn.Module.__init__ = __init__  # type: ignore[method-assign]
+            _RECORDERS[1] = (__init__, original)
+        _RECORDERS[0] += 1
     try:
         yield
     finally:
-        torch.nn.Module.__init__ = original  # type: ignore[method-assign]
+        with _RECORDERS_LOCK:
+            _RECORDERS[0] -= 1
+            installed, replaced = _RECORDERS[1]
+            if _RECORDERS[0] == 0:
+                _RECORDERS[1] = None
+                if torch.nn.Module.__init__ is installed:  # else the user's code patched it
+                    torch.nn.Module.__init__ = replaced  # type: ignore[method-assign]
 
 
 # --------------------------------------------------------------------------- line coverage
@@ -1048,7 +1066,10 @@ def site_of(stack: Iterable[tuple[FrameType, int]], frames: UserFrames) -> Site 
 
 @functools.cache
 def _mode_class() -> type:
+    import torch
     from torch.overrides import TorchFunctionMode
+
+    compiling = torch.compiler.is_compiling
 
     class _WriteWatcher(TorchFunctionMode):
         tracer: Tracer
@@ -1062,8 +1083,10 @@ def _mode_class() -> type:
         ) -> object:
             # One frame less between the user's line and the op is measurably cheaper: anomaly
             # mode formats every frame on the stack for every node.
-            tracer = self.tracer
             kwargs = kwargs or {}
+            if compiling():  # torch.compile traces this: the graph gets the call alone
+                return func(*args, **kwargs)
+            tracer = self.tracer
             outer = tracer.pending
             pending: list[Saved] = []
             tracer.pending = pending
