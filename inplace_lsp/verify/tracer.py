@@ -147,7 +147,7 @@ class Saved:
         "original",
         "node",
         "bump",
-        "storage",
+        "_storage",
         "seen",
         "writes",
         "snapshot",
@@ -179,14 +179,21 @@ class Saved:
         self.original = original
         self.node = node  # grad_fn at save time, held only until its torch call returns
         self.bump: Bump | None = None
-        # Where its memory lives: a write into that memory that leaves the version alone went
-        # through an alias autograd does not track (`.data`).
-        self.storage = _storage_of(tensor)
+        self._storage: int | None = None
         self.seen = version  # the version the last scan saw
         self.writes: list[Write] | None = None  # the writes seen since the save (history)
         # A copy of its values, kept when NumPy shares its memory: a write through the array
         # changes nothing torch can see, so backward compares the values themselves.
         self.snapshot: torch.Tensor | None = None
+
+    @property
+    def storage(self) -> int:
+        """Where its memory lives: a write into that memory that leaves the version alone went
+        through an alias autograd does not track (`.data`). Asked only once such an alias
+        exists (most runs never do): the address stays while the tensor lives."""
+        if self._storage is None:
+            self._storage = _storage_of(self.tensor)
+        return self._storage
 
 
 # --------------------------------------------------------------------------- user frames
