@@ -135,6 +135,7 @@ def test_extension_in_code_server() -> None:
         "diagnostic.png",
         "notebook.png",
         "verify.png",
+        "run-findings.png",
         "no-server.png",
     ]
     if os.environ.get("INPLACE_LSP_E2E_PIP") == "1":

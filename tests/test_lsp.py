@@ -421,7 +421,12 @@ async def test_position_encoding_is_negotiated(
     watched = client.registrations[0]
     assert isinstance(watched.register_options, dict)
     globs = [w["globPattern"] for w in watched.register_options["watchers"]]
-    assert globs == ["**/pyproject.toml", "**/*.py", "**/.inplace-lsp/last-run*.json"]
+    assert globs == [
+        "**/pyproject.toml",
+        "**/*.py",
+        "**/.inplace-lsp/last-run*.json",
+        "**/.inplace-lsp",
+    ]
 
 
 async def test_diagnostics_on_open_with_exact_columns(client: Editor, workspace: Path) -> None:

@@ -332,6 +332,30 @@ def test_a_report_written_while_the_server_runs(
 
 
 @pytest.mark.lsp
+def test_a_new_report_folder_is_looked_in_again_soon(server: Server, workspace: Path) -> None:
+    """VS Code's watcher may report a new `.inplace-lsp` folder and miss the report written
+    into it at once: the folder's event alone brings the report in, well before a poll."""
+    server.initialize(WATCHING)
+    uri = (workspace / "model.py").as_uri()
+    server.open_and_wait(uri, MODEL)
+    registered = [m for m in server.seen if m.get("method") == "client/registerCapability"]
+    [registration] = registered[0]["params"]["registrations"]
+    globs = [w["globPattern"] for w in registration["registerOptions"]["watchers"]]
+    assert "**/.inplace-lsp" in globs
+    (workspace / ".inplace-lsp").mkdir()
+    files_changed(server, workspace / ".inplace-lsp")  # the folder's event, not the file's
+    hover = {"textDocument": {"uri": uri}, "position": at(0)}
+    server.send(request(90, "textDocument/hover", hover))
+    server.reply(90)  # the event was handled (in order): the folder was still empty then
+    written = time.monotonic()
+    write_report(workspace, [inplace_finding(workspace)])
+    found = wait_published(server, uri, has_run, "the run's diagnostic")
+    assert [d["range"]["start"]["line"] for d in run_of(found)] == [WRITE]
+    assert time.monotonic() - written < run_report.WATCHED_POLL_S / 2
+    assert server.stop() == 0
+
+
+@pytest.mark.lsp
 def test_the_finding_follows_its_line_and_goes_when_the_line_changes(
     server: Server, workspace: Path
 ) -> None:

@@ -26,10 +26,13 @@ TOOL = "inplace-lsp run"
 FORMAT = 1
 DIRECTORY = ".inplace-lsp"
 GLOB = f"**/{DIRECTORY}/last-run*.json"  # what the client is asked to watch
+FOLDER_GLOB = f"**/{DIRECTORY}"  # and the folder: a watcher may miss a file in a new folder
 POLL_S = 2.0  # how often the files are looked at when the client cannot watch them
 # ... and when it watches them: a client's watcher may miss the folder (eglot watches only
 # folders that held project files when the server registered, and .inplace-lsp is ignored).
 WATCHED_POLL_S = 10.0
+# After the folder itself appears: when to look again for a report its watcher missed.
+RECHECK_S = (0.5, 2.0)
 _NAME = re.compile(r"last-run(?:-rank\d+)?\.json")
 # What makes a folder a project root for `inplace-lsp run`, which writes its report there.
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", DIRECTORY)

@@ -63,7 +63,7 @@ NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
     ],
     save=True,
 )
-WATCHED = ("**/pyproject.toml", "**/*.py", run_report.GLOB)
+WATCHED = ("**/pyproject.toml", "**/*.py", run_report.GLOB, run_report.FOLDER_GLOB)
 
 
 def _document_lines(document: TextDocument) -> tuple[str, ...]:

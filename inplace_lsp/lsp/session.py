@@ -12,6 +12,7 @@ code lenses of the new version and posts back to it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -988,6 +989,13 @@ class Session:
         paths = [p for p in (uri_to_path(u) for u in uris) if p is not None]
         if any(run_report.is_report(p) or Path(p).name == run_report.DIRECTORY for p in paths):
             self.load_run_reports()
+        if any(Path(p).name == run_report.DIRECTORY for p in paths):
+            # A new .inplace-lsp folder: a watcher may report the folder and miss the report
+            # written into it at once (VS Code's does), so look again shortly.
+            with contextlib.suppress(RuntimeError):  # no event loop (a direct call in a test)
+                loop = asyncio.get_running_loop()
+                for delay in run_report.RECHECK_S:
+                    loop.call_later(delay, self.poll_run_reports)
         if any(Path(p).name == "pyproject.toml" for p in paths):
             self.settings.pyproject_changed()
             for document in self._documents.values():

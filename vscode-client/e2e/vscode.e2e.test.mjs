@@ -6,10 +6,12 @@
 // bugs show in their cells (squiggles + Problems entries, once each); the "Verify forward/backward"
 // code lens on the broken block names the writing and the saving line (notification, status
 // item, Problems entry); the quick fix applies; the lens then reports OK; a changed setting
-// restarts the server, which applies it; and a workspace whose interpreter has no
-// inplace-lsp, with "inplaceLsp.importStrategy": "fromEnvironment", gets one notification
-// naming it ("Install inplace-lsp into it", "Choose interpreter"), whose "Choose
-// interpreter" then starts the server with the one chosen.
+// restarts the server, which applies it; a report of `inplace-lsp run` written into the
+// workspace after that shows its finding within seconds (VS Code's file watcher tells the
+// server), until that line is edited; and a workspace whose interpreter has no inplace-lsp,
+// with "inplaceLsp.importStrategy": "fromEnvironment", gets one notification naming it
+// ("Install inplace-lsp into it", "Choose interpreter"), whose "Choose interpreter" then
+// starts the server with the one chosen.
 //
 // Run by tests/test_editor_vscode.py (scripts/ci_install_vscode_e2e.sh installs the tools), or:
 //   INPLACE_LSP_PYTHON=/path/to/venv/bin/python node --test --test-reporter=spec vscode.e2e.test.mjs
@@ -33,7 +35,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -71,6 +73,14 @@ const NOTEBOOK_CELLS = [
   ['code', 'w = torch.exp(x)'],
   ['code', 'w.mul_(2)  # the exp ran in the cell above\n(h.sum() + w.sum()).backward()'],
 ];
+
+// What `inplace-lsp run` leaves in the project, and how soon the server must show it once it
+// is written: it polls every 10 s when the client watches files for it, so a finding shown
+// sooner came through VS Code's file watcher (and the client's trace names the report).
+const RUN_REPORT = path.join('.inplace-lsp', 'last-run.json');
+const RUN_DIAGNOSTIC_S = 8;
+const RUN_NOTIFICATION = "Sending notification 'workspace/didChangeWatchedFiles'";
+const RUN_EDITED = MARKED.replace('gate += x', 'gate += 2 * x'); // still in place: IPL001 stays
 
 // The first workspace: its interpreter is a new virtual environment without inplace-lsp
 // (nor pip): the bundled server runs in it, with nothing installed.
@@ -157,6 +167,10 @@ async function setUp() {
   assert.ok(source.includes(`${FLAGGED}\n`), `examples/${EXAMPLE} no longer has the line: ${FLAGGED}`);
   fs.writeFileSync(path.join(ws, EXAMPLE), source.replace(FLAGGED, MARKED));
   fs.writeFileSync(path.join(ws, NOTEBOOK), notebookJson(NOTEBOOK_CELLS));
+  // The report's folder is there from the start, as after an earlier run: VS Code's watcher
+  // (@parcel/watcher, inotify) can miss a file written at once into a folder just created
+  // (parcel-bundler/watcher#243), and only the server's 10 s poll would show that one.
+  fs.mkdirSync(path.join(ws, path.dirname(RUN_REPORT)));
   // A virtual environment of the same Python without inplace-lsp; run with -E, as the test's
   // PYTHONPATH (the checkout under test, which the other workspace's server imports) would
   // otherwise hand it one.
@@ -294,6 +308,8 @@ function settings() {
     'update.mode': 'none',
     'window.restoreWindows': 'none',
     'editor.codeLens': true,
+    // Messages with their params, once the step that needs it sets the log level to Trace.
+    'inplaceLsp.trace.server': 'verbose',
     'editor.minimap.enabled': false,
     // Text typed into settings.json stays as typed.
     'editor.autoClosingBrackets': 'never',
@@ -378,17 +394,37 @@ function dumpLogs() {
   }
 }
 
-/** The last line of the extension's log ("Inplace LSP" output channel, on disk) that holds
- *  `needle`, waiting up to `ms` for it. */
+/** The extension's log files ("Inplace LSP" output channel, on disk). */
+function* logFiles() {
+  for (const file of walk(path.join(run, 'data', 'logs'))) {
+    if (/Inplace LSP/.test(path.basename(file))) yield file;
+  }
+}
+
+/** The last line of the extension's log that holds `needle`, waiting up to `ms` for it. */
 async function logLine(needle, ms) {
   const end = Date.now() + ms;
   for (;;) {
-    for (const file of walk(path.join(run, 'data', 'logs'))) {
-      if (!/Inplace LSP/.test(path.basename(file))) continue;
+    for (const file of logFiles()) {
       const found = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.includes(needle));
       if (found.length > 0) return found[found.length - 1];
     }
     assert.ok(Date.now() < end, `no "${needle}" in the extension's log within ${ms / 1000} s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The first entry of the extension's log (a line with the lines of its trace's params) that
+ *  holds all of `needles`, waiting up to `ms` for it. */
+async function logEntry(needles, ms) {
+  const end = Date.now() + ms;
+  for (;;) {
+    for (const file of logFiles()) {
+      const entries = fs.readFileSync(file, 'utf8').split(/\n(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \[)/);
+      const found = entries.find((e) => needles.every((n) => e.includes(n)));
+      if (found) return found;
+    }
+    assert.ok(Date.now() < end, `no entry with ${JSON.stringify(needles)} in the extension's log within ${ms / 1000} s`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -702,6 +738,118 @@ test('a changed setting restarts the server, which applies it', async (t) => {
     await page.locator('.monaco-editor .squiggly-warning').first().waitFor({ timeout: 60000 });
     await page.locator('.monaco-editor .squiggly-error').first().waitFor({ state: 'detached', timeout: 30000 });
     lap('IPL001 is now a warning squiggle, from the new server');
+  });
+});
+
+/** Writes `findings` as `inplace-lsp run` writes its report into `folder`: format 1, to a
+ *  temporary file renamed into place (the watcher sees the whole file appear at once). */
+function writeRunReport(folder, findings) {
+  const report = path.join(folder, RUN_REPORT);
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const data = {
+    tool: 'inplace-lsp run', format: 1, run_id: `e2e-${Date.now().toString(16)}`,
+    rank: null, world_size: null, pid: process.pid, command: [EXAMPLE], cwd: folder,
+    started: now, finished: now, exit_code: 1, findings,
+  };
+  const temporary = path.join(path.dirname(report), `.${path.basename(report)}.${process.pid}.tmp`);
+  fs.writeFileSync(temporary, `${JSON.stringify(data, null, 1)}\n`);
+  fs.renameSync(temporary, report);
+}
+
+/** Sets the "Inplace LSP" output channel's log level to Trace, as a user would (Developer: Set
+ *  Log Level...): the language client then logs each message, with its params. */
+async function traceClient() {
+  const input = page.locator('.quick-input-widget input');
+  const pick = async (typed, row) => {
+    await input.fill(typed);
+    await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: row }).first()
+      .waitFor({ timeout: 10000 });
+    await page.keyboard.press('Enter');
+  };
+  await page.keyboard.press('F1');
+  await input.waitFor({ state: 'visible', timeout: 10000 });
+  await pick('>Developer: Set Log Level', 'Set Log Level');
+  await pick('Inplace LSP', 'Inplace LSP');
+  await pick('Trace', 'Trace');
+  await input.waitFor({ state: 'hidden', timeout: 10000 });
+  lap('log level of the "Inplace LSP" channel: Trace');
+}
+
+test('a run report written after the server started shows its finding within 8 s, until its line is edited', async (t) => {
+  await step(t, 'run-findings', async () => {
+    await traceClient();
+    const ws = path.join(run, 'ws');
+    const file = path.join(ws, EXAMPLE);
+    // Saved before the run, as a user does: the run ran the file on disk. (An earlier step's
+    // quick fix and its undo can leave the fixed text there.)
+    await goTo(22, 1);
+    await page.keyboard.press('Control+S');
+    const saved = Date.now() + 10000;
+    let lines;
+    while ((lines = fs.readFileSync(file, 'utf8').split('\n'))[21] !== MARKED) {
+      assert.ok(Date.now() < saved, `${EXAMPLE} not saved within 10 s: line 22 is ${lines[21]}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const place = (line) => ({ path: file, line, source: lines[line - 1].trim() });
+    const said = 'SigmoidBackward0 saved at';
+    const written = Date.now();
+    writeRunReport(ws, [{
+      severity: 'error',
+      kind: 'inplace-error',
+      message: `${file}:22 modifies in place a tensor that ${said} ${file}:21; backward needs its old value`,
+      mutation: place(22),
+      saved_by: { ...place(21), op: 'SigmoidBackward0' },
+      call_site: null,
+      related: [],
+      tensor: { shape: [8, 32], dtype: 'torch.float32', device: 'cpu' },
+      versions: [],
+      count: 1,
+    }]);
+    lap(`wrote ws/${RUN_REPORT} (the server runs)`);
+
+    // The finding is an error; IPL001 is a warning since the last step: the error squiggle
+    // and the Problems entry are the run's.
+    const left = () => Math.max(RUN_DIAGNOSTIC_S * 1000 - (Date.now() - written), 1);
+    const panel = page.locator('.markers-panel');
+    if (!await panel.isVisible()) await page.keyboard.press('Control+Shift+M');
+    const entry = panel.locator('.monaco-list-row', { hasText: said }).first();
+    await entry.waitFor({ timeout: left() });
+    await page.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: left() });
+    const shownS = (Date.now() - written) / 1000;
+    const text = (await entry.innerText()).replace(/\s+/g, ' ');
+    lap(`Problems panel, ${shownS.toFixed(1)} s after the report was written: ${text}`);
+    assert.match(text, /inplace-lsp run/);
+    assert.match(text, /inplace-error/);
+    assert.match(text, /\[Ln 22, Col 9\]/);
+    // The saving line comes with it, as related information (a row under the entry).
+    const saving = panel.locator('.monaco-list-row', { hasText: /\[Ln 21, Col 9\].*SigmoidBackward0/ }).first();
+    await saving.waitFor({ timeout: 10000 });
+    lap(`related: ${(await saving.innerText()).replace(/\s+/g, ' ')}`);
+    // VS Code's watcher told the server (the client's trace has the notification naming the
+    // report): its poll, every 10 s, may not have come yet.
+    const report = pathToFileURL(path.join(ws, RUN_REPORT)).href;
+    const sent = await logEntry([RUN_NOTIFICATION, report], 10000);
+    lap(`log: ${sent.replace(/^.*Sending/, 'Sending').replace(/\s+/g, ' ')}`);
+    lap(`screenshot ${await shot('run-findings.png')}`);
+
+    // Typed into that line, the code is no longer what ran: the run's finding goes, the
+    // analysis's IPL001 (still an in-place write) stays.
+    await goTo(22, 31);
+    await page.keyboard.type('2 * ');
+    await waitForLine(RUN_EDITED);
+    lap(`typed: ${(await lineWith('gate += 2 * x'))?.trim()}`);
+    await entry.waitFor({ state: 'detached', timeout: 30000 });
+    await page.locator('.monaco-editor .squiggly-error').first().waitFor({ state: 'detached', timeout: 30000 });
+    await page.locator('.monaco-editor .squiggly-warning').first().waitFor({ timeout: 30000 });
+    await panel.locator('.monaco-list-row', { hasText: 'IPL001' }).first().waitFor({ timeout: 30000 });
+    lap('run finding gone from the squiggles and the Problems panel; IPL001 stays');
+    // Back to the file as on disk, so no unsaved change rides into the next step.
+    for (let undo = 0; await lineWith('gate += x  #') === null; undo++) {
+      assert.ok(undo < 8, `the edit not undone: ${await lineWith('gate +=')}`);
+      await page.keyboard.press('Control+Z');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await waitForLine(MARKED);
   });
 });
 
