@@ -153,13 +153,14 @@ class Detector(contextlib.ContextDecorator):
         tracer.on_error = self._version_failure
         tracer.on_call_error = self._call_failure
         tracer.on_backward = self._after_backward
-        stack = contextlib.ExitStack()
-        stack.enter_context(_t.record_construction(frames))
-        stack.enter_context(torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack))
-        stack.enter_context(_t.warnings_at_callers())
-        stack.enter_context(_t.make_mode(tracer))
+        with contextlib.ExitStack() as stack:  # what did go in comes out if the rest fails
+            stack.enter_context(_t.record_construction(frames))
+            hooks = torch.autograd.graph.saved_tensors_hooks(tracer.pack, tracer.unpack)
+            stack.enter_context(hooks)
+            stack.enter_context(_t.warnings_at_callers())
+            stack.enter_context(_t.make_mode(tracer))
+            self._stack = stack.pop_all()
         self._tracer = tracer
-        self._stack = stack
         _active.detector = self
         return self
 
