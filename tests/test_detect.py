@@ -645,7 +645,11 @@ def test_the_readme_shows_what_anomaly_mode_and_the_detector_print(tmp_path: Pat
     packages = os.path.dirname(os.path.dirname(torch.__file__))
     for name, done in runs.items():
         assert done.returncode == 1, done.stderr
-        block = re.search(rf"^```text {name}\n(.*?)^```", readme, flags=re.M | re.S)
+        block = re.search(
+            rf"^<!-- the output of the {name} run, [^\n]*-->\n```text\n(.*?)^```",
+            readme,
+            flags=re.M | re.S,
+        )
         assert block is not None, name
         shown = [line for line in block.group(1).splitlines() if line != "..."]
         printed = (done.stdout + done.stderr).replace(packages, "...").splitlines()
