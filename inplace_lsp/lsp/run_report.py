@@ -17,7 +17,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -154,8 +154,48 @@ def newest_run(folders: Sequence[str], files: Signature | None = None) -> Run | 
         (r for r in reports if r.run_id == latest.run_id),
         key=lambda r: (-1 if r.rank is None else r.rank, r.path),
     )
-    findings = tuple(finding for report in of_run for finding in report.findings)
+    findings = _across_ranks([finding for report in of_run for finding in report.findings])
     return Run(latest.run_id, tuple(r.path for r in of_run), findings)
+
+
+_RANK = re.compile(r"\[rank (\d+)\] ")
+
+
+def _across_ranks(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    """One finding for what several ranks of a job found alike (the same lines, the same
+    message after its "[rank N] "), its message starting "[ranks 0-7] "; counts add up."""
+    groups: dict[tuple[Finding, bool], tuple[list[int], int]] = {}
+    for finding in findings:
+        match = _RANK.match(finding.message)
+        message = finding.message[match.end() :] if match else finding.message
+        key = (replace(finding, message=message, count=1), match is not None)
+        ranks, count = groups.get(key, ([], 0))
+        if match:
+            ranks.append(int(match.group(1)))
+        groups[key] = (ranks, count + finding.count)
+    merged = []
+    for (finding, ranked), (ranks, count) in groups.items():
+        message = finding.message
+        if ranked:
+            seen = sorted(set(ranks))
+            label = f"rank {seen[0]}" if len(seen) == 1 else f"ranks {_spans(seen)}"
+            message = f"[{label}] {message}"
+        merged.append(replace(finding, message=message, count=count))
+    return tuple(merged)
+
+
+def _spans(numbers: Sequence[int]) -> str:
+    """ "0-3, 5" for [0, 1, 2, 3, 5]."""
+    parts: list[str] = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        parts.append(str(start) if start == previous else f"{start}-{previous}")
+        if number is not None:
+            start = previous = number
+    return ", ".join(parts)
 
 
 def read(path: str, mtime_ns: int = 0) -> Report | None:
