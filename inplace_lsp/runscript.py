@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from inplace_lsp.detector import Detector, rank_path
+from inplace_lsp.detector import Detector
 from inplace_lsp.lsp import run_report
 from inplace_lsp.verify import tracer
 
@@ -193,7 +193,7 @@ def main(argv: list[str]) -> int:
     if error is not None:
         _print_error(error)
     detector.finish(code)
-    _summary(detector, error, report)
+    _summary(detector, error)
     return code
 
 
@@ -205,7 +205,7 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _summary(detector: Detector, error: BaseException | None, report: Path | None) -> None:
+def _summary(detector: Detector, error: BaseException | None) -> None:
     """The errors that the traceback above does not show (the script caught them), then one
     line of counts, when anything was found."""
     findings = detector.findings
@@ -216,7 +216,7 @@ def _summary(detector: Detector, error: BaseException | None, report: Path | Non
         if finding["severity"] == "error" and finding.get("detail", "") not in shown:
             print(f"inplace-lsp run: {finding['message']}", file=sys.stderr)
     errors = sum(f["severity"] == "error" for f in findings)
-    where = f"; report: {_shown(rank_path(report, detector.rank))}" if report else ""
+    where = f"; report: {_shown(detector.report)}" if detector.report is not None else ""
     print(
         f"inplace-lsp run: {errors} error(s), {len(findings) - errors} warning(s){where}",
         file=sys.stderr,
