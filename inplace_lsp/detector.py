@@ -85,7 +85,7 @@ def _source(site: _t.Site | None) -> str:
 def _where(site: _t.Site | None, **extra: object) -> dict[str, object] | None:
     if site is None:
         return None
-    return {"path": site.path, "line": site.line, "source": _source(site), **extra}
+    return {**site.as_json(), "source": _source(site), **extra}
 
 
 def _short(site: _t.Site) -> str:

@@ -57,12 +57,10 @@ class _Session:
         self.collector = Detector(report=Path(report) if report else config.rootpath / REPORT_NAME)
         self.collector.header["command"] = ["pytest", *config.invocation_params.args]
 
-    def detector(self, nodeid: str) -> Detector:
+    def detector(self) -> Detector:
         from inplace_lsp.detector import Detector
 
-        detector = Detector(retention=self.retention)
-        detector.header["test"] = nodeid
-        return detector
+        return Detector(retention=self.retention)
 
     def gather(self, detector: Detector, nodeid: str) -> None:
         for finding in detector.findings:
@@ -90,7 +88,7 @@ def _under_detector(item: pytest.Item) -> Generator[None, None, None]:
     if state is None:
         yield
         return
-    detector = state.detector(item.nodeid)
+    detector = state.detector()
     with detector:
         yield  # the test phase; its exception stays pytest's (an old-style wrapper)
     state.gather(detector, item.nodeid)

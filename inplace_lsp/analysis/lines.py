@@ -35,9 +35,13 @@ def lines_with_ends(text: str) -> list[str]:
     return _LINE_WITH_END.findall(text)
 
 
+def line_breaks(text: str) -> int:
+    """How many line breaks `text` holds (`\r\n` is one)."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
 def line_count(text: str) -> int:
     """How many lines `lines_with_ends(text)` has."""
     if not text:
         return 0
-    breaks = text.count("\n") + text.count("\r") - text.count("\r\n")
-    return breaks + (0 if text[-1] in "\r\n" else 1)
+    return line_breaks(text) + (0 if text[-1] in "\r\n" else 1)

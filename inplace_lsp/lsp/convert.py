@@ -81,14 +81,15 @@ def from_units(line: str, offset: int, encoding: str) -> int:
     return len(line)
 
 
-def _line(lines: Sequence[str], line_index: int) -> str:
+def line_at(lines: Sequence[str], line_index: int) -> str:
+    """Line `line_index` (0-based) of `lines`; "" past either end."""
     return lines[line_index] if 0 <= line_index < len(lines) else ""
 
 
 def position(lines: Sequence[str], line: int, col: int, encoding: str) -> types.Position:
     """A 1-based line and code-point column as an LSP Position."""
     index = max(line - 1, 0)
-    return types.Position(index, to_units(_line(lines, index), col, encoding))
+    return types.Position(index, to_units(line_at(lines, index), col, encoding))
 
 
 def to_range(span: Span, lines: Sequence[str], encoding: str) -> types.Range:
@@ -100,7 +101,7 @@ def to_range(span: Span, lines: Sequence[str], encoding: str) -> types.Range:
 
 def to_point(lines: Sequence[str], where: types.Position, encoding: str) -> tuple[int, int]:
     """An LSP Position as (1-based line, code-point column)."""
-    return where.line + 1, from_units(_line(lines, where.line), where.character, encoding)
+    return where.line + 1, from_units(line_at(lines, where.line), where.character, encoding)
 
 
 def to_span(lines: Sequence[str], where: types.Range, encoding: str) -> Span:
@@ -112,7 +113,7 @@ def to_span(lines: Sequence[str], where: types.Range, encoding: str) -> Span:
 def code_range(lines: Sequence[str], index: int, encoding: str) -> types.Range:
     """The code on 0-based line `index` (lines with or without their ends): its text without
     indentation and trailing blanks; an empty range at its start when it holds none."""
-    text = _line(lines, index).rstrip("\r\n")
+    text = line_at(lines, index).rstrip("\r\n")
     start = len(text) - len(text.lstrip())
     end = len(text.rstrip())
     if end <= start:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from inplace_lsp.analysis.lines import split_lines
+from inplace_lsp.analysis.lines import line_breaks, split_lines
 from inplace_lsp.lsp import convert
 from inplace_lsp.lsp.run_report import Finding, Place, Run
 
@@ -54,20 +54,12 @@ def read_lines(path: str) -> list[str] | None:
         return None
 
 
-def _line(lines: Sequence[str], index: int) -> str:
-    return lines[index] if 0 <= index < len(lines) else ""
-
-
 def _count(lines: Sequence[str]) -> int:
     """The number of lines as LSP counts them, for lines with ends (pygls: no empty last line
     after a final line break) or without (`split_lines`)."""
     if not lines or lines[-1].endswith(("\n", "\r")):
         return len(lines) + 1
     return len(lines)
-
-
-def _breaks(text: str) -> int:
-    return text.count("\n") + text.count("\r") - text.count("\r\n")
 
 
 def changed_lines(changes: Sequence[object], count: int) -> tuple[int, int]:
@@ -83,7 +75,7 @@ def changed_lines(changes: Sequence[object], count: int) -> tuple[int, int]:
         start, end = min(where.start.line, last), min(where.end.line, last)
         prefix = min(prefix, start)
         suffix = min(suffix, last - end)
-        count += _breaks(str(getattr(change, "text", ""))) - (end - start)
+        count += line_breaks(str(getattr(change, "text", ""))) - (end - start)
     return max(prefix, 0), max(suffix, 0)
 
 
@@ -329,7 +321,7 @@ class RunFindings:
                 else:
                     guess = min(anchor.line, new_end - 1)
                     line = _near(new, anchor.source, guess, prefix, new_end)
-            if line is None or _line(new, line).strip() != anchor.source:
+            if line is None or convert.line_at(new, line).strip() != anchor.source:
                 anchor.alive = False
                 dropped.add(anchor.owner)
             elif line != anchor.line:
@@ -359,7 +351,7 @@ def _related(finding: Finding) -> list[tuple[Place, str]]:
 
 
 def _same(old: Sequence[str], i: int, new: Sequence[str], j: int) -> bool:
-    a, b = _line(old, i), _line(new, j)
+    a, b = convert.line_at(old, i), convert.line_at(new, j)
     return a is b or a == b or a.strip() == b.strip()
 
 
@@ -367,8 +359,8 @@ def _matched(
     old: Sequence[str], new: Sequence[str], start: int, old_end: int, new_end: int
 ) -> dict[int, int]:
     """Old line -> new line, for the lines of the changed region that difflib pairs up."""
-    before = [_line(old, i).strip() for i in range(start, old_end)]
-    after = [_line(new, j).strip() for j in range(start, new_end)]
+    before = [convert.line_at(old, i).strip() for i in range(start, old_end)]
+    after = [convert.line_at(new, j).strip() for j in range(start, new_end)]
     pairs: dict[int, int] = {}
     matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
     for i, j, size in matcher.get_matching_blocks():
@@ -381,6 +373,6 @@ def _near(lines: Sequence[str], source: str, guess: int, low: int, high: int) ->
     """The line in [low, high) nearest `guess` (within NEAR) that holds `source`, stripped."""
     for distance in range(NEAR + 1):
         for line in (guess - distance, guess + distance) if distance else (guess,):
-            if low <= line < high and _line(lines, line).strip() == source:
+            if low <= line < high and convert.line_at(lines, line).strip() == source:
                 return line
     return None
