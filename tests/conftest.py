@@ -1,5 +1,5 @@
 """The whole suite runs the analyzer in strict mode: a syntax node the interpreter has no
-handler for raises instead of being skipped (`dataflow.STRICT`), so the test that meets it
+handler for raises instead of being skipped (`evaluator.STRICT`), so the test that meets it
 fails and unknown syntax cannot hide. Servers and CLIs the tests start inherit it.
 
 `inplace-lsp check` keeps a cache of results in the user's cache directory; the suite's runs

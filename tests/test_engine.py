@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from edits import parses, semantic_edits
 
-from inplace_lsp.analysis import dataflow
+from inplace_lsp.analysis import evaluator
 from inplace_lsp.analysis.blocks import ParseCache
 from inplace_lsp.analysis.engine import DocumentAnalysis, DocumentResult, analyze, analyze_document
 from inplace_lsp.analysis.findings import Severity
@@ -308,29 +308,29 @@ def _node_classes(base: type) -> list[type]:
 def test_every_statement_and_expression_has_a_handler() -> None:
     """Python's grammar grows (`type X = ...` in 3.12): a node the interpreter does not
     handle must show up here, not be skipped silently while analysing."""
-    from inplace_lsp.analysis import dataflow
+    from inplace_lsp.analysis import evaluator
 
-    missing = [c.__name__ for c in _node_classes(ast.stmt) if c not in dataflow._STMT_HANDLERS]
-    missing += [c.__name__ for c in _node_classes(ast.expr) if c not in dataflow._EXPR_HANDLERS]
+    missing = [c.__name__ for c in _node_classes(ast.stmt) if c not in evaluator._STMT_HANDLERS]
+    missing += [c.__name__ for c in _node_classes(ast.expr) if c not in evaluator._EXPR_HANDLERS]
     assert missing == []
 
 
 def test_the_suite_runs_in_strict_mode_and_an_unhandled_node_raises(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from inplace_lsp.analysis import dataflow
+    from inplace_lsp.analysis import evaluator
 
-    assert dataflow.STRICT  # tests/conftest.py sets INPLACE_LSP_STRICT=1
+    assert evaluator.STRICT  # tests/conftest.py sets INPLACE_LSP_STRICT=1
     text = (
         "import torch\ndef f(x):\n    h = x * 2\n    assert h.dim() == 2\n    h.mul_(2)\n"
         "    return h\n"
     )
     analyze(text)
-    handlers = {k: v for k, v in dataflow._STMT_HANDLERS.items() if k is not ast.Assert}
-    monkeypatch.setattr(dataflow, "_STMT_HANDLERS", handlers)
-    with pytest.raises(dataflow.UnhandledNode, match=r"ast\.Assert \(line 4\)"):
+    handlers = {k: v for k, v in evaluator._STMT_HANDLERS.items() if k is not ast.Assert}
+    monkeypatch.setattr(evaluator, "_STMT_HANDLERS", handlers)
+    with pytest.raises(evaluator.UnhandledNode, match=r"ast\.Assert \(line 4\)"):
         analyze(text)
-    monkeypatch.setattr(dataflow, "STRICT", False)
+    monkeypatch.setattr(evaluator, "STRICT", False)
     assert [f for f in analyze(text) if f.severity is Severity.ERROR] == []
 
 
@@ -581,7 +581,7 @@ def test_the_unit_is_the_function_and_what_ran_it(
     live = DocumentAnalysis()
     live.update(UNITS)
     interpreted: list[str] = []
-    original = dataflow.Interpreter.run_function
+    original = evaluator.Interpreter.run_function
 
     def counting(self, fn, start, owner):  # type: ignore[no-untyped-def]
         interpreted.append(f"{owner.name}.{fn.name}" if owner is not None else fn.name)
@@ -589,7 +589,7 @@ def test_the_unit_is_the_function_and_what_ran_it(
 
     edited = UNITS.replace(old, new, 1)
     assert edited != UNITS
-    monkeypatch.setattr(dataflow.Interpreter, "run_function", counting)
+    monkeypatch.setattr(evaluator.Interpreter, "run_function", counting)
     result = live.update(edited)
     monkeypatch.undo()
     assert sorted(interpreted) == sorted(ran)

@@ -23,7 +23,8 @@ from typing import cast
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import Block, ParseCache, Splitter, digest
 from inplace_lsp.analysis.candidates import is_candidate
-from inplace_lsp.analysis.dataflow import Facts, Interpreter
+from inplace_lsp.analysis.domain import Facts
+from inplace_lsp.analysis.evaluator import Interpreter
 from inplace_lsp.analysis.findings import Finding, Severity, Span
 from inplace_lsp.analysis.knowledge import Knowledge, load
 from inplace_lsp.analysis.lines import lines_with_ends, split_lines

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from inplace_lsp.analysis import knowledge
-from inplace_lsp.analysis.dataflow import ALIAS_METHODS, TENSOR_ATTR_VIEWS
 from inplace_lsp.analysis.findings import Span
+from inplace_lsp.analysis.torch_ops import ALIAS_METHODS, TENSOR_ATTR_VIEWS
 from inplace_lsp.fixes.source import BlockTree, Located, Source, walk_statements
 
 # `.to()`, `.contiguous()`, `.float()` and the like return the tensor itself when nothing has to

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from inplace_lsp.analysis.dataflow import Conflict, Facts, Loc, Mutation, Save
+from inplace_lsp.analysis.domain import Conflict, Facts, Loc, Mutation, Save
 from inplace_lsp.analysis.findings import (
     Confidence,
     Finding,
@@ -131,7 +131,7 @@ def suggestion(ctx: DocContext, mutation: Mutation) -> str:
             rhs = ast.unparse(node.value)
             if isinstance(node.value, (ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp)):
                 rhs = f"({rhs})"
-            from inplace_lsp.analysis.dataflow import AUG_SYMBOL
+            from inplace_lsp.analysis.torch_ops import AUG_SYMBOL
 
             return f"Write `{target} = {target} {AUG_SYMBOL.get(type(node.op), '+')} {rhs}`."
     if mutation.fix == "method-out-of-place":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from inplace_lsp.analysis.dataflow import Facts, Mutation
+from inplace_lsp.analysis.domain import Facts, Mutation
 from inplace_lsp.analysis.findings import Confidence, Finding, Related, Severity
 from inplace_lsp.analysis.rules.base import (
     DocContext,

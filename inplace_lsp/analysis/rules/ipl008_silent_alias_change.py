@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from inplace_lsp.analysis.dataflow import Facts
+from inplace_lsp.analysis.domain import Facts
 from inplace_lsp.analysis.findings import Confidence, Finding, Related, Severity
 from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule, fix_recipe
 

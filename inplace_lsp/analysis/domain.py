@@ -1,0 +1,479 @@
+"""The abstract domain of the analysis: values (tensors, modules, optimizers, Python values),
+version groups and graphs, branch contexts, the events that decide autograd errors (save,
+mutation, conflict, refusal, leaf write, accumulation, alias read), the per-path autograd state
+(Heap) and a function activation (Frame); how values and states join where paths meet.
+
+Pure data: no AST walking, no torch knowledge.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass, field
+
+from inplace_lsp.analysis.model import ClassInfo, Submodule
+
+Loc = tuple[int, int, int, int]  # absolute 1-based line, utf-8 col, end line, end col
+
+
+InferenceSite = tuple[Loc, str | None]  # a torch.inference_mode() block: where, in which file
+
+
+# A branch's condition: format, its node, its document line (None: in another file).
+Label = tuple[str, ast.AST | None, int | None]
+
+
+# At most this many arguments are named in "fails if `a` or `b` requires grad".
+_NAMED_ARGUMENTS = 3
+
+
+# `func = a if c else b`: a call of `func` runs each of up to this many functions.
+_CALLEE_CHOICES = 4
+
+
+_ids = itertools.count(1)
+
+
+def new_id() -> int:
+    return next(_ids)
+
+
+@dataclass(eq=False)
+class ModuleRef:
+    """An nn.Module instance: a local class, a torch.nn class, or unknown."""
+
+    qualname: str | None
+    cls: ClassInfo | None
+    params_group: int
+    submodule: Submodule | None = None  # where it was constructed (`self.act = nn.ReLU(...)`)
+    site_start: int = 1  # block start line of the constructor call
+    parent: ModuleRef | None = None
+    training_flag: bool | None = None  # None: as its parent (model.eval() reaches every child)
+    conditional: bool = False  # `self.act = A() if flag else B()`: which one runs is not known
+    site_path: str | None = None  # the file of the constructor call (None: this document)
+    consts: dict[str, object] = field(default_factory=dict)  # constant constructor arguments
+    attrs: dict[str, Value] = field(default_factory=dict)
+    children: list[ModuleRef] | None = None
+    # register_forward_pre_hook / register_forward_hook: ("pre" | "post", the hook function)
+    hooks: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=list)
+    frozen: bool | None = None  # requires_grad_(False) on it (None: as its parent)
+
+    @property
+    def params_frozen(self) -> bool:
+        return self._inherited("frozen", False)
+
+    @property
+    def training(self) -> bool:
+        return self._inherited("training_flag", True)
+
+    def _inherited(self, flag: str, default: bool) -> bool:
+        """A flag set on the module or, where it is None, on the nearest parent that has it
+        (`model.eval()` and `model.requires_grad_(False)` reach every submodule)."""
+        ref: ModuleRef | None = self
+        while ref is not None:
+            value: bool | None = getattr(ref, flag)
+            if value is not None:
+                return value
+            ref = ref.parent
+        return default
+
+
+@dataclass(eq=False)
+class Value:
+    # "tensor" | "scalar" | "module" | "optimizer" | "params" | "container" | "symbol" | "unknown"
+    kind: str
+    groups: frozenset[int] = frozenset()
+    tensor: bool | None = None
+    grad: bool | None = None
+    grad_assumed: bool = False  # grad is an assumption (forward input), not proven
+    leaf: bool = False
+    graph: frozenset[int] = frozenset()
+    detached: str = ""  # "detach" (shares the version counter) or "data" (hides writes from it)
+    partial: bool = False  # a slice of a tensor, not the whole of it
+    joined: bool = False
+    origin: str = ""
+    module: ModuleRef | None = None
+    steps: frozenset[int] = frozenset()  # optimizer: parameter groups it updates
+    items: tuple[Value, ...] | None = None
+    qualname: str | None = None  # symbol: dotted name
+    name: str | None = None  # the variable it was last bound to (for messages)
+    const: object = None  # scalar: its value, when has_const
+    producer: str = ""  # the known op or module that made it ("": unknown, e.g. an argument)
+    has_const: bool = False
+    grad_from: str = ""  # grad unknown: the argument whose requires-grad it rests on
+    dtype: str = ""  # "float32", "float64", ... ("": unknown)
+    contiguous: bool | None = None  # the memory layout, where known (transpose: False)
+    # Made by an op under torch.inference_mode(): where that block or decorator is (its
+    # location and file; None: not an inference tensor). Views keep it; a view of a normal
+    # tensor made there is normal.
+    inference: InferenceSite | None = None
+    # How torch created this view, where that forbids writing into it with grad on: "multi"
+    # (an output of split / chunk / unbind), "no_grad" (made under no_grad from a tensor
+    # that requires grad) or "leaf" (a view of a leaf that requires grad); "" otherwise.
+    view_kind: str = ""
+    # One parameter of a module (`self.fc.bias`): the module's parameters share one version
+    # group, and a save of another of them (`param:weight`) is not this tensor ("": any).
+    param: str = ""
+    # Joined because an op may return the tensor itself or a copy: the condition under which
+    # it is the same memory, for messages ("" when the doubt is the path taken).
+    maybe: str = ""
+    # Stands for the tuple of views split / chunk / tensor_split return: unpacking or indexing
+    # it gives those views (not torch's unbind of one tensor).
+    pieces: bool = False
+
+    @property
+    def tensorish(self) -> bool:
+        return self.kind in ("tensor", "unknown") and self.tensor is not False
+
+
+def replace(value: Value, **changes: object) -> Value:
+    """A shallow copy of a Value with some fields changed (dataclasses.replace is slow)."""
+    clone = object.__new__(Value)
+    clone.__dict__.update(value.__dict__)
+    clone.__dict__.update(changes)
+    return clone
+
+
+def scalar() -> Value:
+    return Value("scalar", tensor=False, grad=False)
+
+
+def unknown() -> Value:
+    """An object the analysis knows nothing about (a fresh object each time: Values are mutable)."""
+    return Value("unknown", frozenset({new_id()}), tensor=None, grad=None)
+
+
+def constant(value: object) -> Value:
+    return Value("scalar", tensor=False, grad=False, const=value, has_const=True)
+
+
+@dataclass(eq=False)
+class Ctx:
+    """A branch context; a save in an ancestor context happens on every path to its children."""
+
+    parent: Ctx | None = None
+    # The condition under which this context runs, for messages ("`if mask is None:` (line
+    # 12) is true"), as (format, node, where) rendered by _label only when a message needs it
+    # (ast.unparse on every branch run would cost the analysis a tenth of its time); None for
+    # the root and for contexts that need no saying.
+    label: Label | None = None
+
+    def descends_from(self, other: Ctx) -> bool:
+        node: Ctx | None = self
+        while node is not None:
+            if node is other:
+                return True
+            node = node.parent
+        return False
+
+
+@dataclass(eq=False)
+class Save:
+    id: int
+    group: int
+    op: str
+    slot: str  # "output", "input", "arg1", "param:weight"
+    grad_fn: str | None
+    loc: Loc
+    ctx: Ctx
+    possible: bool
+    what: str  # the tensor's name in the user's code, when known
+    path: str | None = None  # file of the saving op (None: the document analysed)
+    grad_from: str = ""  # saved only if this argument requires grad (it is not known)
+    on_some_paths: bool = False  # possible for another reason than an unknown argument
+    param: str = ""  # the module parameter saved (`weight`), where known ("": any of them)
+
+
+@dataclass(eq=False)
+class Mutation:
+    id: int
+    # "augassign" | "method" | "setitem" | "out" | "inplace_kwarg" | "inplace_module" | "step"
+    kind: str
+    op: str  # what the user wrote: "+=", "add_", "x[...] = ", "inplace=True", "optimizer.step()"
+    loc: Loc
+    ctx: Ctx
+    value: Value
+    possible: bool
+    target: str | None  # the name written to
+    stmt_loc: Loc  # the enclosing statement, which a fix rewrites
+    fix: str | None  # recipe kind
+    call_site: Loc | None = None  # inplace modules: where the module was called
+    activation: bool = False
+    path: str | None = None  # file of loc (None: the document analysed)
+    call_site_path: str | None = None
+    # The statement throws the written tensor away (`F.relu(h, inplace=True)` on its own
+    # line): the write is how the program passes the result on, so `h` is meant to change.
+    discarded: bool = False
+    # Names other than the one written (or, for an in-place activation whose result is used,
+    # that one too) read after the write: they see the new values.
+    aliases_read: list[str] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Conflict:
+    """A write to a tensor after an op saved it, reached by backward (or escaping to it)."""
+
+    mutation: Mutation
+    save: Save
+    definite: bool
+    via: str  # "backward" | "escape"
+    backward_loc: Loc | None = None
+    # Not definite: the unknown argument it rests on ("" when none is named) and whether it
+    # also depends on the path taken.
+    grad_from: str = ""
+    on_some_paths: bool = True
+    # The branches on which the save happened and the write's path need not have taken, as
+    # the conditions they run under (outermost first): the failure needs all of them.
+    branches: tuple[str, ...] = ()
+
+
+@dataclass(eq=False)
+class Refusal:
+    """An in-place write that torch refuses at once, whatever was saved: into an inference
+    tensor outside inference mode, `out=` with an argument that requires grad, into an
+    output of split / chunk / unbind, into a view made under no_grad (each with grad on)."""
+
+    mutation: Mutation
+    reason: str  # "inference" | "out" | "multi_view" | "no_grad_view"
+    definite: bool
+    grad_from: str = ""  # not definite: the argument whose requires-grad decides
+    made_in: InferenceSite | None = None  # "inference": the block that made the tensor
+
+
+@dataclass(eq=False)
+class LeafWrite:
+    mutation: Mutation
+    definite: bool
+
+
+@dataclass(eq=False)
+class Accumulation:
+    name: str
+    loc: Loc
+    stmt_loc: Loc
+    value_text: str
+
+
+@dataclass(eq=False)
+class AliasRead:
+    """A name read after an in-place write changed its tensor through another name."""
+
+    mutation: Mutation
+    read_name: str
+    read_loc: Loc
+
+
+@dataclass
+class Facts:
+    """Everything rules need, for one analysis entry point (function or module-level code)."""
+
+    conflicts: list[Conflict] = field(default_factory=list)
+    leaf_writes: list[LeafWrite] = field(default_factory=list)
+    accumulations: list[Accumulation] = field(default_factory=list)
+    alias_reads: list[AliasRead] = field(default_factory=list)
+    detached_writes: list[Mutation] = field(default_factory=list)
+    activation_reads: list[AliasRead] = field(default_factory=list)
+    # In-place writes checked and found safe: nothing had saved the tensor (Hint findings).
+    safe_writes: list[Mutation] = field(default_factory=list)
+    # Every `inplace=True` write (module or function), to tell whether turning one keyword off
+    # keeps what every call through it computes.
+    inplace_flags: list[Mutation] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+
+    def extend(self, other: Facts) -> None:
+        self.conflicts += other.conflicts
+        self.leaf_writes += other.leaf_writes
+        self.accumulations += other.accumulations
+        self.alias_reads += other.alias_reads
+        self.detached_writes += other.detached_writes
+        self.activation_reads += other.activation_reads
+        self.safe_writes += other.safe_writes
+        self.inplace_flags += other.inplace_flags
+        self.refusals += other.refusals
+
+
+@dataclass
+class Heap:
+    """Per-path autograd state: live saves per version group, stale saves, freed saves."""
+
+    live: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    stale: dict[int, Mutation] = field(default_factory=dict)
+    freed: set[int] = field(default_factory=set)
+    pending_alias: dict[int, list[tuple[Mutation, frozenset[str]]]] = field(default_factory=dict)
+    # Parameter groups known to hold no gradient: zero_grad() set them to None and no
+    # backward() ran since. optimizer.step() skips a parameter without one.
+    no_grads: frozenset[int] = frozenset()
+
+    def copy(self) -> Heap:
+        return Heap(
+            dict(self.live),
+            dict(self.stale),
+            set(self.freed),
+            {k: list(v) for k, v in self.pending_alias.items()},
+            self.no_grads,
+        )
+
+    def join(self, other: Heap) -> None:
+        for group, saves in other.live.items():
+            mine = self.live.get(group, ())
+            if saves is mine:  # both copied from the heap before the branch: unchanged
+                continue
+            self.live[group] = mine + tuple(s for s in saves if s not in mine)
+        for sid, mutation in other.stale.items():
+            self.stale.setdefault(sid, mutation)
+        self.freed &= other.freed
+        self.no_grads &= other.no_grads
+        for group, pend in other.pending_alias.items():
+            mine_p = self.pending_alias.setdefault(group, [])
+            if pend != mine_p:
+                mine_p.extend(p for p in pend if p not in mine_p)
+
+
+@dataclass
+class Frame:
+    """One function activation: its variables and where its code sits in the document."""
+
+    env: dict[str, Value]
+    start: int  # block start line (1-based) of the code running in this frame
+    grad_enabled: bool
+    ctx: Ctx
+    returns: list[Value] = field(default_factory=list)
+    loop_depth: int = 0
+    loop_names: list[set[str]] = field(default_factory=list)
+    loop_has_backward: list[bool] = field(default_factory=list)
+    stmt: ast.stmt | None = None
+    path: str | None = None  # the file the code comes from (None: the document analysed)
+    # Reachability: the path being run ended (`return`, `raise`, `break`, `continue`); the
+    # statements after it in its block never run, and its state flows where the jump goes.
+    dead: str = ""  # "" (live) or the statement that ended the path
+    exits: list[Heap] = field(default_factory=list)  # the heaps at each `return`
+    breaks: list[list[State]] = field(default_factory=list)  # per enclosing loop
+    continues: list[list[State]] = field(default_factory=list)
+
+
+State = tuple[dict[str, "Value"], Heap]  # a path's variables and autograd state
+
+
+def join_values(a: Value, b: Value) -> Value:
+    if a is b:
+        return a
+    if a.kind == b.kind == "scalar":
+        return a
+    if a.kind == b.kind == "symbol" and (a.qualname or a.items) and (b.qualname or b.items):
+        # `func = _multi_tensor_adam if foreach else _single_tensor_adam`: one of them.
+        choices = {v.qualname: v for v in (*(a.items or (a,)), *(b.items or (b,)))}
+        if len(choices) == 1:
+            return a
+        if len(choices) <= _CALLEE_CHOICES:
+            return Value("symbol", tensor=False, grad=False, items=tuple(choices.values()))
+    kind = a.kind if a.kind == b.kind else ("tensor" if "tensor" in (a.kind, b.kind) else "unknown")
+    tensor = a.tensor if a.tensor == b.tensor else None
+    if a.grad is True or b.grad is True:
+        grad: bool | None = True
+    elif a.grad is False and b.grad is False:
+        grad = False
+    else:
+        grad = None
+    return Value(
+        kind,
+        groups=a.groups | b.groups,
+        tensor=tensor,
+        grad=grad,
+        grad_assumed=a.grad_assumed or b.grad_assumed,
+        leaf=a.leaf and b.leaf,
+        graph=a.graph | b.graph,
+        detached=a.detached if a.detached == b.detached else "",
+        joined=True,
+        origin=a.origin or b.origin,
+        producer=a.producer if a.producer == b.producer else "",
+        module=a.module if a.module is b.module else (a.module or b.module),
+        steps=a.steps | b.steps,
+        name=a.name,
+        # One of the two: the arguments either rests on, as far as they are named.
+        grad_from=grad_sources([v for v in (a, b) if v.grad_from]) if grad is None else "",
+    )
+
+
+def join_states(states: list[State]) -> State:
+    """The state where paths meet: each variable joined over the paths that bound it, and
+    the autograd state joined (the first path's objects are reused)."""
+    env, heap = states[0]
+    for other_env, other_heap in states[1:]:
+        merged: dict[str, Value] = {}
+        # In the order the names were bound (a set's order would depend on the hash seed,
+        # and so would which name a message gives).
+        for name in [*env, *(name for name in other_env if name not in env)]:
+            a, b = env.get(name), other_env.get(name)
+            merged[name] = join_values(a, b) if a is not None and b is not None else (a or b)  # type: ignore[assignment]
+        env = merged
+        if other_heap is not heap:
+            heap.join(other_heap)
+    return env, heap
+
+
+def grad_sources(values: list[Value]) -> str:
+    """The arguments an unknown requires-grad rests on ("a" or "a, w": it requires grad if
+    any of them does), or "" when an unknown of them is not an argument (or too many are)."""
+    unknown = [v.grad_from for v in values if v.grad is None]
+    if not unknown or not all(unknown):
+        return ""
+    names = sorted({name for names in unknown for name in names.split(", ")})
+    return ", ".join(names) if len(names) <= _NAMED_ARGUMENTS else ""
+
+
+def tensors_in(value: Value) -> list[Value]:
+    """The tensors of an argument: itself, or the items of a list/tuple (torch.cat([a, b]))."""
+    if value.kind == "container" and value.items:
+        return [t for item in value.items for t in tensors_in(item)]
+    if value.kind == "container" and (value.graph or value.grad):
+        return [Value("tensor", frozenset(), True, value.grad, graph=value.graph)]
+    return [value] if value.tensorish else []
+
+
+def branch_conditions(saved_in: Ctx, written_in: Ctx) -> tuple[str, ...]:
+    """The conditions of the contexts the save ran in that the write's context is not within
+    (outermost first): the save happened only on the paths that took them."""
+    labels: list[str] = []
+    node: Ctx | None = saved_in
+    while node is not None and not written_in.descends_from(node):
+        if node.label is not None:
+            form, condition, line = node.label
+            code = short_source(condition) if condition is not None else ""
+            labels.append(form.format(code, f" (line {line})" if line is not None else ""))
+        node = node.parent
+    return tuple(reversed(labels))
+
+
+def short_source(node: ast.AST, limit: int = 40) -> str:
+    """The source of a condition for a message, cut short when long."""
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def owning_instance(ref: ModuleRef | None) -> ModuleRef | None:
+    """The nearest enclosing instance of a local class (whose __init__ built this module)."""
+    while ref is not None and ref.cls is None:
+        ref = ref.parent
+    return ref
+
+
+def location(node: ast.AST, start: int) -> Loc:
+    """Where a node is in the document: its lines from a block starting at line `start`."""
+    off = start - 1
+    line: int = getattr(node, "lineno", 1)
+    end_line: int = getattr(node, "end_lineno", None) or line
+    col: int = getattr(node, "col_offset", 0)
+    end_col: int = getattr(node, "end_col_offset", None) or col
+    return (line + off, col, end_line + off, end_col)
+
+
+def unknown_call(args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """The result of a call the analysis does not follow: it requires grad if an argument
+    does, and its graph holds the arguments' graphs."""
+    values = [*args, *kwargs.values()]
+    grad: bool | None = (
+        True if any(v.grad for v in values if v.tensorish or v.kind == "container") else None
+    )
+    graph: frozenset[int] = frozenset().union(*(v.graph for v in values)) if values else frozenset()
+    return Value("unknown", frozenset({new_id()}), None, grad, graph=graph)

@@ -1,0 +1,1522 @@
+"""Abstract interpretation of one function body: tensor values, version groups, and the events
+that decide autograd errors (save, mutate, backward, optimizer step).
+
+Every tensor-valued name holds a Value. Views, `.detach()`, `.data` and in-place results share
+their source's version groups. An op that saves a tensor for backward adds a Save to the
+tensor's group; a later in-place write on that group makes the save stale. A stale save is an
+error when a backward() runs through it, or (in a function that leaves backward to its caller)
+when the graph holding it escapes through a return value or an attribute.
+
+Calls to local functions, methods and nn.Module classes are interpreted inline with the
+caller's values (depth-limited), so a save in forward() and a write in a helper method are
+seen together. Branches are analysed separately and joined; loop bodies run twice.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+from collections.abc import Callable
+
+from inplace_lsp.analysis.binder import (
+    CONTAINER_TYPES,
+    UNROLLED_LAYERS,
+    always_true,
+    annotation_text,
+    const_index,
+    dotted,
+    has_backward,
+    is_static,
+    leading_index,
+    outer_type,
+    root_name,
+    small_range,
+    string_key,
+    writes_in_place,
+)
+from inplace_lsp.analysis.domain import (
+    Accumulation,
+    AliasRead,
+    Ctx,
+    Facts,
+    Frame,
+    Heap,
+    InferenceSite,
+    Label,
+    ModuleRef,
+    Save,
+    State,
+    Value,
+    constant,
+    grad_sources,
+    join_states,
+    join_values,
+    location,
+    new_id,
+    replace,
+    scalar,
+    tensors_in,
+    unknown,
+    unknown_call,
+)
+from inplace_lsp.analysis.knowledge import (
+    Knowledge,
+)
+from inplace_lsp.analysis.model import (
+    ClassInfo,
+    ModuleModel,
+    Submodule,
+    Undecidable,
+    evaluate,
+)
+from inplace_lsp.analysis.model import submodule as submodule_of
+from inplace_lsp.analysis.objects import Objects, bind_consts, element_module, twin_module
+from inplace_lsp.analysis.torch_ops import (
+    ALIAS_METHODS,
+    AUG_SYMBOL,
+    AUTOGRAD_FUNCTIONS,
+    BIN_OPS,
+    BUILTIN_METHODS,
+    ENABLE_GRAD_CONTEXTS,
+    FACTS,
+    FLOAT_TENSOR,
+    INFERENCE_CONTEXTS,
+    INTEGER_TENSOR,
+    LAYOUT_METHODS,
+    NO_GRAD_CONTEXTS,
+    OP_TEXT,
+    SCALAR_ATTRS,
+    SCALAR_METHODS,
+    SET_GRAD_CONTEXTS,
+    TENSOR_ANNOTATION,
+    TENSOR_ATTR_VIEWS,
+    builtin_call,
+    created_tensor,
+    mode_off,
+    parameter_grad,
+    requires_grad_flag,
+    retains_graph,
+    sets_to_none,
+    spelled_call,
+    target_dtype,
+    toggle_grad,
+    view_layout,
+)
+
+MAX_INLINE_DEPTH = 4
+# The work one inlined call may do, its own callees included, before the calls it makes are
+# treated as unknown (branchy helpers calling helpers would otherwise cost exponential time).
+# Each call gets its own allowance and the entry point has none, so whether a call is followed
+# depends only on the called code, never on how much unrelated code ran before it.
+CALL_BUDGET = 1500
+
+
+# Strict mode (the test suite sets INPLACE_LSP_STRICT=1): a syntax node without a handler
+# raises UnhandledNode instead of being skipped, so unknown syntax cannot hide silently.
+STRICT = os.environ.get("INPLACE_LSP_STRICT") == "1"
+
+
+class Interpreter(Objects):
+    """Runs one entry point abstractly and collects Facts."""
+
+    def __init__(self, model: ModuleModel, knowledge: Knowledge) -> None:
+        self.model = model
+        self.kb = knowledge
+        self.saves: dict[int, Save] = {}
+        self.facts = Facts()
+        self.heap = Heap()
+        self.escaped: set[int] = set()
+        self.call_stack: list[ast.AST] = []
+        self.group_names: dict[int, set[str]] = {}
+        self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
+        self.work = 0
+        self.work_limit = float("inf")  # of the innermost inlined call (CALL_BUDGET)
+        # The functions of this document followed to their end from here (no call inside
+        # cut short by a limit): a visible call site, whose facts win over assumptions.
+        self.followed: set[str] = set()
+        # The tensors each running autograd.Function forward passed to ctx.save_for_backward.
+        self._function_saves: list[list[Value]] = []
+        self.cut = 0  # calls not followed because of a limit
+        # Inside torch.inference_mode(): where the block or decorator is (None: outside).
+        self.inference_at: InferenceSite | None = None
+        self.too_deep_line: int | None = None  # the statement Python's stack could not take
+
+    # ------------------------------------------------------------------ entry points
+
+    def run_function(
+        self,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef,
+        start: int,
+        owner: ClassInfo | None,
+    ) -> Facts:
+        frame = Frame({}, start, grad_enabled=not self._decorated_no_grad(fn), ctx=Ctx())
+        self.inference_at = self._decorated_inference(fn, start)
+        args = fn.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(
+            args.defaults
+        )
+        is_method = owner is not None and not any(
+            isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+            for d in fn.decorator_list
+        )
+        # The one stated assumption (DESIGN.md): the inputs of an nn.Module's `forward`
+        # require grad. Another method's arguments are unknown, as a plain function's are:
+        # what rests on them is a Warning that names them.
+        in_module = owner is not None and owner.is_module and fn.name == "forward"
+        for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
+            if i == 0 and is_method and owner is not None:
+                if owner.is_module:
+                    ref = ModuleRef(owner.name, owner, new_id(), site_start=start)
+                    ref.consts = bind_consts(owner, [], {})
+                    frame.env[arg.arg] = Value("module", tensor=False, grad=False, module=ref)
+                else:
+                    frame.env[arg.arg] = Value("unknown", tensor=False, grad=None)
+                continue
+            frame.env[arg.arg] = self._param_value(arg, default, assumed=in_module)
+        for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+            frame.env[arg.arg] = self._param_value(arg, default, assumed=in_module)
+        if args.vararg:
+            frame.env[args.vararg.arg] = Value("container", tensor=False, grad=None)
+        if args.kwarg:
+            frame.env[args.kwarg.arg] = Value("container", tensor=False, grad=None)
+        self.exec_body(fn.body, frame)
+        self.heap = self._exit_heap(frame)
+        self._finish(frame.returns)
+        return self.facts
+
+    def run_module_code(self, pieces: list[tuple[list[ast.stmt], int]]) -> Facts:
+        """Module-level statements, in document order, as one program: (statements, start)."""
+        frame = Frame({}, 1, grad_enabled=True, ctx=Ctx())
+        for body, start in pieces:
+            frame.start = start
+            self.exec_body(body, frame)
+        self._finish([])
+        return self.facts
+
+    def _exit_heap(self, frame: Frame) -> Heap:
+        """The autograd state when the function returns: joined over its `return`s and its
+        end, where reachable (a function that always raises keeps the state it had)."""
+        heaps = [*frame.exits, *([] if frame.dead else [self.heap])]
+        if not heaps:
+            return self.heap
+        heap = heaps[0]
+        for other in heaps[1:]:
+            if other is not heap:
+                heap.join(other)
+        return heap
+
+    def _param_value(self, arg: ast.arg, default: ast.expr | None, assumed: bool) -> Value:
+        annotation = annotation_text(arg.annotation)
+        scalar_annotation = annotation.split("[")[0] in (
+            "int",
+            "float",
+            "bool",
+            "str",
+            "Optional",
+            "tuple",
+            "list",
+            "dict",
+        )
+        tensor_annotation = TENSOR_ANNOTATION.search(annotation) is not None
+        if tensor_annotation:
+            scalar_annotation = False
+            if INTEGER_TENSOR.search(annotation) and not FLOAT_TENSOR.search(annotation):
+                # torch.LongTensor (token ids), BoolTensor (masks): integer and bool tensors
+                # cannot require grad, so nothing saves them and writes to them are harmless.
+                return Value(
+                    "tensor",
+                    groups=frozenset({new_id()}),
+                    tensor=True,
+                    grad=False,
+                    name=arg.arg,
+                )
+        elif "Module" in annotation or "Sequential" in annotation:
+            return Value(
+                "module",
+                tensor=False,
+                grad=False,
+                module=ModuleRef(None, None, new_id()),
+                name=arg.arg,
+            )
+        if (isinstance(default, ast.Constant) and default.value is not None) or scalar_annotation:
+            return Value("scalar", tensor=False, grad=False, name=arg.arg)
+        if outer_type(annotation) in CONTAINER_TYPES:
+            assumed = False  # `tuple[Tensor, float]`: the assumption is about tensor inputs
+        # In an nn.Module method, an argument without a default is taken for a tensor; in a
+        # plain function it is unknown until it is used like one.
+        tensor = True if tensor_annotation or (default is None and assumed) else None
+        return Value(
+            "tensor" if tensor else "unknown",
+            groups=frozenset({new_id()}),
+            tensor=tensor,
+            grad=True if assumed else None,
+            grad_assumed=True,
+            name=arg.arg,
+            grad_from="" if assumed else arg.arg,
+            origin=f"argument `{arg.arg}`",
+        )
+
+    def _decorated_no_grad(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether the function runs with grad mode off: under a no_grad decorator, or as an
+        operator's kernel (`@torch.library.custom_op(...)`, or registered by one), which
+        runs below autograd."""
+        for dec in fn.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            qual = self.model.qualify(target)
+            if qual in NO_GRAD_CONTEXTS and not mode_off(dec):
+                return True
+            if qual in FACTS.kernels and isinstance(dec, ast.Call):
+                return True
+        return self.model.functions.get(fn.name) is fn and fn.name in self.model.kernels
+
+    def _decorated_inference(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int
+    ) -> InferenceSite | None:
+        """An `@torch.inference_mode()` decorator's site (None: none, or mode=False)."""
+        for dec in fn.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            if self.model.qualify(target) in INFERENCE_CONTEXTS and not mode_off(dec):
+                return location(dec, start), self.model.path
+        return None
+
+    # ------------------------------------------------------------------ locations
+
+    # ------------------------------------------------------------------ statements
+
+    def exec_body(self, body: list[ast.stmt], frame: Frame) -> None:
+        for stmt in body:
+            if frame.dead:
+                return  # unreachable: after a return, raise, break or continue
+            frame.stmt = stmt
+            try:
+                self.exec_stmt(stmt, frame)
+            except RecursionError:
+                # Too deep for Python's stack: the caller says so for the whole function.
+                # Only an assignment here: a call could overflow again.
+                if self.too_deep_line is None:
+                    self.too_deep_line = getattr(stmt, "lineno", 1) + frame.start - 1
+                raise
+
+    def exec_stmt(self, stmt: ast.stmt, frame: Frame) -> None:
+        method = _STMT_HANDLERS.get(type(stmt))
+        if method is not None:
+            method(self, stmt, frame)
+        else:
+            if STRICT:
+                raise UnhandledNode(stmt)
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self.eval(child, frame)
+
+    def stmt_Assert(self, stmt: ast.Assert, frame: Frame) -> None:
+        self.eval(stmt.test, frame)  # the message is built only when the assertion fails
+
+    def stmt_Expr(self, stmt: ast.Expr, frame: Frame) -> None:
+        self.eval(stmt.value, frame)
+
+    def stmt_Assign(self, stmt: ast.Assign, frame: Frame) -> None:
+        value = self.eval(stmt.value, frame)
+        for target in stmt.targets:
+            self.assign(target, value, frame, stmt)
+
+    def stmt_AnnAssign(self, stmt: ast.AnnAssign, frame: Frame) -> None:
+        if stmt.value is not None:
+            self.assign(stmt.target, self.eval(stmt.value, frame), frame, stmt)
+
+    def stmt_AugAssign(self, stmt: ast.AugAssign, frame: Frame) -> None:
+        rhs = self.eval(stmt.value, frame)
+        target = stmt.target
+        symbol = AUG_SYMBOL.get(type(stmt.op), "?")
+        opname = BIN_OPS.get(type(stmt.op), "add")
+        if isinstance(target, ast.Name):
+            current = frame.env.get(target.id)
+            if (
+                current is None
+                or not current.tensorish
+                or (
+                    current.tensor is None
+                    and not rhs.tensorish
+                    and current.kind == "unknown"
+                    and not current.groups
+                )
+            ):
+                # A Python number (or unknown object): `+=` rebinds, nothing is written in place.
+                result = self.binop(opname, current or unknown(), rhs, stmt, frame)
+                if (
+                    frame.loop_depth
+                    and rhs.grad is not False
+                    and rhs.tensorish
+                    and any(target.id in names for names in frame.loop_names)
+                ):
+                    self._note_accumulation(target.id, stmt, frame)
+                frame.env[target.id] = replace(result, name=target.id)
+                return
+            if (
+                frame.loop_depth
+                and rhs.grad is not False
+                and not rhs.detached
+                and any(target.id in names for names in frame.loop_names)
+            ):
+                self._note_accumulation(target.id, stmt, frame)
+            self.inplace_binop(current, rhs, opname, symbol, stmt, frame, target.id)
+            return
+        base = self.eval(
+            target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else target, frame
+        )
+        if isinstance(target, ast.Attribute):
+            current = self.attribute(base, target.attr, target, frame)
+            if current.tensorish and current.kind == "tensor":
+                self.inplace_binop(current, rhs, opname, symbol, stmt, frame, ast.unparse(target))
+            return
+        position = const_index(target.slice) if isinstance(target, ast.Subscript) else None
+        if base.kind == "container" and base.items and position is not None:
+            # `outs[-1] += 0.1`: the list's element itself is written.
+            try:
+                element = base.items[position]
+            except IndexError:
+                return
+            if element.tensorish and element.kind == "tensor":
+                # No quick fix: cloning would rebind the list's name, not its element.
+                self.inplace_binop(
+                    element, rhs, opname, symbol, stmt, frame, ast.unparse(target), fixable=False
+                )
+            return
+        if isinstance(target, ast.Subscript) and base.tensorish:
+            self.eval(target.slice, frame)
+            # `x[idx] += v` writes into x whatever idx is (index_put_ for tensor indices).
+            view = base if base.kind == "tensor" else replace(base, kind="tensor")
+            self.inplace_binop(
+                view, rhs, opname, symbol, stmt, frame, root_name(target) or ast.unparse(target)
+            )
+
+    def _note_accumulation(self, name: str, stmt: ast.AugAssign, frame: Frame) -> None:
+        if frame.loop_has_backward and frame.loop_has_backward[-1]:
+            self.facts.accumulations.append(
+                Accumulation(
+                    name, self.loc(stmt, frame), self.loc(stmt, frame), ast.unparse(stmt.value)
+                )
+            )
+
+    def inplace_binop(
+        self,
+        current: Value,
+        rhs: Value,
+        opname: str,
+        symbol: str,
+        stmt: ast.AugAssign,
+        frame: Frame,
+        target: str,
+        *,
+        fixable: bool = True,
+    ) -> None:
+        op = self.kb.op(f"Tensor.__i{opname}__")
+        fix = (
+            None
+            if not fixable
+            else "augassign"
+            if isinstance(stmt.target, ast.Name)
+            else ("clone-setitem" if isinstance(stmt.target, ast.Subscript) else None)
+        )
+        self.mutate(
+            current,
+            kind="augassign",
+            op=f"{symbol}=",
+            node=stmt,
+            stmt=stmt,
+            frame=frame,
+            target=target,
+            fix=fix,
+            inputs=[rhs],
+        )
+        if op is not None:
+            self.record_saves(op, [current, rhs], current, stmt, frame)
+
+    def stmt_If(self, stmt: ast.If, frame: Frame) -> None:
+        test = self.eval(stmt.test, frame)
+        if test.has_const:  # `if self.use_gate:` with the constructor's flag known
+            self.exec_body(stmt.body if test.const else stmt.orelse, frame)
+            return
+        where = self._where(stmt, frame)
+        labels: list[Label | None] = [
+            ("`if {}:`{} is true", stmt.test, where),
+            ("`if {}:`{} is false", stmt.test, where),
+        ]
+        self.branch([stmt.body, stmt.orelse], frame, labels)
+
+    def branch(
+        self,
+        bodies: list[list[ast.stmt]],
+        frame: Frame,
+        labels: list[Label | None] | None = None,
+    ) -> None:
+        """Runs each body from the same state and joins the paths that reach the end; a
+        path that ended (`return`, `raise`, `break`, `continue`) is not joined. When one body
+        alone goes on, the code after the branch runs in its context: what that body saved is
+        saved on every path that reaches it."""
+        base_env, base_heap, base_ctx = frame.env, self.heap, frame.ctx
+        results: list[State] = []
+        ctxs: list[Ctx] = []
+        ended: set[str] = set()
+        for i, body in enumerate(bodies):
+            if not body:  # `if` without `else`: that path changes nothing, and is only read
+                results.append((base_env, base_heap))
+                ctxs.append(base_ctx)
+                continue
+            frame.env = dict(base_env)
+            self.heap = base_heap.copy()
+            frame.ctx = Ctx(base_ctx, labels[i] if labels and i < len(labels) else None)
+            self.exec_body(body, frame)
+            if frame.dead:
+                ended.add(frame.dead)
+                frame.dead = ""
+                continue
+            results.append((frame.env, self.heap))
+            ctxs.append(frame.ctx)
+        if not results:  # every body ended the path
+            frame.env, self.heap, frame.ctx = base_env, base_heap, base_ctx
+            frame.dead = ended.pop() if len(ended) == 1 else "mixed"
+            return
+        frame.ctx = ctxs[0] if len(ctxs) == 1 else base_ctx
+        frame.env, self.heap = join_states(results)
+
+    def stmt_For(self, stmt: ast.For | ast.AsyncFor, frame: Frame) -> None:
+        iterable = self.eval(stmt.iter, frame)
+        children = iterable.module.children if iterable.module is not None else None
+        if (
+            children
+            and len(children) <= UNROLLED_LAYERS
+            and iterable.module is not None
+            and iterable.module.qualname in ("torch.nn.ModuleList", "torch.nn.Sequential")
+        ):
+            # `for layer in self.layers: h = layer(h)`: each layer in its order, once, as
+            # torch runs them (two `nn.ELU(inplace=True)` in a row: the second writes the
+            # output the first saved).
+            layers = [Value("module", tensor=False, grad=False, module=c) for c in children]
+            heads: list[Callable[[], object]] = [
+                functools.partial(self.assign, stmt.target, layer, frame, stmt) for layer in layers
+            ]
+            self.loop(stmt, frame, heads)
+            return
+        numbers = small_range(stmt.iter)
+        steps: list[object] | None = None if numbers is None else list(numbers)
+        if (
+            steps is None
+            and iterable.has_const
+            and isinstance(iterable.const, (list, tuple))
+            and len(iterable.const) <= UNROLLED_LAYERS
+        ):
+            steps = list(iterable.const)  # `for name in self.order` with a constant list
+        if steps is not None and isinstance(stmt.target, ast.Name):
+            # `for step in range(3)`: each pass with its number, so `if step == 0: break`
+            # is decided as Python decides it.
+            numbered: list[Callable[[], object]] = [
+                functools.partial(self.assign, stmt.target, constant(i), frame, stmt) for i in steps
+            ]
+            self.loop(stmt, frame, numbered)
+            return
+        element = self.element_of(iterable, stmt.iter, frame)
+        self.loop(stmt, frame, lambda: self.assign(stmt.target, element, frame, stmt))
+
+    stmt_AsyncFor = stmt_For
+
+    def stmt_While(self, stmt: ast.While, frame: Frame) -> None:
+        self.loop(stmt, frame, lambda: self.eval(stmt.test, frame))
+
+    def loop(
+        self,
+        stmt: ast.For | ast.AsyncFor | ast.While,
+        frame: Frame,
+        head: Callable[[], object] | list[Callable[[], object]],
+    ) -> None:
+        """Two passes of the body (a value saved in one iteration and written in the next is
+        seen), or one per element when `head` is a list (the layers of a ModuleList);
+        `continue` goes on to the next pass, `break` past the `else` clause."""
+        heads = head if isinstance(head, list) else [head, head]
+        endless = isinstance(stmt, ast.While) and always_true(stmt.test)
+        before: State = (dict(frame.env), self.heap.copy())  # no pass at all
+        base_ctx = frame.ctx
+        frame.loop_depth += 1
+        frame.loop_names.append(set(frame.env))
+        frame.loop_has_backward.append(has_backward(stmt, self.model.mentions_training))
+        frame.breaks.append([])
+        completed = True
+        for each in heads:
+            each()
+            frame.continues.append([])
+            self.exec_body(stmt.body, frame)
+            going_on = frame.continues.pop() + ([] if frame.dead else [(frame.env, self.heap)])
+            frame.ctx, frame.dead = base_ctx, ""
+            if not going_on:  # every path through the body returned, raised or broke out
+                completed = False
+                break
+            frame.env, self.heap = join_states(going_on)
+        breaks = frame.breaks.pop()
+        frame.loop_names.pop()
+        frame.loop_has_backward.pop()
+        frame.loop_depth -= 1
+        exits: list[State] = []
+        if not endless:  # the condition ends it (or the iterable is empty): `else` runs
+            if not completed:
+                frame.env, self.heap = before
+            self.exec_body(stmt.orelse, frame)
+            if not frame.dead:
+                exits.append((frame.env, self.heap))
+            frame.dead = ""
+        exits += breaks
+        if exits:
+            frame.env, self.heap = join_states(exits)
+        else:
+            frame.dead = "loop"  # `while True` without a break
+
+    def stmt_With(self, stmt: ast.With | ast.AsyncWith, frame: Frame) -> None:
+        saved = frame.grad_enabled
+        saved_inference = self.inference_at
+        for item in stmt.items:
+            expr = item.context_expr
+            func = expr.func if isinstance(expr, ast.Call) else expr
+            qual = self.model.qualify(func)
+            if qual in NO_GRAD_CONTEXTS:
+                if mode_off(expr):
+                    continue
+                frame.grad_enabled = False
+                if qual in INFERENCE_CONTEXTS and self.inference_at is None:
+                    self.inference_at = (self.loc(expr, frame), frame.path)
+            elif qual in ENABLE_GRAD_CONTEXTS:
+                frame.grad_enabled = True
+            elif qual in SET_GRAD_CONTEXTS and isinstance(expr, ast.Call) and expr.args:
+                arg = expr.args[0]
+                if isinstance(arg, ast.Constant):
+                    frame.grad_enabled = bool(arg.value)
+            else:
+                value = self.eval(expr, frame)
+                if item.optional_vars is not None:
+                    self.assign(item.optional_vars, value, frame, stmt)
+        self.exec_body(stmt.body, frame)
+        frame.grad_enabled = saved
+        self.inference_at = saved_inference
+
+    stmt_AsyncWith = stmt_With
+
+    def stmt_Try(self, stmt: ast.Try, frame: Frame) -> None:
+        self.exec_body(stmt.body, frame)
+        if stmt.handlers and frame.dead:
+            # Every path of the body ended, but any call in it may have raised: a handler
+            # may run (from the body's state, as below).
+            frame.dead = ""
+            handlers: list[Label | None] = [*self._handler_labels(stmt, frame)]
+            self.branch([h.body for h in stmt.handlers], frame, handlers)
+        elif stmt.handlers:
+            labels: list[Label | None] = [None, *self._handler_labels(stmt, frame)]
+            self.branch([[], *[h.body for h in stmt.handlers]], frame, labels)
+            self.exec_body(stmt.orelse, frame)
+        else:
+            self.exec_body(stmt.orelse, frame)
+        if stmt.finalbody:  # runs on every path, also one that returned or raised
+            ended, frame.dead = frame.dead, ""
+            self.exec_body(stmt.finalbody, frame)
+            frame.dead = frame.dead or ended
+
+    stmt_TryStar = stmt_Try
+
+    def _where(self, node: ast.AST, frame: Frame) -> int | None:
+        """The document line of a statement of the document analysed; None in another file
+        (formatted only when a message needs it, see branch_conditions)."""
+        return self.loc(node, frame)[0] if frame.path is None else None
+
+    def _handler_labels(self, stmt: ast.Try | ast.TryStar, frame: Frame) -> list[Label]:
+        return [
+            ("`except {}:`{} runs" if h.type is not None else "`except{}:`{} runs", h.type,
+             self._where(h, frame))
+            for h in stmt.handlers
+        ]  # fmt: skip
+
+    def stmt_Return(self, stmt: ast.Return, frame: Frame) -> None:
+        if stmt.value is not None:
+            frame.returns.append(self.eval(stmt.value, frame))
+        frame.exits.append(self.heap)
+        frame.dead = "return"
+
+    def stmt_Raise(self, stmt: ast.Raise, frame: Frame) -> None:
+        for child in (stmt.exc, stmt.cause):
+            if child is not None:
+                self.eval(child, frame)
+        frame.dead = "raise"
+
+    def stmt_Break(self, stmt: ast.Break, frame: Frame) -> None:
+        if frame.breaks:
+            frame.breaks[-1].append((frame.env, self.heap))
+            frame.dead = "break"
+
+    def stmt_Continue(self, stmt: ast.Continue, frame: Frame) -> None:
+        if frame.continues:
+            frame.continues[-1].append((frame.env, self.heap))
+            frame.dead = "continue"
+
+    def stmt_FunctionDef(self, stmt: ast.stmt, frame: Frame) -> None:
+        frame.env[getattr(stmt, "name", "_")] = unknown()
+
+    stmt_AsyncFunctionDef = stmt_FunctionDef
+    stmt_ClassDef = stmt_FunctionDef
+
+    def stmt_Import(self, stmt: ast.stmt, frame: Frame) -> None:
+        return
+
+    stmt_ImportFrom = stmt_Import
+    stmt_Global = stmt_Import
+    stmt_Nonlocal = stmt_Import
+    stmt_Pass = stmt_Import
+
+    def stmt_Delete(self, stmt: ast.Delete, frame: Frame) -> None:
+        for target in stmt.targets:
+            if isinstance(target, ast.Name):
+                frame.env.pop(target.id, None)
+
+    def stmt_Match(self, stmt: ast.Match, frame: Frame) -> None:
+        self.eval(stmt.subject, frame)
+        bodies = [case.body for case in stmt.cases]
+        last = stmt.cases[-1] if stmt.cases else None
+        irrefutable = (
+            last is not None
+            and last.guard is None
+            and isinstance(last.pattern, ast.MatchAs)
+            and last.pattern.pattern is None
+        )
+        labels: list[Label | None] = [
+            ("`case {}:`{} matches", case.pattern, self._where(case.pattern, frame))
+            for case in stmt.cases
+        ]
+        self.branch(bodies if irrefutable else [*bodies, []], frame, labels)  # []: none matched
+
+    # ------------------------------------------------------------------ assignment
+
+    def assign(self, target: ast.expr, value: Value, frame: Frame, stmt: ast.stmt) -> None:
+        if isinstance(target, ast.Name):
+            if (value.kind == "tensor" or value.kind == "unknown") and not value.partial:
+                for group in sorted(value.groups):
+                    self.group_names.setdefault(group, set()).add(target.id)
+                    pending = self.heap.pending_alias.get(group)
+                    if pending:
+                        self.heap.pending_alias[group] = [(m, o - {target.id}) for m, o in pending]
+            frame.env[target.id] = (
+                replace(value, name=target.id) if value.name != target.id else value
+            )
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            elements = self.unpack(value, len(target.elts), frame)
+            for elt, item in zip(target.elts, elements, strict=False):
+                self.assign(elt.value if isinstance(elt, ast.Starred) else elt, item, frame, stmt)
+        elif isinstance(target, ast.Attribute):
+            base = self.eval(target.value, frame)
+            if target.attr == "requires_grad" and base.tensorish:
+                # `w.requires_grad = False` before `w.copy_(...)`: the write is allowed.
+                toggle_grad(base, value.const if value.has_const else None)
+                return
+            self.escaped |= self._graph_of(value)
+            if base.module is not None:
+                base.module.attrs[target.attr] = value
+        elif isinstance(target, ast.Subscript):
+            base = self.eval(target.value, frame)
+            self.eval(target.slice, frame)
+            if base.tensorish and base.kind == "tensor" and not string_key(target.slice):
+                self.mutate(
+                    base,
+                    kind="setitem",
+                    op=f"{ast.unparse(target)} = ...",
+                    node=target,
+                    stmt=stmt,
+                    frame=frame,
+                    target=root_name(target),
+                    fix="clone-setitem",
+                    inputs=[value],
+                )
+                op = self.kb.op("Tensor.__setitem__")
+                if op is not None:
+                    self.record_saves(op, [base, value], base, target, frame)
+            else:
+                self.escaped |= self._graph_of(value)
+        elif STRICT:
+            raise UnhandledNode(target)
+
+    def unpack(self, value: Value, count: int, frame: Frame) -> list[Value]:
+        if value.items is not None:
+            return list(value.items)
+        if value.kind == "tensor":
+            # Unpacking a tensor (or the result of chunk/split/unbind) yields views of it.
+            return [self._unbound(value, frame, name=None) for _ in range(count)]
+        return [
+            Value(
+                value.kind if value.kind != "container" else "unknown",
+                frozenset({new_id()}),
+                None,
+                value.grad,
+                graph=value.graph,
+            )
+            for _ in range(count)
+        ]
+
+    # ------------------------------------------------------------------ expressions
+
+    def eval(self, node: ast.expr, frame: Frame) -> Value:
+        method = _EXPR_HANDLERS.get(type(node))
+        if method is not None:
+            result: Value = method(self, node, frame)
+            return result
+        if STRICT:
+            raise UnhandledNode(node)
+        self.work += 1
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.eval(child, frame)
+        return unknown()
+
+    def expr_Constant(self, node: ast.Constant, frame: Frame) -> Value:
+        # Scalars are never mutated by the interpreter (only tensor-like values are), so
+        # one Value per constant node is shared.
+        value: Value | None = getattr(node, "_ipl_value", None)
+        if value is None:
+            value = Value("scalar", tensor=False, grad=False, const=node.value, has_const=True)
+            node._ipl_value = value  # type: ignore[attr-defined]
+        return value
+
+    def expr_JoinedStr(self, node: ast.JoinedStr, frame: Frame) -> Value:
+        for part in node.values:
+            self.eval(part, frame)
+        return scalar()
+
+    def expr_FormattedValue(self, node: ast.FormattedValue, frame: Frame) -> Value:
+        self.eval(node.value, frame)  # `f"{h.shape}"`: read, never written
+        return scalar()
+
+    def expr_NamedExpr(self, node: ast.NamedExpr, frame: Frame) -> Value:
+        value = self.eval(node.value, frame)
+        self.assign(node.target, value, frame, frame.stmt or ast.Expr(node))
+        return frame.env.get(node.target.id, value)
+
+    def expr_Slice(self, node: ast.Slice, frame: Frame) -> Value:
+        for part in (node.lower, node.upper, node.step):
+            if part is not None:
+                self.eval(part, frame)
+        return scalar()
+
+    def expr_Name(self, node: ast.Name, frame: Frame) -> Value:
+        value = frame.env.get(node.id)
+        if value is not None:
+            self._check_alias_read(value, node.id, node, frame)
+            return value
+        if (
+            node.id in self.model.imports
+            or node.id in self.model.classes
+            or node.id in self.model.functions
+        ):
+            return Value(
+                "symbol",
+                tensor=False,
+                grad=False,
+                qualname=self.model.imports.get(node.id, node.id),
+            )
+        if node.id in ("True", "False", "None"):
+            return scalar()
+        return unknown()
+
+    def _check_alias_read(self, value: Value, name: str, node: ast.Name, frame: Frame) -> None:
+        if not self.heap.pending_alias:
+            return
+        for group in sorted(value.groups):
+            pending = self.heap.pending_alias.get(group)
+            if not pending:
+                continue
+            keep = []
+            for mutation, others in pending:
+                if name in others:
+                    read = AliasRead(mutation, name, self.loc(node, frame))
+                    mutation.aliases_read.append(name)
+                    if mutation.activation:
+                        self.facts.activation_reads.append(read)
+                    elif not mutation.value.detached:  # a detached alias is IPL005's
+                        self.facts.alias_reads.append(read)
+                else:
+                    keep.append((mutation, others))
+            self.heap.pending_alias[group] = keep
+
+    def expr_Attribute(self, node: ast.Attribute, frame: Frame) -> Value:
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value  # type: ignore[assignment]
+        if isinstance(root, ast.Name) and root.id not in frame.env:
+            qual = self.model.qualify(node)
+            if qual is not None:
+                return Value("symbol", tensor=False, grad=False, qualname=qual)
+        base = self.eval(node.value, frame)
+        return self.attribute(base, node.attr, node, frame)
+
+    def attribute(self, base: Value, attr: str, node: ast.AST, frame: Frame) -> Value:
+        if base.kind == "symbol" and base.qualname:
+            return Value("symbol", tensor=False, grad=False, qualname=f"{base.qualname}.{attr}")
+        if base.module is not None:
+            return self.module_attr(base.module, attr)
+        if base.tensorish:
+            if attr == "data":
+                return replace(
+                    base,
+                    kind="tensor",
+                    tensor=True,
+                    grad=False,
+                    leaf=False,
+                    detached="data",
+                    graph=frozenset(),
+                )
+            if attr in TENSOR_ATTR_VIEWS:
+                return self._view(
+                    base, frame, contiguous=view_layout(FACTS.view_attrs[attr], base.contiguous)
+                )
+            if attr == "grad":
+                return Value("tensor", frozenset({new_id()}), True, False, origin=".grad")
+            if attr in SCALAR_ATTRS:
+                return scalar()
+        # An attribute of something not known (`self.betas` of a plain class): what rests on
+        # whether it requires grad names it.
+        return Value("unknown", frozenset({new_id()}), None, None, grad_from=dotted(node))
+
+    def expr_Subscript(self, node: ast.Subscript, frame: Frame) -> Value:
+        base = self.eval(node.value, frame)
+        return self.subscript(base, node, frame)
+
+    def subscript(self, base: Value, node: ast.Subscript, frame: Frame) -> Value:
+        index = self.eval(node.slice, frame)
+        if base.kind == "scalar":
+            return scalar()  # `x.shape[-1]`, `sizes[0]`: a number, never a tensor
+        position = const_index(node.slice)
+        if base.items is not None and position is not None:
+            try:
+                return base.items[position]
+            except IndexError:
+                return unknown()
+        if base.module is not None:
+            key = index.const if index.has_const else position
+            return element_module(base.module, key)
+        if base.tensorish and base.kind == "tensor" and string_key(node.slice):
+            # `outputs["pair"]`: a mapping taken for a tensor; its items are not views of it.
+            return Value("unknown", frozenset({new_id()}), None, base.grad, graph=base.graph)
+        if base.tensorish and base.kind == "tensor":
+            advanced = (
+                index.tensorish and index.kind == "tensor" or isinstance(node.slice, ast.List)
+            )
+            if advanced:
+                return Value(
+                    "tensor",
+                    frozenset({new_id()}),
+                    True,
+                    base.grad,
+                    base.grad_assumed,
+                    graph=base.graph,
+                    origin="indexing",
+                )
+            return self._view(
+                base,
+                frame,
+                partial=True,
+                pieces=False,  # `h.chunk(2)[0]`: one piece
+                contiguous=base.contiguous if leading_index(node.slice) else None,
+            )
+        if base.kind == "container":
+            return Value("unknown", frozenset({new_id()}), None, base.grad, graph=base.graph)
+        return Value("unknown", frozenset({new_id()}), None, None)
+
+    def expr_Tuple(self, node: ast.Tuple | ast.List | ast.Set, frame: Frame) -> Value:
+        items = tuple(
+            self.eval(e.value if isinstance(e, ast.Starred) else e, frame) for e in node.elts
+        )
+        grads = [i.grad for i in items if i.tensorish]
+        graph: frozenset[int] = (
+            frozenset().union(*(i.graph for i in items)) if items else frozenset()
+        )
+        return Value(
+            "container", tensor=False, grad=True if any(grads) else None, items=items, graph=graph
+        )
+
+    expr_List = expr_Tuple
+
+    def expr_Dict(self, node: ast.Dict, frame: Frame) -> Value:
+        values = [self.eval(v, frame) for v in node.values]
+        for k in node.keys:
+            if k is not None:
+                self.eval(k, frame)
+        graph: frozenset[int] = (
+            frozenset().union(*(v.graph for v in values)) if values else frozenset()
+        )
+        return Value("container", tensor=False, grad=None, graph=graph)
+
+    def expr_IfExp(self, node: ast.IfExp, frame: Frame) -> Value:
+        test = self.eval(node.test, frame)
+        if test.has_const:
+            return self.eval(node.body if test.const else node.orelse, frame)
+        return join_values(self.eval(node.body, frame), self.eval(node.orelse, frame))
+
+    def expr_BinOp(self, node: ast.BinOp, frame: Frame) -> Value:
+        left = self.eval(node.left, frame)
+        right = self.eval(node.right, frame)
+        return self.binop(BIN_OPS.get(type(node.op), "add"), left, right, node, frame)
+
+    def binop(self, opname: str, left: Value, right: Value, node: ast.AST, frame: Frame) -> Value:
+        if left.kind == right.kind == "params" and opname == "add":
+            # `list(body.parameters()) + list(critic.parameters())`: both models' parameters.
+            return Value("params", left.groups | right.groups, tensor=False, grad=True)
+        if left.kind != "tensor" and right.kind != "tensor":
+            if left.kind == "scalar" and right.kind == "scalar":
+                return scalar()
+            grad = True if (left.grad or right.grad) else None
+            return Value(
+                "unknown",
+                frozenset({new_id()}),
+                None,
+                grad,
+                graph=left.graph | right.graph,
+                grad_from=grad_sources([left, right]) if grad is None else "",
+            )
+        if left.kind == "tensor":
+            op = self.kb.op(f"Tensor.__{opname}__")
+            return self.apply_op(
+                op, f"`{opname}`", [left, right], node, frame, describe=OP_TEXT.get(opname, opname)
+            )
+        op = self.kb.op(f"Tensor.__r{opname}__")
+        return self.apply_op(
+            op, f"`{opname}`", [right, left], node, frame, describe=OP_TEXT.get(opname, opname)
+        )
+
+    def expr_UnaryOp(self, node: ast.UnaryOp, frame: Frame) -> Value:
+        operand = self.eval(node.operand, frame)
+        if operand.tensorish and isinstance(node.op, ast.USub):
+            return self.apply_op(
+                self.kb.op("Tensor.__neg__"), "neg", [operand], node, frame, describe="-"
+            )
+        if operand.tensorish:
+            return self.derived([operand])
+        if operand.has_const and isinstance(node.op, ast.Not):
+            return constant(not operand.const)
+        return scalar()
+
+    def expr_Compare(self, node: ast.Compare, frame: Frame) -> Value:
+        values = [self.eval(node.left, frame), *(self.eval(c, frame) for c in node.comparators)]
+        if any(v.kind == "tensor" for v in values):
+            return Value("tensor", frozenset({new_id()}), True, False)
+        if len(values) == 2 and all(v.has_const for v in values):
+            left, right = values[0].const, values[1].const
+            try:
+                return constant(
+                    evaluate(
+                        ast.Compare(ast.Name("a"), node.ops, [ast.Name("b")]),
+                        {"a": left, "b": right},
+                    )
+                )
+            except Undecidable:
+                pass
+        return scalar()
+
+    def expr_BoolOp(self, node: ast.BoolOp, frame: Frame) -> Value:
+        values = [self.eval(v, frame) for v in node.values]
+        # Python's rule: the first operand that decides (falsy for `and`, truthy for `or`).
+        for v in values:
+            if not v.has_const:
+                break
+            if bool(v.const) != isinstance(node.op, ast.And):
+                return v
+        else:
+            return values[-1]
+        result = values[0]
+        for v in values[1:]:
+            result = join_values(result, v)
+        return result
+
+    def expr_Lambda(self, node: ast.Lambda, frame: Frame) -> Value:
+        return unknown()
+
+    def expr_ListComp(
+        self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, frame: Frame
+    ) -> Value:
+        inner = dict(frame.env)
+        for gen in node.generators:
+            it = self.eval(gen.iter, frame)
+            element = self.element_of(it, gen.iter, frame)
+            saved_env = frame.env
+            frame.env = inner
+            self.assign(gen.target, element, frame, frame.stmt or ast.Pass())
+            frame.env = saved_env
+        saved_env = frame.env
+        frame.env = inner
+        if isinstance(node, ast.DictComp):
+            self.eval(node.key, frame)
+            shown = node.value
+        else:
+            shown = node.elt
+        first = self.eval(shown, frame)
+        elt = join_values(first, self.eval(shown, frame))  # a second iteration, as for loops
+        frame.env = saved_env
+        return Value(
+            "container",
+            tensor=False,
+            grad=elt.grad,
+            graph=frozenset(self._graph_of(first) | self._graph_of(elt)),
+            items=None,
+        )
+
+    expr_GeneratorExp = expr_ListComp
+    expr_SetComp = expr_ListComp
+    expr_DictComp = expr_ListComp
+
+    def expr_Set(self, node: ast.Set, frame: Frame) -> Value:
+        return replace(self.expr_Tuple(node, frame), items=None)  # unordered: no positions
+
+    def expr_Starred(self, node: ast.Starred, frame: Frame) -> Value:
+        self.eval(node.value, frame)
+        return Value("container", tensor=False, grad=None)
+
+    def expr_Yield(self, node: ast.Yield | ast.YieldFrom, frame: Frame) -> Value:
+        if node.value is not None:
+            self.eval(node.value, frame)
+        return unknown()  # what the consumer sends back in
+
+    expr_YieldFrom = expr_Yield
+
+    def expr_Await(self, node: ast.Await, frame: Frame) -> Value:
+        return self.eval(node.value, frame)
+
+    def element_of(self, iterable: Value, node: ast.expr, frame: Frame) -> Value:
+        if iterable.kind == "zip" and iterable.items is not None:
+            items = tuple(self.element_of(item, node, frame) for item in iterable.items)
+            if iterable.origin == "enumerate":
+                items = (scalar(), *items)
+            return Value("container", tensor=False, grad=None, items=items)
+        if iterable.kind == "params":
+            grad = iterable.grad is not False  # parameters() of a frozen module: no grad
+            return Value("tensor", iterable.groups, True, grad, leaf=True, origin="parameter")
+        if iterable.items:
+            result = iterable.items[0]
+            for item in iterable.items[1:]:
+                result = join_values(result, item)
+            return result
+        if iterable.module is not None:
+            return element_module(iterable.module)
+        if iterable.kind == "tensor":
+            return self._unbound(iterable, frame)
+        if iterable.kind == "container":
+            return Value(
+                "unknown", frozenset({new_id()}), None, iterable.grad, graph=iterable.graph
+            )
+        # Data loaders, ranges, zip(...): data, not parameters.
+        return Value("unknown", frozenset({new_id()}), None, False)
+
+    # ------------------------------------------------------------------ calls
+
+    def expr_Call(self, node: ast.Call, frame: Frame) -> Value:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            receiver = self._receiver(func, frame)
+            if receiver is not None and receiver.kind != "symbol":
+                return self.method_call(receiver, func.attr, node, frame)
+        callee = self.eval(func, frame)
+        args = [self.eval(a.value if isinstance(a, ast.Starred) else a, frame) for a in node.args]
+        kwargs = {kw.arg: self.eval(kw.value, frame) for kw in node.keywords if kw.arg}
+        for kw in node.keywords:
+            if kw.arg is None:
+                self.eval(kw.value, frame)
+        if callee.module is not None:
+            return self.module_call(callee.module, args, node, frame)
+        if callee.kind == "symbol" and callee.qualname:
+            return self.symbol_call(callee.qualname, args, kwargs, node, frame)
+        if callee.kind == "symbol" and callee.items:
+            return self._call_one_of(callee.items, args, kwargs, node, frame)
+        if callee.kind == "optimizer":
+            return unknown()
+        if isinstance(func, ast.Name) and func.id not in frame.env and not kwargs:
+            builtin = builtin_call(func.id, args)
+            if builtin is not None:
+                return builtin
+        return unknown_call(args, kwargs)
+
+    def _call_one_of(
+        self,
+        choices: tuple[Value, ...],
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        """A call of one of several functions (`func(...)` after `func = a if c else b`):
+        each from the same state, as the bodies of an `if` run, and the paths joined."""
+        base_heap, base_ctx = self.heap, frame.ctx
+        results: list[Value] = []
+        heaps: list[Heap] = []
+        for choice in choices:
+            self.heap = base_heap.copy()
+            frame.ctx = Ctx(
+                base_ctx, ("`{}` is `" + (choice.qualname or "") + "`{}", node.func, None)
+            )
+            results.append(self.symbol_call(choice.qualname or "", args, kwargs, node, frame))
+            heaps.append(self.heap)
+        frame.ctx = base_ctx
+        self.heap = heaps[0]
+        for heap in heaps[1:]:
+            self.heap.join(heap)
+        result = results[0]
+        for other in results[1:]:
+            result = join_values(result, other)
+        return result
+
+    def _receiver(self, func: ast.Attribute, frame: Frame) -> Value | None:
+        root = func.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if (
+            isinstance(root, ast.Name)
+            and root.id not in frame.env
+            and self.model.qualify(func.value) is not None
+        ):
+            return None  # torch.nn.functional.relu(...): a qualified function, not a method
+        return self.eval(func.value, frame)
+
+    def method_call(self, receiver: Value, name: str, node: ast.Call, frame: Frame) -> Value:
+        args = [self.eval(a.value if isinstance(a, ast.Starred) else a, frame) for a in node.args]
+        kwargs = {kw.arg: self.eval(kw.value, frame) for kw in node.keywords if kw.arg}
+        if receiver.module is not None:
+            return self.module_method(receiver, name, args, kwargs, node, frame)
+        if receiver.kind == "optimizer":
+            if name == "zero_grad" and sets_to_none(node):
+                self.heap.no_grads |= receiver.steps
+            if name == "step" and not (receiver.steps and receiver.steps <= self.heap.no_grads):
+                self.mutate(
+                    Value("tensor", receiver.steps, True, True, origin=receiver.origin),
+                    kind="step",
+                    op=f"{ast.unparse(node.func)}()",
+                    node=node,
+                    stmt=frame.stmt or node,
+                    frame=frame,
+                    target=None,
+                    fix=None,
+                    inputs=[],
+                    grad_mode=False,
+                )
+            return unknown()
+        if receiver.kind == "params":
+            return receiver
+        if receiver.kind == "fnctx":
+            if name == "save_for_backward" and self._function_saves:
+                self._function_saves[-1].extend(t for a in args for t in tensors_in(a))
+            return unknown()
+        if receiver.kind == "container":
+            if name in ("append", "extend", "insert", "add", "update", "setdefault"):
+                for a in args:
+                    self.escaped |= self._graph_of(a)
+                    # The list holds it: `torch.stack(outs)` reaches its graph, so the
+                    # backward through the stack frees what it saved.
+                    receiver.graph = receiver.graph | frozenset(self._graph_of(a))
+                if name == "append" and receiver.items is not None and args:
+                    held = (*receiver.items, args[0])
+                    receiver.items = held if len(held) <= _HELD_ITEMS else None
+            return unknown()
+        if not receiver.tensorish:
+            return unknown_call([receiver, *args], kwargs)
+        if name == "backward":
+            self.backward(receiver, node, frame, retains_graph(node))
+            return scalar()
+        if name in SCALAR_METHODS and not (name in ALIAS_METHODS and (node.args or node.keywords)):
+            return scalar()  # `x.size()`, `x.type()` (but `x.type(torch.float64)` converts)
+        if name == "detach":
+            return replace(
+                receiver,
+                kind="tensor",
+                tensor=True,
+                grad=False,
+                grad_assumed=False,
+                leaf=False,
+                detached="detach",
+                graph=frozenset(),
+                origin=".detach()",
+            )
+        if name == "clone":
+            return self._copy_of(receiver, name, frame, producer="")
+        if name == "requires_grad_":
+            toggle_grad(receiver, requires_grad_flag(node))
+            return receiver
+        if name in LAYOUT_METHODS or name in ALIAS_METHODS:
+            copied = self._copy_or_alias(receiver, name, node, frame)
+            if copied is not None:
+                return copied
+        if name in ALIAS_METHODS:
+            if name != "contiguous" and (target_dtype(name, node) is None or not receiver.dtype):
+                return replace(receiver, leaf=False)  # `.to(device)`: the tensor or a copy
+            return replace(receiver)  # nothing to change: torch returns the tensor itself
+        made = FACTS.factories.get(f"Tensor.{name}")
+        if made is not None:  # `x.new_zeros(shape)`: fresh, of x's dtype
+            created = created_tensor(node, f"Tensor.{name}", receiver.dtype)
+            return replace(created, inference=self.inference_at)
+        if receiver.kind == "unknown" and name in BUILTIN_METHODS:
+            # `name.split(".")`, `seen.add(k)`: as likely a str, list or set as a tensor.
+            return unknown_call([receiver, *args], kwargs)
+        op = self.kb.op(f"Tensor.{name}")
+        return self.apply_op(op, name, [receiver, *args], node, frame, kwargs=kwargs, method=True)
+
+    def symbol_call(
+        self, qual: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call, frame: Frame
+    ) -> Value:
+        if not qual.startswith("torch."):
+            local_fn = self.model.functions.get(qual)
+            if local_fn is not None:
+                return self.inline(
+                    local_fn, self.model.start_of(local_fn), args, kwargs, node, frame
+                )
+            owner_name, _, method_name = qual.rpartition(".")
+            owner_cls = self.model.lookup_class(owner_name) if owner_name else None
+            if (
+                owner_cls is not None
+                and method_name == "apply"
+                and any(b in AUTOGRAD_FUNCTIONS for b in owner_cls.bases)
+            ):
+                return self.function_apply(owner_cls, args, kwargs, node, frame)
+            if owner_cls is not None:
+                found = self.model.find_method(owner_cls, method_name)
+                if found is not None and is_static(found[1]):
+                    # `Gev._gev(...)`: a staticmethod called through its class.
+                    where = found[0].owner or self.model
+                    return self.inline(
+                        found[1], where.start_of(found[1]), args, kwargs, node, frame, where
+                    )
+            cls = self.model.lookup_class(qual)
+            if cls is not None:
+                if cls.is_module:
+                    ref = ModuleRef(qual, cls, new_id(), site_start=frame.start)
+                    ref.consts = bind_consts(cls, args, kwargs)
+                    return Value("module", tensor=False, grad=False, module=ref)
+                return unknown()
+            if qual == "copy.deepcopy" and args and args[0].module is not None:
+                # An EMA / teacher copy: the same modules, with parameters of their own.
+                return Value("module", tensor=False, grad=False, module=twin_module(args[0].module))
+            # A function of another file: only tensor code that can write in place is worth
+            # interpreting (model factories and config helpers are not).
+            if any(v.kind == "tensor" for v in (*args, *kwargs.values())):
+                function = self.model.lookup_function(qual)
+                if function is not None and writes_in_place(*function):
+                    owner, fn = function
+                    return self.inline(fn, owner.start_of(fn), args, kwargs, node, frame, owner)
+            return unknown_call(args, kwargs)
+        if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            data = args[0] if args else None  # its dtype and layout are the parameter's
+            return Value(
+                "tensor",
+                frozenset({new_id()}),
+                True,
+                parameter_grad(node),
+                leaf=True,
+                origin="nn.Parameter",
+                dtype=data.dtype if data is not None else "",
+                contiguous=data.contiguous if data is not None else None,
+            )
+        factory = FACTS.factories.get(qual)
+        if factory is not None:
+            if (
+                factory.result == "alias_of_tensor"
+                and args
+                and args[0].kind == "tensor"
+                and not node.keywords
+            ):
+                return args[0]  # `torch.as_tensor(t)`: t itself
+            return replace(created_tensor(node, qual, factory.dtype), inference=self.inference_at)
+        if qual.startswith("torch.optim.") and qual.count(".") == 2 and args:
+            fused = any(
+                kw.arg == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True
+                for kw in node.keywords
+            )
+            return Value(
+                "optimizer",
+                tensor=False,
+                grad=False,
+                steps=self._param_groups(args[0]),
+                origin="fused" if fused else "",
+            )
+        if qual in ("torch.autograd.backward", "torch.autograd.grad"):
+            if args:
+                self.backward(args[0], node, frame, retains_graph(node))
+            return unknown()
+        if qual.startswith("torch.nn.") and qual.count(".") == 2 and qual[9:10].isupper():
+            sub = submodule_of(self.model, "", node) or Submodule("", node, qual)
+            return self.module_value(qual, sub, new_id(), frame.start)
+        op = self.kb.op(qual)
+        if op is not None or qual.startswith("torch."):
+            return self.apply_op(
+                op, qual, args, node, frame, kwargs=kwargs, describe=spelled_call(node.func, qual)
+            )
+        return unknown_call(args, kwargs)
+
+    def function_apply(
+        self,
+        cls: ClassInfo,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        """`Square.apply(h)` of a torch.autograd.Function of this file: its forward runs
+        without grad on (ctx, *args); what it passes to `ctx.save_for_backward` is saved for
+        the node that the output gets when an input requires grad."""
+        found = self.model.find_method(cls, "forward")
+        if found is None:
+            return unknown_call(args, kwargs)
+        owner, forward = found
+        ctx = Value("fnctx", tensor=False, grad=False)
+        self._function_saves.append([])
+        saved_grad = frame.grad_enabled
+        frame.grad_enabled = False
+        try:
+            where = owner.owner or self.model
+            result = self.inline(
+                forward, where.start_of(forward), [ctx, *args], kwargs, node, frame, where
+            )
+        finally:
+            frame.grad_enabled = saved_grad
+            saved = self._function_saves.pop()
+        inputs = [t for a in args for t in tensors_in(a)]
+        grads = [t.grad for t in inputs]
+        if not frame.grad_enabled or all(g is False for g in grads):
+            return result
+        possible = any(g is None for g in grads)
+        label = f"{cls.name}.apply"
+        new = {
+            self._save(
+                group, label, "input", f"{cls.name}Backward", node, frame, possible, t.name or ""
+            )
+            for t in saved
+            for group in sorted(t.groups)
+        }
+        graph = frozenset(new).union(*(t.graph for t in inputs))
+        for output in tensors_in(result) or [result]:
+            output.grad = True if any(grads) else None
+            output.graph = output.graph | graph
+        return result
+
+    # ------------------------------------------------------------------ modules
+
+    def inline(
+        self,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef,
+        start: int,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.AST,
+        frame: Frame,
+        model: ModuleModel | None = None,
+    ) -> Value:
+        if model is not None and model is not self.model:
+            outer = self.model
+            self.model = model
+            try:
+                return self.inline(fn, start, args, kwargs, node, frame)
+            finally:
+                self.model = outer
+        if fn in self.call_stack:
+            return unknown_call(args, kwargs)
+        if len(self.call_stack) >= MAX_INLINE_DEPTH or self.work > self.work_limit:
+            self.cut += 1
+            return unknown_call(args, kwargs)
+        cut_before = self.cut
+        outer_limit, self.work_limit = self.work_limit, self.work + CALL_BUDGET
+        self.work += len(fn.body)
+        callee = Frame(
+            {},
+            start,
+            frame.grad_enabled and not self._decorated_no_grad(fn),
+            frame.ctx,
+            path=self.model.path,
+        )
+        params = [*fn.args.posonlyargs, *fn.args.args]
+        defaults: list[ast.expr | None] = [None] * (len(params) - len(fn.args.defaults)) + list(
+            fn.args.defaults
+        )
+        for i, (param, default) in enumerate(zip(params, defaults, strict=True)):
+            if i < len(args):
+                callee.env[param.arg] = args[i]
+            elif param.arg in kwargs:
+                callee.env[param.arg] = kwargs[param.arg]
+            elif default is not None:
+                # Not passed: the default's value (`chunk_size=None` decides `if chunk_size:`).
+                callee.env[param.arg] = (
+                    constant(default.value) if isinstance(default, ast.Constant) else unknown()
+                )
+            else:
+                callee.env[param.arg] = unknown()
+        for param, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+            given = kwargs.get(param.arg)
+            if given is None:
+                given = (
+                    constant(kw_default.value)
+                    if isinstance(kw_default, ast.Constant)
+                    else unknown()
+                )
+            callee.env[param.arg] = given
+        if fn.args.vararg:
+            callee.env[fn.args.vararg.arg] = Value(
+                "container", tensor=False, grad=None, items=tuple(args[len(params) :])
+            )
+        if fn.args.kwarg:
+            callee.env[fn.args.kwarg.arg] = Value("container", tensor=False, grad=None)
+        self.call_stack.append(fn)
+        outer_inference = self.inference_at
+        self.inference_at = outer_inference or self._decorated_inference(fn, start)
+        try:
+            self.exec_body(fn.body, callee)
+        finally:
+            self.call_stack.pop()
+            self.work_limit = outer_limit
+            self.inference_at = outer_inference
+        key = self.model.def_key(fn) if self.model.path is None else ""
+        if key and self.cut == cut_before:
+            self.followed.add(key)
+        self.heap = self._exit_heap(callee)
+        if not callee.returns:
+            return scalar()
+        result = callee.returns[0]
+        for other in callee.returns[1:]:
+            result = join_values(result, other)
+        if result.joined and not result.maybe and len(callee.returns) > 1:
+            # `return image` on one path, a new tensor on another: say which argument.
+            passed = [
+                (name, value)
+                for name, value in callee.env.items()
+                if value.tensorish and value.groups and value in args
+            ]
+            itself = [
+                name
+                for name, value in passed
+                if any(r.groups and r.groups <= value.groups for r in callee.returns)
+            ]
+            if len(itself) == 1:
+                result = replace(
+                    result, maybe=f"`{fn.name}()` returns its argument `{itself[0]}` (not a copy)"
+                )
+        return result
+
+    # ------------------------------------------------------------------ ops
+
+    # ------------------------------------------------------------------ events
+
+
+class UnhandledNode(Exception):
+    """Strict mode: the interpreter met a syntax node it has no handler for."""
+
+    def __init__(self, node: ast.AST) -> None:
+        line = getattr(node, "lineno", "?")
+        super().__init__(f"no handler for ast.{type(node).__name__} (line {line})")
+
+
+_HELD_ITEMS = 64  # the elements a list built by append() keeps track of
+
+
+_STMT_HANDLERS = {
+    getattr(ast, name[5:]): method
+    for name, method in vars(Interpreter).items()
+    if name.startswith("stmt_") and hasattr(ast, name[5:])
+}
+_EXPR_HANDLERS = {
+    getattr(ast, name[5:]): method
+    for name, method in vars(Interpreter).items()
+    if name.startswith("expr_") and hasattr(ast, name[5:])
+}

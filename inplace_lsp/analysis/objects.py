@@ -1,0 +1,399 @@
+"""Objects at run time: nn.Module instances (their submodules, parameters, buffers and plain
+attributes from `__init__`, containers, hooks, train/eval and frozen flags), optimizers and the
+parameter groups they step, constructor constants and the submodule a flag chooses.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from abc import abstractmethod
+
+from inplace_lsp.analysis.domain import (
+    Frame,
+    ModuleRef,
+    Value,
+    constant,
+    new_id,
+    owning_instance,
+    scalar,
+    unknown,
+    unknown_call,
+)
+from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule, Undecidable, evaluate
+from inplace_lsp.analysis.torch_ops import (
+    TorchOps,
+    frozen_parameter,
+    requires_grad_flag,
+    sets_to_none,
+)
+
+
+class Objects(TorchOps):
+    """The evaluator's objects: attributes and methods of modules, calls of modules."""
+
+    @abstractmethod
+    def inline(
+        self,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef,
+        start: int,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.AST,
+        frame: Frame,
+        model: ModuleModel | None = None,
+    ) -> Value:
+        """A call of a function of the code, with these arguments (the evaluator's)."""
+
+    def _module_call(
+        self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
+    ) -> Value:
+        x = args[0] if args else unknown()
+        if ref.cls is not None:
+            found = self.model.find_method(ref.cls, "forward")
+            if found is not None:
+                this = Value("module", tensor=False, grad=False, module=ref)
+                owner = found[0].owner or self.model
+                return self.inline(
+                    found[1], owner.start_of(found[1]), [this, *args], {}, node, frame, owner
+                )
+            return unknown_call(args, {})
+        if ref.children is not None and ref.qualname == "torch.nn.Sequential":
+            for child in ref.children:
+                x = self.module_call(child, [x], node, frame)
+            return x
+        return self.layer_call(ref, args, node, frame)
+
+    def module_attr(self, ref: ModuleRef, attr: str) -> Value:
+        if attr in ref.attrs:
+            return ref.attrs[attr]
+        value: Value
+        cls = ref.cls
+        if cls is not None and attr in cls.submodules:
+            sub, conditional = _choose(
+                cls.submodule_options.get(attr) or [cls.submodules[attr]], ref.consts
+            )
+            owner = cls.owner or self.model
+            value = self.module_value(
+                sub.qualname, sub, new_id(), owner.start_of(cls.node), ref, owner
+            )
+            if value.module is not None and conditional:
+                value.module.conditional = True
+        elif cls is not None and attr in cls.parameters:
+            frozen = frozen_parameter(cls.parameters[attr]) or ref.params_frozen
+            value = Value(
+                "tensor",
+                frozenset({ref.params_group}),
+                True,
+                not frozen,
+                leaf=True,
+                origin=f"parameter self.{attr}",
+                name=f"self.{attr}",
+                param=attr,
+            )
+        elif cls is not None and attr in cls.plain_attrs:
+            value = _plain_value(cls, attr, ref.consts)
+        elif cls is not None and attr in cls.buffers:
+            value = Value(
+                "tensor", frozenset({new_id()}), True, False, origin=f"buffer self.{attr}"
+            )
+        elif (
+            ref.qualname is not None
+            and ref.qualname.startswith("torch.nn.")
+            and attr in ("weight", "bias", "in_proj_weight", "in_proj_bias")
+        ):
+            value = Value(
+                "tensor",
+                frozenset({ref.params_group}),
+                True,
+                not ref.params_frozen,
+                leaf=True,
+                origin=f"parameter .{attr}",
+                param=attr,
+            )
+        elif (
+            ref.qualname is not None
+            and ref.qualname.startswith("torch.nn.")
+            and attr in ("running_mean", "running_var")
+        ):
+            value = Value("tensor", frozenset({new_id()}), True, False)
+        else:
+            value = Value("unknown", frozenset({new_id()}), None, None, origin=f"attribute {attr}")
+        ref.attrs[attr] = value
+        return value
+
+    def module_value(
+        self,
+        qualname: str | None,
+        sub: Submodule | None,
+        params_group: int,
+        site_start: int,
+        parent: ModuleRef | None = None,
+        site_model: ModuleModel | None = None,
+    ) -> Value:
+        site_model = site_model or self.model
+        cls = site_model.lookup_class(qualname) if qualname else None
+        if cls is not None and not cls.is_module:
+            cls = None
+        ref = ModuleRef(
+            qualname, cls, params_group, submodule=sub, site_start=site_start, parent=parent
+        )
+        ref.site_path = site_model.path
+        ref.conditional = bool(parent is not None and parent.conditional)
+        if cls is not None:
+            ref.consts = _init_consts(cls, sub.call if sub is not None else None, parent)
+        if (
+            sub is not None
+            and sub.children
+            and qualname in ("torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict")
+        ):
+            ref.children = [
+                self.module_value(child.qualname, child, new_id(), site_start, ref).module  # type: ignore[misc]
+                for child in sub.children
+            ]
+        return Value("module", tensor=False, grad=False, module=ref)
+
+    def module_method(
+        self,
+        receiver: Value,
+        name: str,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        ref = receiver.module
+        assert ref is not None
+        if name in ("parameters", "named_parameters"):
+            return Value("params", self.param_groups(ref), tensor=False, grad=not ref.params_frozen)
+        if name == "zero_grad" and sets_to_none(node):
+            self.heap.no_grads |= self.param_groups(ref)
+            return receiver
+        if name == "requires_grad_":
+            ref.frozen = requires_grad_flag(node) is False
+            self._refreeze(ref)
+            return receiver
+        if name in ("train", "eval"):
+            training = name == "train"
+            if (
+                name == "train"
+                and args
+                and args[0].kind == "scalar"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                training = bool(node.args[0].value)
+            ref.training_flag = training
+            return receiver
+        if name in (
+            "to",
+            "cuda",
+            "cpu",
+            "float",
+            "double",
+            "half",
+            "requires_grad_",
+            "apply",
+            "zero_grad",
+            "share_memory",
+        ):
+            return receiver
+        if name == "forward":
+            return self.module_call(ref, args, node, frame)
+        if name in ("register_forward_hook", "register_forward_pre_hook") and node.args:
+            # A hook of this file runs at every call of the module (`output.clamp_(...)` in a
+            # hook on nn.Sigmoid writes the output Sigmoid saved).
+            hook = self.model.functions.get(self.model.qualify(node.args[0]) or "")
+            if hook is not None:
+                ref.hooks.append(("pre" if name.endswith("pre_hook") else "post", hook))
+            return unknown()
+        if ref.cls is not None:
+            found = self.model.find_method(ref.cls, name)
+            if found is not None:
+                owner = found[0].owner or self.model
+                return self.inline(
+                    found[1],
+                    owner.start_of(found[1]),
+                    [receiver, *args],
+                    kwargs,
+                    node,
+                    frame,
+                    owner,
+                )
+        attr = self.module_attr(ref, name)
+        if attr.module is not None:
+            return self.module_call(attr.module, args, node, frame)
+        return unknown_call(args, kwargs)
+
+    def _refreeze(self, ref: ModuleRef, depth: int = 0) -> None:
+        """The parameters already looked at follow a module's new requires_grad flag."""
+        frozen = ref.params_frozen
+        for value in ref.attrs.values():
+            if value.kind == "tensor" and value.leaf and value.groups == {ref.params_group}:
+                value.grad = not frozen
+            elif value.module is not None and depth < 8:
+                self._refreeze(value.module, depth + 1)
+        for child in ref.children or ():
+            if depth < 8:
+                self._refreeze(child, depth + 1)
+
+    def _param_groups(self, value: Value) -> frozenset[int]:
+        if value.kind == "params" or value.leaf:
+            return value.groups
+        if value.items:
+            groups: frozenset[int] = frozenset()
+            for item in value.items:
+                groups |= self._param_groups(item)
+            return groups
+        return value.groups
+
+    def param_groups(self, ref: ModuleRef, depth: int = 0) -> frozenset[int]:
+        """The version groups of every parameter of a module and its submodules."""
+        groups = {ref.params_group}
+        if depth > 8:
+            return frozenset(groups)
+        for child in ref.children or ():
+            groups |= self.param_groups(child, depth + 1)
+        if ref.cls is not None:
+            for name in ref.cls.submodules:
+                attr = self.module_attr(ref, name)
+                if attr.module is not None:
+                    groups |= self.param_groups(attr.module, depth + 1)
+        return frozenset(groups)
+
+    def module_call(self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame) -> Value:
+        if ref.conditional:
+            self.uncertain += 1
+            try:
+                return self._hooked_call(ref, args, node, frame)
+            finally:
+                self.uncertain -= 1
+        return self._hooked_call(ref, args, node, frame)
+
+    def _hooked_call(
+        self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
+    ) -> Value:
+        """The call with its hooks, as nn.Module.__call__ runs them: each pre-hook on
+        (module, inputs), which may return new inputs; then forward; then each forward hook on
+        (module, inputs, output), which may return a new output."""
+        if not ref.hooks:
+            return self._module_call(ref, args, node, frame)
+        module = Value("module", tensor=False, grad=False, module=ref)
+        for kind, hook in ref.hooks:
+            if kind == "pre":
+                inputs = Value("container", tensor=False, grad=None, items=tuple(args))
+                given = self._run_hook(hook, [module, inputs], node, frame)
+                if given.kind != "scalar":
+                    args = list(given.items) if given.items is not None else [given]
+        output = self._module_call(ref, args, node, frame)
+        for kind, hook in ref.hooks:
+            if kind == "post":
+                inputs = Value("container", tensor=False, grad=None, items=tuple(args))
+                given = self._run_hook(hook, [module, inputs, output], node, frame)
+                if given.kind != "scalar":
+                    output = given
+        return output
+
+    def _run_hook(
+        self,
+        hook: ast.FunctionDef | ast.AsyncFunctionDef,
+        args: list[Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        return self.inline(hook, self.model.start_of(hook), args, {}, node, frame)
+
+
+def twin_module(ref: ModuleRef, parent: ModuleRef | None = None, depth: int = 0) -> ModuleRef:
+    """`copy.deepcopy(module)`: the same modules, each with parameters of its own (a Sequential's
+    children too); the copy's hooks and attributes set after construction are not followed."""
+    twin = dataclasses.replace(
+        ref, params_group=new_id(), attrs={}, hooks=[], children=None, parent=parent
+    )
+    if ref.children is not None and depth < 8:
+        twin.children = [twin_module(child, twin, depth + 1) for child in ref.children]
+    return twin
+
+
+def element_module(container: ModuleRef, key: object = None) -> Value:
+    """An element of a ModuleList / Sequential / ModuleDict: the child at a known index or
+    key (`self.stages["l1"]`, `self.blocks[-1]`), else its first child when known, else a
+    module the analysis knows nothing about."""
+    children = container.children or []
+    if isinstance(key, str):
+        named = [c for c in children if c.submodule is not None and c.submodule.name == key]
+        if named:
+            return Value("module", tensor=False, grad=False, module=named[0])
+    elif isinstance(key, int) and -len(children) <= key < len(children):
+        return Value("module", tensor=False, grad=False, module=children[key])
+    if children:
+        return Value("module", tensor=False, grad=False, module=children[0])
+    return Value(
+        "module", tensor=False, grad=False, module=ModuleRef(None, None, container.params_group)
+    )
+
+
+def bind_consts(cls: ClassInfo, args: list[Value], kwargs: dict[str, Value]) -> dict[str, object]:
+    """Constructor arguments known as constants, by __init__ parameter name, defaults included."""
+    consts: dict[str, object] = {}
+    for name, default in cls.init_defaults.items():
+        if isinstance(default, ast.Constant):
+            consts[name] = default.value
+    for name, value in zip(cls.init_params, args, strict=False):
+        if value.kind == "scalar" and value.has_const:
+            consts[name] = value.const
+        else:
+            consts.pop(name, None)
+    for name, value in kwargs.items():
+        if value.kind == "scalar" and value.has_const:
+            consts[name] = value.const
+        else:
+            consts.pop(name, None)
+    return consts
+
+
+def _init_consts(
+    cls: ClassInfo, call: ast.Call | None, parent: ModuleRef | None
+) -> dict[str, object]:
+    """Constants of a submodule's constructor call in its owner's __init__."""
+    owner = owning_instance(parent)
+    outer = owner.consts if owner is not None else {}
+    consts: dict[str, object] = {}
+    for name, default in cls.init_defaults.items():
+        if isinstance(default, ast.Constant):
+            consts[name] = default.value
+    if call is None:
+        return consts
+    pairs = list(zip(cls.init_params, call.args, strict=False))
+    pairs += [(kw.arg, kw.value) for kw in call.keywords if kw.arg]
+    for name, expr in pairs:
+        try:
+            consts[name] = evaluate(expr, outer)
+        except Undecidable:
+            consts.pop(name, None)
+    return consts
+
+
+def _choose(options: list[Submodule], consts: dict[str, object]) -> tuple[Submodule, bool]:
+    """The constructor that runs for these constants; conditional when it cannot be told."""
+    if len(options) == 1:
+        return options[0], False
+    for option in options:
+        try:
+            if all(bool(evaluate(test, consts)) == polarity for test, polarity in option.guards):
+                return option, False
+        except Undecidable:
+            return option, True
+    return options[0], True
+
+
+def _plain_value(cls: ClassInfo, attr: str, consts: dict[str, object]) -> Value:
+    """`self.use_gate = use_gate` set once in __init__, unguarded: its value when the
+    constructor's arguments are known; a Python value of unknown value otherwise."""
+    assigned = cls.plain_values.get(attr, [])
+    if len(assigned) == 1 and not assigned[0][1]:
+        try:
+            return constant(evaluate(assigned[0][0], consts))
+        except Undecidable:
+            pass
+    return scalar()
