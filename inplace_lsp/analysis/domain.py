@@ -41,7 +41,8 @@ def new_id() -> int:
 
 @dataclass(eq=False)
 class ModuleRef:
-    """An nn.Module instance: a local class, a torch.nn class, or unknown."""
+    """An object: an nn.Module instance (a local class, a torch.nn class, or unknown), or an
+    object of another class of the code (a Trainer holding models and optimizers)."""
 
     qualname: str | None
     cls: ClassInfo | None
@@ -58,6 +59,12 @@ class ModuleRef:
     # register_forward_pre_hook / register_forward_hook: ("pre" | "post", the hook function)
     hooks: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=list)
     frozen: bool | None = None  # requires_grad_(False) on it (None: as its parent)
+
+    @property
+    def is_module(self) -> bool:
+        """An nn.Module (a local subclass, a torch.nn class, or a module the analysis cannot
+        read), not an object of another class (a Trainer)."""
+        return self.cls is None or self.cls.is_module
 
     @property
     def params_frozen(self) -> bool:

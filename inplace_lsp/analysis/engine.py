@@ -32,6 +32,7 @@ from inplace_lsp.analysis.model import ClassInfo
 from inplace_lsp.analysis.rules import RULES
 from inplace_lsp.analysis.rules.base import DocContext, Rule
 from inplace_lsp.analysis.rules.ipl006_anomaly_left_on import AnomalyLeftOn
+from inplace_lsp.analysis.summaries import SummaryCache
 from inplace_lsp.analysis.units import BlockUnits, Cell, Table, Unit, block_units
 from inplace_lsp.analysis.workspace import Workspace
 
@@ -157,6 +158,7 @@ class DocumentAnalysis:
         self._meaning: dict[str, str] = {}
         self._placed: dict[tuple[int, int], Block] = {}  # the last update's blocks by place
         self._training: dict[str, frozenset[str]] = {}  # block text -> functions calling backward
+        self._summaries = SummaryCache()
 
     @property
     def fresh(self) -> bool:
@@ -208,6 +210,8 @@ class DocumentAnalysis:
             return same
         model = self._model(parsed, alone)
         model.mentions_training = training
+        # The summaries of this update's model, shared by its entry points.
+        self._summaries = SummaryCache()
         ctx = DocContext(text, model, self.workspace.files() if self.workspace else None)
         defs: dict[str, Block] = {}
         for block in parsed:
@@ -405,7 +409,7 @@ class DocumentAnalysis:
             pieces = [(b.tree.body, b.start) for b in loose if b.tree is not None]
             cells: set[Cell] = set()
             self._box[0] = cells if self.incremental else None
-            interp = Interpreter(model, self.knowledge)
+            interp = Interpreter(model, self.knowledge, self._summaries, self._box)
             try:
                 facts = interp.run_module_code(pieces)
                 found = [("", f) for rule in self._rules for f in rule.check(facts, ctx)]
@@ -587,7 +591,7 @@ class DocumentAnalysis:
         if owner is not None:
             cells.add(("c", owner.name))
         self._box[0] = cells if self.incremental else None
-        interp = Interpreter(model, self.knowledge)
+        interp = Interpreter(model, self.knowledge, self._summaries, self._box)
         try:
             facts = interp.run_function(fn, block.start, owner)
             _drop_intended_accumulations(facts, fn)

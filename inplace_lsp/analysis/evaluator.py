@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from inplace_lsp.analysis.binder import (
     CONTAINER_TYPES,
@@ -72,6 +72,20 @@ from inplace_lsp.analysis.model import (
 )
 from inplace_lsp.analysis.model import submodule as submodule_of
 from inplace_lsp.analysis.objects import Objects, bind_consts, element_module, twin_module
+from inplace_lsp.analysis.summaries import (
+    Application,
+    BackwardEvent,
+    Event,
+    Inputs,
+    NoGradsEvent,
+    SaveEvent,
+    StepEvent,
+    Summary,
+    SummaryCache,
+    ValueEvent,
+    WriteEvent,
+    arguments_key,
+)
 from inplace_lsp.analysis.torch_ops import (
     ALIAS_METHODS,
     AUG_SYMBOL,
@@ -100,16 +114,14 @@ from inplace_lsp.analysis.torch_ops import (
     sets_to_none,
     spelled_call,
     target_dtype,
-    toggle_grad,
     view_layout,
 )
+from inplace_lsp.analysis.units import Cell
 
-MAX_INLINE_DEPTH = 4
-# The work one inlined call may do, its own callees included, before the calls it makes are
-# treated as unknown (branchy helpers calling helpers would otherwise cost exponential time).
-# Each call gets its own allowance and the entry point has none, so whether a call is followed
-# depends only on the called code, never on how much unrelated code ran before it.
-CALL_BUDGET = 1500
+# A call this many calls deep below the entry point is not followed (and said so): each
+# function is summarised once per argument facts, so depth costs little, but a chain of
+# wrappers this long is not worth following.
+MAX_CALL_DEPTH = 8
 
 
 # Strict mode (the test suite sets INPLACE_LSP_STRICT=1): a syntax node without a handler
@@ -120,7 +132,13 @@ STRICT = os.environ.get("INPLACE_LSP_STRICT") == "1"
 class Interpreter(Objects):
     """Runs one entry point abstractly and collects Facts."""
 
-    def __init__(self, model: ModuleModel, knowledge: Knowledge) -> None:
+    def __init__(
+        self,
+        model: ModuleModel,
+        knowledge: Knowledge,
+        summaries: SummaryCache | None = None,
+        recorder: list[set[Cell] | None] | None = None,
+    ) -> None:
         self.model = model
         self.kb = knowledge
         self.saves: dict[int, Save] = {}
@@ -131,7 +149,18 @@ class Interpreter(Objects):
         self.group_names: dict[int, set[str]] = {}
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
         self.work = 0
-        self.work_limit = float("inf")  # of the innermost inlined call (CALL_BUDGET)
+        # The summaries of the functions called (shared by the entry points of a document),
+        # those applied here, and the summaries being made (innermost last).
+        self.summaries = summaries if summaries is not None else SummaryCache()
+        # What the analysis reads of the document's definitions (model.Recorded's box): a
+        # summary made here or reused here counts what its run read.
+        self.recorder: list[set[Cell] | None] = recorder if recorder is not None else [None]
+        self._applied: set[int] = set()
+        self.inputs: Inputs | None = None
+        self.events: list[Event] = []
+        self.runs: list[Inputs] = []
+        # Functions not followed where they are called (line of their def -> why).
+        self.unsummarized: dict[int, str] = {}
         # The functions of this document followed to their end from here (no call inside
         # cut short by a limit): a visible call site, whose facts win over assumptions.
         self.followed: set[str] = set()
@@ -150,41 +179,54 @@ class Interpreter(Objects):
         start: int,
         owner: ClassInfo | None,
     ) -> Facts:
-        frame = Frame({}, start, grad_enabled=not self._decorated_no_grad(fn), ctx=Ctx())
-        self.inference_at = self._decorated_inference(fn, start)
-        args = fn.args
-        positional = [*args.posonlyargs, *args.args]
-        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(
-            args.defaults
-        )
+        """One function or method as an entry point: called with what is known of its
+        arguments when nothing calls it (its summary, made here or by another entry point
+        with the same facts, applied to a caller that then lets its graph escape)."""
+        frame = Frame({}, start, grad_enabled=True, ctx=Ctx())
+        args, kwargs = self._entry_arguments(fn, start, owner)
+        result = self.inline(fn, start, args, kwargs, fn, frame)
+        self._finish([result])
+        return self.facts
+
+    def _entry_arguments(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int, owner: ClassInfo | None
+    ) -> tuple[list[Value], dict[str, Value]]:
+        """What an entry point's parameters are: `self` a new instance of its class; the
+        inputs of an nn.Module's `forward` tensors that require grad (the one stated
+        assumption, DESIGN.md); another method's or a function's, unknown (what rests on them
+        is a Warning that names them), unless a default or an annotation says more."""
+        arguments = fn.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        defaults: list[ast.expr | None] = [None] * (
+            len(positional) - len(arguments.defaults)
+        ) + list(arguments.defaults)
         is_method = owner is not None and not any(
             isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
             for d in fn.decorator_list
         )
-        # The one stated assumption (DESIGN.md): the inputs of an nn.Module's `forward`
-        # require grad. Another method's arguments are unknown, as a plain function's are:
-        # what rests on them is a Warning that names them.
         in_module = owner is not None and owner.is_module and fn.name == "forward"
+        args: list[Value] = []
         for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
             if i == 0 and is_method and owner is not None:
                 if owner.is_module:
                     ref = ModuleRef(owner.name, owner, new_id(), site_start=start)
                     ref.consts = bind_consts(owner, [], {})
-                    frame.env[arg.arg] = Value("module", tensor=False, grad=False, module=ref)
+                    args.append(Value("module", tensor=False, grad=False, module=ref))
                 else:
-                    frame.env[arg.arg] = Value("unknown", tensor=False, grad=None)
+                    # An object of any other class (a Trainer, an Agent), as its __init__
+                    # leaves it: its models, optimizers and tensors.
+                    frame = Frame({}, start, grad_enabled=True, ctx=Ctx())
+                    args.append(self.instance(owner, owner.name, [], {}, fn, frame))
                 continue
-            frame.env[arg.arg] = self._param_value(arg, default, assumed=in_module)
-        for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-            frame.env[arg.arg] = self._param_value(arg, default, assumed=in_module)
-        if args.vararg:
-            frame.env[args.vararg.arg] = Value("container", tensor=False, grad=None)
-        if args.kwarg:
-            frame.env[args.kwarg.arg] = Value("container", tensor=False, grad=None)
-        self.exec_body(fn.body, frame)
-        self.heap = self._exit_heap(frame)
-        self._finish(frame.returns)
-        return self.facts
+            args.append(self._param_value(arg, default, assumed=in_module))
+        kwargs = {
+            arg.arg: self._param_value(arg, default, assumed=in_module)
+            for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+        }
+        for rest in (arguments.vararg, arguments.kwarg):
+            if rest is not None:  # `*args`, `**kwargs`: what they hold is not known
+                kwargs[rest.arg] = Value("container", tensor=False, grad=None)
+        return args, kwargs
 
     def run_module_code(self, pieces: list[tuple[list[ast.stmt], int]]) -> Facts:
         """Module-level statements, in document order, as one program: (statements, start)."""
@@ -710,11 +752,12 @@ class Interpreter(Objects):
             base = self.eval(target.value, frame)
             if target.attr == "requires_grad" and base.tensorish:
                 # `w.requires_grad = False` before `w.copy_(...)`: the write is allowed.
-                toggle_grad(base, value.const if value.has_const else None)
+                flag = value.const if value.has_const else None
+                self.set_grad(base, flag if isinstance(flag, bool) else None, toggled=True)
                 return
             self.escaped |= self._graph_of(value)
             if base.module is not None:
-                base.module.attrs[target.attr] = value
+                self.set_attr(base.module, target.attr, value)
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value, frame)
             self.eval(target.slice, frame)
@@ -1182,7 +1225,7 @@ class Interpreter(Objects):
             return self.module_method(receiver, name, args, kwargs, node, frame)
         if receiver.kind == "optimizer":
             if name == "zero_grad" and sets_to_none(node):
-                self.heap.no_grads |= receiver.steps
+                self.clear_gradients(receiver.steps)
             if name == "step" and not (receiver.steps and receiver.steps <= self.heap.no_grads):
                 self.mutate(
                     Value("tensor", receiver.steps, True, True, origin=receiver.origin),
@@ -1206,13 +1249,11 @@ class Interpreter(Objects):
         if receiver.kind == "container":
             if name in ("append", "extend", "insert", "add", "update", "setdefault"):
                 for a in args:
-                    self.escaped |= self._graph_of(a)
+                    graph = frozenset(self._graph_of(a))
+                    self.escaped |= graph
                     # The list holds it: `torch.stack(outs)` reaches its graph, so the
                     # backward through the stack frees what it saved.
-                    receiver.graph = receiver.graph | frozenset(self._graph_of(a))
-                if name == "append" and receiver.items is not None and args:
-                    held = (*receiver.items, args[0])
-                    receiver.items = held if len(held) <= _HELD_ITEMS else None
+                    self.append_item(receiver, a if name == "append" else None, graph)
             return unknown()
         if not receiver.tensorish:
             return unknown_call([receiver, *args], kwargs)
@@ -1236,7 +1277,7 @@ class Interpreter(Objects):
         if name == "clone":
             return self._copy_of(receiver, name, frame, producer="")
         if name == "requires_grad_":
-            toggle_grad(receiver, requires_grad_flag(node))
+            self.set_grad(receiver, requires_grad_flag(node), toggled=True)
             return receiver
         if name in LAYOUT_METHODS or name in ALIAS_METHODS:
             copied = self._copy_or_alias(receiver, name, node, frame)
@@ -1287,7 +1328,7 @@ class Interpreter(Objects):
                     ref = ModuleRef(qual, cls, new_id(), site_start=frame.start)
                     ref.consts = bind_consts(cls, args, kwargs)
                     return Value("module", tensor=False, grad=False, module=ref)
-                return unknown()
+                return self.instance(cls, qual, args, kwargs, node, frame)
             if qual == "copy.deepcopy" and args and args[0].module is not None:
                 # An EMA / teacher copy: the same modules, with parameters of their own.
                 return Value("module", tensor=False, grad=False, module=twin_module(args[0].module))
@@ -1405,6 +1446,8 @@ class Interpreter(Objects):
         frame: Frame,
         model: ModuleModel | None = None,
     ) -> Value:
+        """A call of a function of the code: its summary for these arguments' facts (made
+        now if there is none), applied here."""
         if model is not None and model is not self.model:
             outer = self.model
             self.model = model
@@ -1413,66 +1456,95 @@ class Interpreter(Objects):
             finally:
                 self.model = outer
         if fn in self.call_stack:
-            return unknown_call(args, kwargs)
-        if len(self.call_stack) >= MAX_INLINE_DEPTH or self.work > self.work_limit:
+            return unknown_call(args, kwargs)  # recursion: what it does is not known
+        if len(self.call_stack) >= MAX_CALL_DEPTH:
             self.cut += 1
+            self._too_deep(fn, start)
             return unknown_call(args, kwargs)
+        if any(a.kind == "fnctx" for a in args):
+            # An autograd.Function's forward: its ctx.save_for_backward feeds this call.
+            return self._run_inline(fn, start, args, kwargs, frame)
+        grad_enabled = frame.grad_enabled and not self._decorated_no_grad(fn)
+        inference = self.inference_at or self._decorated_inference(fn, start)
+        state = (grad_enabled, self.uncertain > 0, inference)
+        summary = self.summaries.find(fn, self.model, state, args, kwargs, self.module_attr)
+        if summary is None:
+            summary = self._summarize(fn, start, args, kwargs, grad_enabled, inference, state)
+        return self._apply(summary, args, kwargs, frame)
+
+    def _summarize(
+        self,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef,
+        start: int,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        grad_enabled: bool,
+        inference: InferenceSite | None,
+        state: Hashable,
+    ) -> Summary:
+        """Runs the function on stand-ins of its arguments, from a state of its own: what it
+        does to them is recorded as events, what it makes stays in its heap."""
+        inputs = Inputs()
+        names = _parameter_names(fn, len(args))
+        stand_ins = [
+            inputs.symbolize(a, (("arg", i),), names[i] if i < len(names) else None)
+            for i, a in enumerate(args)
+        ]
+        stand_in_kwargs = {k: inputs.symbolize(v, (("kw", k),), k) for k, v in kwargs.items()}
+        key = (id(self.model), state, arguments_key(args, kwargs))
+        outer = (self.heap, self.facts, self.escaped, self.group_names, self.followed, self.saves)
+        outer_run = (self.inputs, self.events, self.inference_at)
         cut_before = self.cut
-        outer_limit, self.work_limit = self.work_limit, self.work + CALL_BUDGET
-        self.work += len(fn.body)
-        callee = Frame(
-            {},
-            start,
-            frame.grad_enabled and not self._decorated_no_grad(fn),
-            frame.ctx,
-            path=self.model.path,
-        )
-        params = [*fn.args.posonlyargs, *fn.args.args]
-        defaults: list[ast.expr | None] = [None] * (len(params) - len(fn.args.defaults)) + list(
-            fn.args.defaults
-        )
-        for i, (param, default) in enumerate(zip(params, defaults, strict=True)):
-            if i < len(args):
-                callee.env[param.arg] = args[i]
-            elif param.arg in kwargs:
-                callee.env[param.arg] = kwargs[param.arg]
-            elif default is not None:
-                # Not passed: the default's value (`chunk_size=None` decides `if chunk_size:`).
-                callee.env[param.arg] = (
-                    constant(default.value) if isinstance(default, ast.Constant) else unknown()
-                )
-            else:
-                callee.env[param.arg] = unknown()
-        for param, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
-            given = kwargs.get(param.arg)
-            if given is None:
-                given = (
-                    constant(kw_default.value)
-                    if isinstance(kw_default, ast.Constant)
-                    else unknown()
-                )
-            callee.env[param.arg] = given
-        if fn.args.vararg:
-            callee.env[fn.args.vararg.arg] = Value(
-                "container", tensor=False, grad=None, items=tuple(args[len(params) :])
-            )
-        if fn.args.kwarg:
-            callee.env[fn.args.kwarg.arg] = Value("container", tensor=False, grad=None)
+        self.heap, self.facts, self.escaped, self.group_names = Heap(), Facts(), set(), {}
+        self.followed, self.saves = set(), {}
+        self.inputs, self.events, self.inference_at = inputs, [], inference
+        self.runs.append(inputs)
+        outer_cells = self.recorder[0]
+        cells: set[Cell] = set()
+        self.recorder[0] = cells if outer_cells is not None else None
+        root = Ctx()
+        callee = Frame({}, start, grad_enabled, root, path=self.model.path)
+        _bind_arguments(fn, callee, stand_ins, stand_in_kwargs)
         self.call_stack.append(fn)
-        outer_inference = self.inference_at
-        self.inference_at = outer_inference or self._decorated_inference(fn, start)
         try:
             self.exec_body(fn.body, callee)
+            name = self.model.def_key(fn) if self.model.path is None else ""
+            if name and self.cut == cut_before:
+                self.followed.add(name)
+            exit_heap = self._exit_heap(callee)
+            result = self._returned(fn, callee, stand_ins)
+            summary = Summary(
+                fn,
+                key,
+                tuple(inputs.reads),
+                self.events,
+                result,
+                self.facts,
+                exit_heap,
+                frozenset(self.escaped),
+                frozenset(self.followed),
+                self.cut - cut_before,
+                inputs,
+                root,
+                frozenset(cells),
+                self.saves,
+            )
         finally:
             self.call_stack.pop()
-            self.work_limit = outer_limit
-            self.inference_at = outer_inference
-        key = self.model.def_key(fn) if self.model.path is None else ""
-        if key and self.cut == cut_before:
-            self.followed.add(key)
-        self.heap = self._exit_heap(callee)
+            self.runs.pop()
+            self.recorder[0] = outer_cells
+            self.heap, self.facts, self.escaped, self.group_names, self.followed, self.saves = outer
+            self.inputs, self.events, self.inference_at = outer_run
+        inputs.done()
+        self.summaries.add(summary, self.model.def_key(fn) or fn.name)
+        return summary
+
+    def _returned(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, callee: Frame, args: list[Value]
+    ) -> Value | None:
+        """What the function returns, joined over its `return`s (None: it returns nothing)."""
         if not callee.returns:
-            return scalar()
+            return None
         result = callee.returns[0]
         for other in callee.returns[1:]:
             result = join_values(result, other)
@@ -1494,9 +1566,164 @@ class Interpreter(Objects):
                 )
         return result
 
+    def _apply(
+        self, summary: Summary, args: list[Value], kwargs: dict[str, Value], frame: Frame
+    ) -> Value:
+        """A summary at a call site: its events on the caller's objects, in order; then what
+        the function made (its tensors' saves, writes and frees) into the caller's heap."""
+        cells = self.recorder[0]
+        if cells is not None:
+            cells |= summary.cells
+        use = Application(
+            summary, args, kwargs, frame.ctx, summary.root, self.module_attr, self.saves
+        )
+        for event in summary.events:
+            self._replay(event, use)
+        result = use.value(summary.result) if summary.result is not None else scalar()
+        exit_heap = summary.exit
+        for group, group_now in list(use.own_groups.items()):
+            sids = exit_heap.live.get(group)
+            if sids:
+                held = tuple(use.save(summary.saves[sid]).id for sid in sids)
+                self.heap.live[group_now] = (*self.heap.live.get(group_now, ()), *held)
+        for sid, mutation in exit_heap.stale.items():
+            sid_now = use.own_sids.get(sid)
+            if sid_now is not None:
+                self.heap.stale.setdefault(sid_now, use.mutation(mutation))
+        for sid in exit_heap.freed:
+            sid_now = use.own_sids.get(sid)
+            if sid_now is not None:
+                self.heap.freed.add(sid_now)
+        self.escaped |= use.graph(summary.escaped)
+        if id(summary) not in self._applied:
+            self._applied.add(id(summary))
+            self.facts.extend(summary.facts)
+        self.followed |= summary.followed
+        self.cut += summary.cut
+        return result
+
+    def _replay(self, event: Event, use: Application) -> None:
+        if isinstance(event, SaveEvent):
+            save = use.save(event.save)
+            self._add_save(save)
+        elif isinstance(event, StepEvent):
+            steps = use.groups(event.steps)
+            if not (steps and steps <= self.heap.no_grads):
+                self.replay_write(event.write, use.mutation(event.write.mutation), steps)
+        elif isinstance(event, WriteEvent):
+            self.replay_write(event, use.mutation(event.mutation), use.groups(event.groups))
+        elif isinstance(event, BackwardEvent):
+            own = frozenset(use.save(use.summary.saves[sid]).id for sid in event.own)
+            graph = use.graph(event.graphs) | own
+            self.run_backward(graph, event.retain, event.loc, checked=own)
+        elif isinstance(event, NoGradsEvent):
+            self.clear_gradients(use.groups(event.groups))
+        else:
+            self._replay_change(event, use)
+
+    def _replay_change(self, event: ValueEvent, use: Application) -> None:
+        target = use.resolve(event.path)
+        if isinstance(target, ModuleRef):
+            if event.what == "attr" and event.value is not None:
+                self.set_attr(target, event.name, use.value(event.value))
+            elif event.what in ("training_flag", "frozen"):
+                self.set_module_flag(target, event.what, event.flag)  # type: ignore[arg-type]
+                if event.what == "frozen":
+                    self._refreeze(target)
+        elif isinstance(target, Value):
+            if event.what == "append":
+                item = use.value(event.value) if event.value is not None else None
+                self.append_item(target, item, use.graph(event.graph))
+            elif event.what == "graph":
+                self.join_graph(target, use.graph(event.graph))
+            elif event.what in ("grad", "toggle"):
+                self.set_grad(target, event.flag, toggled=event.what == "toggle")  # type: ignore[arg-type]
+
+    def _too_deep(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int) -> None:
+        """A call chain too deep to follow: the function is unknown there, and said so."""
+        if self.model.path is None:
+            self.unsummarized.setdefault(
+                fn.lineno + start - 1,
+                f"`{self.model.def_key(fn) or fn.name}` is called more than {MAX_CALL_DEPTH} "
+                "calls deep here: what it does there is not analysed",
+            )
+
+    def _run_inline(
+        self,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef,
+        start: int,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        frame: Frame,
+    ) -> Value:
+        """The function's body run in the caller's state with the caller's values (an
+        autograd.Function's forward, whose saves go to the call's own node)."""
+        callee = Frame(
+            {},
+            start,
+            frame.grad_enabled and not self._decorated_no_grad(fn),
+            frame.ctx,
+            path=self.model.path,
+        )
+        _bind_arguments(fn, callee, args, kwargs)
+        self.call_stack.append(fn)
+        try:
+            self.exec_body(fn.body, callee)
+        finally:
+            self.call_stack.pop()
+        self.heap = self._exit_heap(callee)
+        result = self._returned(fn, callee, args)
+        return result if result is not None else scalar()
+
     # ------------------------------------------------------------------ ops
 
     # ------------------------------------------------------------------ events
+
+
+def _parameter_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, count: int) -> list[str]:
+    return [p.arg for p in [*fn.args.posonlyargs, *fn.args.args]][:count]
+
+
+def _bind_arguments(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    callee: Frame,
+    args: list[Value],
+    kwargs: dict[str, Value],
+) -> None:
+    """The function's parameters bound to a call's arguments, defaults and `*args`."""
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    defaults: list[ast.expr | None] = [None] * (len(params) - len(fn.args.defaults)) + list(
+        fn.args.defaults
+    )
+    for i, (param, default) in enumerate(zip(params, defaults, strict=True)):
+        if i < len(args):
+            callee.env[param.arg] = args[i]
+        elif param.arg in kwargs:
+            callee.env[param.arg] = kwargs[param.arg]
+        elif default is not None:
+            # Not passed: the default's value (`chunk_size=None` decides `if chunk_size:`).
+            callee.env[param.arg] = (
+                constant(default.value) if isinstance(default, ast.Constant) else unknown()
+            )
+        else:
+            callee.env[param.arg] = unknown()
+    for param, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+        given = kwargs.get(param.arg)
+        if given is None:
+            given = (
+                constant(kw_default.value) if isinstance(kw_default, ast.Constant) else unknown()
+            )
+        callee.env[param.arg] = given
+    # `*args` holds the rest of the arguments; an entry point passes what `*args` and
+    # `**kwargs` hold by their names.
+    if fn.args.vararg:
+        callee.env[fn.args.vararg.arg] = kwargs.get(fn.args.vararg.arg) or Value(
+            "container", tensor=False, grad=None, items=tuple(args[len(params) :])
+        )
+    if fn.args.kwarg:
+        callee.env[fn.args.kwarg.arg] = kwargs.get(fn.args.kwarg.arg) or Value(
+            "container", tensor=False, grad=None
+        )
 
 
 class UnhandledNode(Exception):
@@ -1505,9 +1732,6 @@ class UnhandledNode(Exception):
     def __init__(self, node: ast.AST) -> None:
         line = getattr(node, "lineno", "?")
         super().__init__(f"no handler for ast.{type(node).__name__} (line {line})")
-
-
-_HELD_ITEMS = 64  # the elements a list built by append() keeps track of
 
 
 _STMT_HANDLERS = {

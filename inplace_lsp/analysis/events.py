@@ -16,6 +16,7 @@ from inplace_lsp.analysis.domain import (
     InferenceSite,
     LeafWrite,
     Loc,
+    ModuleRef,
     Mutation,
     Refusal,
     Save,
@@ -27,6 +28,19 @@ from inplace_lsp.analysis.domain import (
 )
 from inplace_lsp.analysis.knowledge import Knowledge
 from inplace_lsp.analysis.model import ModuleModel
+from inplace_lsp.analysis.summaries import (
+    BackwardEvent,
+    Event,
+    Inputs,
+    NoGradsEvent,
+    Path,
+    SaveEvent,
+    StepEvent,
+    ValueEvent,
+    WriteEvent,
+)
+
+HELD_ITEMS = 64  # the elements a list built by append() keeps track of
 
 
 class Events:
@@ -42,6 +56,11 @@ class Events:
     group_names: dict[int, set[str]]
     uncertain: int  # > 0 while running code that may not run (a conditional submodule)
     inference_at: InferenceSite | None  # inside torch.inference_mode(): where it began
+    # While a function is run to make its summary: its arguments' stand-ins, and what it does
+    # to them, in order (None and unused when running an entry point itself).
+    inputs: Inputs | None
+    events: list[Event]
+    runs: list[Inputs]  # the summaries being made, innermost last (`inputs` is the last)
 
     def loc(self, node: ast.AST, frame: Frame) -> Loc:
         return location(node, frame.start)
@@ -91,8 +110,15 @@ class Events:
             joined or self.uncertain > 0 or not grad_from,
             param or (slot[6:] if slot.startswith("param:") else ""),
         )
-        self.heap.live[group] = (*self.heap.live.get(group, ()), sid)
+        self._add_save(self.saves[sid])
         return sid
+
+    def _add_save(self, save: Save) -> None:
+        """A save is live on its group; one on an argument's tensor is an event of the
+        summary being made."""
+        self.heap.live[save.group] = (*self.heap.live.get(save.group, ()), save.id)
+        if self.inputs is not None and save.group in self.inputs.groups:
+            self.events.append(SaveEvent(save))
 
     def mutate(
         self,
@@ -142,21 +168,57 @@ class Events:
         if leafish and value.grad and grad_on and kind != "step":
             self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
             return mutation
+        external = self.inputs.external(value.groups) if self.inputs is not None else frozenset()
         if value.detached == "data":
             # `.data` hides the write from the version counter: no error, but the saved tensor
             # changes under autograd's feet and the gradients come out silently wrong.
-            for group in sorted(value.groups):
-                for sid in self.heap.live.get(group, ()):
-                    if sid not in self.heap.freed:
-                        self._conflict(mutation, self.saves[sid], "data", None)
+            self._data_write(mutation, value.groups)
+            if external:
+                self.events.append(WriteEvent(mutation, external, False, False))
             return mutation
         if value.detached:
             self.facts.detached_writes.append(mutation)
         # A write through a detached alias is tracked too: whether the tensor it aliases is
         # read again decides whether cloning the alias keeps what the program computes.
         track_alias = value.grad is True or bool(value.detached)
+        staled = self._write_groups(mutation, value.groups, track_alias)
+        may_be_safe = (
+            grad_on
+            and value.grad is True
+            and bool(value.producer)
+            and not value.joined
+            and not value.detached
+            and self.uncertain == 0
+            and kind in ("augassign", "method", "setitem", "inplace_module", "inplace_kwarg")
+        )
+        if external:
+            # Whether the caller had saved the argument's tensor decides: the summary's user.
+            write = WriteEvent(mutation, external, track_alias, may_be_safe and not staled)
+            self.events.append(StepEvent(write, external) if kind == "step" else write)
+        elif may_be_safe and not staled:
+            self.facts.safe_writes.append(mutation)
+        if grad_on and (value.grad or any(i.grad for i in inputs)):
+            extra: frozenset[int] = (
+                frozenset().union(*(i.graph for i in inputs)) if inputs else frozenset()
+            )
+            self.join_graph(value, extra)
+            if value.grad is False and any(i.grad for i in inputs):
+                self.set_grad(value, True)
+        return mutation
+
+    def _data_write(self, mutation: Mutation, groups: frozenset[int]) -> None:
+        for group in sorted(groups):
+            for sid in self.heap.live.get(group, ()):
+                if sid not in self.heap.freed:
+                    self._conflict(mutation, self.saves[sid], "data", None)
+
+    def _write_groups(self, mutation: Mutation, groups: frozenset[int], track_alias: bool) -> bool:
+        """The live saves of the written groups go stale (those of another parameter of the
+        same module stay); the other names of the tensor will read the new values. Whether a
+        save went stale."""
+        value, target = mutation.value, mutation.target
         staled = False
-        for group in sorted(value.groups):
+        for group in sorted(groups):
             kept: tuple[int, ...] = ()
             for sid in self.heap.live.get(group, ()):
                 saved = self.saves[sid].param
@@ -169,30 +231,89 @@ class Events:
             names = self.group_names.get(group, set())
             # The written name reads the new values on purpose, except after an in-place
             # activation whose result goes elsewhere (`y = F.relu(h, inplace=True)`).
-            keeps = activation and not discarded
+            keeps = mutation.activation and not mutation.discarded
             others = frozenset(names if keeps else names - {target or ""})
             if others and track_alias:
                 pend = self.heap.pending_alias.setdefault(group, [])
                 pend.append((mutation, others))
-        if (
-            not staled
-            and grad_on
-            and value.grad is True
-            and value.producer
-            and not value.joined
-            and not value.detached
-            and self.uncertain == 0
-            and kind in ("augassign", "method", "setitem", "inplace_module", "inplace_kwarg")
-        ):
-            self.facts.safe_writes.append(mutation)
-        if grad_on and (value.grad or any(i.grad for i in inputs)):
-            extra: frozenset[int] = (
-                frozenset().union(*(i.graph for i in inputs)) if inputs else frozenset()
+        return staled
+
+    def replay_write(self, write: WriteEvent, mutation: Mutation, groups: frozenset[int]) -> None:
+        """A summary's write into the caller's tensors (`groups`): what the caller saved of
+        them goes stale; a Hint if nothing had been saved and the function found it safe."""
+        if mutation.value.detached == "data":
+            self._data_write(mutation, groups)
+            staled = False
+        else:
+            staled = self._write_groups(mutation, groups, write.track_alias)
+        external = self.inputs.external(groups) if self.inputs is not None else frozenset()
+        if external:
+            outer = WriteEvent(
+                mutation, external, write.track_alias, write.safe_candidate and not staled
             )
-            value.graph = value.graph | extra
-            if value.grad is False and any(i.grad for i in inputs):
-                value.grad = True
-        return mutation
+            self.events.append(StepEvent(outer, external) if mutation.kind == "step" else outer)
+        elif write.safe_candidate and not staled:
+            self.facts.safe_writes.append(mutation)
+
+    # changes of an argument's own object (recorded while making a summary) -------------------
+    def _stand_in(self, obj: object) -> Path | None:
+        if self.inputs is None:
+            return None
+        if isinstance(obj, ModuleRef):
+            return self.inputs.refs.get(id(obj))
+        return self.inputs.values.get(id(obj))
+
+    def join_graph(self, value: Value, graph: frozenset[int]) -> None:
+        if graph <= value.graph:
+            return
+        value.graph = value.graph | graph
+        path = self._stand_in(value)
+        if path is not None:
+            self.events.append(ValueEvent(path, "graph", graph=graph))
+
+    def set_grad(self, value: Value, flag: bool | None, toggled: bool = False) -> None:
+        """`value.grad = flag` (backward() on it), or `requires_grad_(flag)` (toggled: only a
+        leaf's flag can change, so True makes a leaf)."""
+        if toggled:
+            value.grad, value.grad_assumed = flag, False
+            if flag and not value.graph:
+                value.leaf = True
+        else:
+            value.grad = flag
+        path = self._stand_in(value)
+        if path is not None:
+            self.events.append(ValueEvent(path, "toggle" if toggled else "grad", flag=flag))
+
+    def set_attr(self, ref: ModuleRef, name: str, value: Value) -> None:
+        ref.attrs[name] = value
+        path = self._stand_in(ref)
+        if path is not None:
+            self.events.append(ValueEvent(path, "attr", name, value))
+
+    def append_item(self, container: Value, item: Value | None, graph: frozenset[int]) -> None:
+        """`outs.append(h)` (or `extend`, `add`: `item` None): the container reaches its graph
+        and, for append, holds it as its last item."""
+        container.graph = container.graph | graph
+        if container.items is not None and item is not None:
+            held = (*container.items, item)
+            container.items = held if len(held) <= HELD_ITEMS else None
+        path = self._stand_in(container)
+        if path is not None:
+            self.events.append(ValueEvent(path, "append", value=item, graph=graph))
+
+    def set_module_flag(self, ref: ModuleRef, flag: str, value: bool | None) -> None:
+        """`model.eval()` (training_flag) or `model.requires_grad_(False)` (frozen)."""
+        setattr(ref, flag, value)
+        path = self._stand_in(ref)
+        if path is not None:
+            self.events.append(ValueEvent(path, flag, flag=value))
+
+    def clear_gradients(self, groups: frozenset[int]) -> None:
+        """zero_grad(): these parameters hold no gradient until a backward()."""
+        self.heap.no_grads |= groups
+        external = self.inputs.external(groups) if self.inputs is not None else frozenset()
+        if external:
+            self.events.append(NoGradsEvent(external))
 
     def _refusal(self, mutation: Mutation, grad_on: bool, inputs: list[Value]) -> Refusal | None:
         """Whether torch refuses this write at once (the Refusal kinds), and how sure."""
@@ -224,15 +345,29 @@ class Events:
         return None
 
     def backward(self, value: Value, node: ast.AST, frame: Frame, retain: bool) -> None:
-        value.grad = True  # backward() on it: it requires grad
+        self.set_grad(value, True)  # backward() on it: it requires grad
+        self.run_backward(frozenset(self._graph_of(value)), retain, self.loc(node, frame))
+
+    def run_backward(
+        self, graph: frozenset[int], retain: bool, loc: Loc, checked: frozenset[int] = frozenset()
+    ) -> None:
+        """backward() through the saves of `graph`: a stale one is a conflict, and each is
+        freed unless the graph is retained (`checked`: saves a summary already looked at,
+        only freed here)."""
         self.heap.no_grads = frozenset()
-        loc = self.loc(node, frame)
-        for sid in sorted(self._graph_of(value)):  # in the order the ops ran: deterministic
+        for sid in sorted(graph):  # in the order the ops ran: deterministic
             mutation = self.heap.stale.get(sid)
-            if mutation is not None and sid not in self.heap.freed:
+            if mutation is not None and sid not in self.heap.freed and sid not in checked:
                 self._conflict(mutation, self.saves[sid], "backward", loc)
             if not retain:
                 self.heap.freed.add(sid)
+        if self.inputs is not None:
+            inputs = self.inputs
+            graphs = frozenset(sid for sid in graph if sid in inputs.graphs)
+            own = frozenset(
+                sid for sid in graph if sid in self.saves and self.saves[sid].group in inputs.groups
+            )
+            self.events.append(BackwardEvent(graphs, own, retain, loc))
 
     def _conflict(self, mutation: Mutation, save: Save, via: str, backward_loc: Loc | None) -> None:
         every_path = not mutation.possible and mutation.ctx.descends_from(save.ctx)

@@ -9,7 +9,9 @@ import ast
 import dataclasses
 from abc import abstractmethod
 
+from inplace_lsp.analysis.binder import is_static
 from inplace_lsp.analysis.domain import (
+    Ctx,
     Frame,
     ModuleRef,
     Value,
@@ -45,12 +47,37 @@ class Objects(TorchOps):
     ) -> Value:
         """A call of a function of the code, with these arguments (the evaluator's)."""
 
+    @abstractmethod
+    def eval(self, node: ast.expr, frame: Frame) -> Value:
+        """The value of an expression (the evaluator's)."""
+
+    def instance(
+        self,
+        cls: ClassInfo,
+        qualname: str,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.AST,
+        frame: Frame,
+    ) -> Value:
+        """A new object of a class that is not an nn.Module (a Trainer, an Agent, a replay
+        buffer): its `__init__` run on it, so it holds what `__init__` set."""
+        ref = ModuleRef(qualname, cls, new_id(), site_start=frame.start)
+        ref.consts = bind_consts(cls, args, kwargs)
+        value = Value("object", tensor=False, grad=False, module=ref)
+        found = self.model.find_method(cls, "__init__")
+        if found is not None:
+            where = found[0].owner or self.model
+            init = found[1]
+            self.inline(init, where.start_of(init), [value, *args], kwargs, node, frame, where)
+        return value
+
     def _module_call(
         self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
     ) -> Value:
         x = args[0] if args else unknown()
         if ref.cls is not None:
-            found = self.model.find_method(ref.cls, "forward")
+            found = self.model.find_method(ref.cls, "forward" if ref.is_module else "__call__")
             if found is not None:
                 this = Value("module", tensor=False, grad=False, module=ref)
                 owner = found[0].owner or self.model
@@ -67,18 +94,34 @@ class Objects(TorchOps):
     def module_attr(self, ref: ModuleRef, attr: str) -> Value:
         if attr in ref.attrs:
             return ref.attrs[attr]
+        for inputs in reversed(self.runs):
+            real = inputs.real.get(id(ref))
+            if isinstance(real, ModuleRef):
+                # The stand-in of a caller's module: its attribute is the caller's, read
+                # through the caller's module, and a fact the summary depends on.
+                path = (*inputs.refs[id(ref)], ("attr", attr))
+                found = self.module_attr(real, attr)
+                inputs.read(path, found)
+                ref.attrs[attr] = inputs.symbolize(found, path)
+                return ref.attrs[attr]
         value: Value
         cls = ref.cls
-        if cls is not None and attr in cls.submodules:
+        if cls is not None and not ref.is_module:
+            # An object's attributes are what its __init__ (or a method) set: not this one.
+            value = Value("unknown", frozenset({new_id()}), None, None, grad_from=f"self.{attr}")
+        elif cls is not None and attr in cls.submodules:
             sub, conditional = _choose(
                 cls.submodule_options.get(attr) or [cls.submodules[attr]], ref.consts
             )
             owner = cls.owner or self.model
-            value = self.module_value(
-                sub.qualname, sub, new_id(), owner.start_of(cls.node), ref, owner
-            )
-            if value.module is not None and conditional:
-                value.module.conditional = True
+            if self._builds_module(sub, owner):
+                value = self.module_value(
+                    sub.qualname, sub, new_id(), owner.start_of(cls.node), ref, owner
+                )
+                if value.module is not None and conditional:
+                    value.module.conditional = True
+            else:
+                value = self._constructed(ref, attr, sub, owner)
         elif cls is not None and attr in cls.parameters:
             frozen = frozen_parameter(cls.parameters[attr]) or ref.params_frozen
             value = Value(
@@ -122,6 +165,41 @@ class Objects(TorchOps):
         ref.attrs[attr] = value
         return value
 
+    @staticmethod
+    def _builds_module(sub: Submodule, owner: ModuleModel) -> bool:
+        """Whether `self.x = <call>` in a module's __init__ builds a module (a torch.nn layer,
+        a module class, or a call the analysis reads as one), not an optimizer, a tensor or
+        an object of another class (which `_constructed` evaluates)."""
+        qual = sub.qualname
+        if qual is None:
+            return True
+        if qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].isupper():
+            return True
+        if qual.startswith("torch."):
+            return False
+        cls = owner.lookup_class(qual)
+        if cls is not None:
+            return cls.is_module
+        return qual not in owner.functions
+
+    def _constructed(self, ref: ModuleRef, attr: str, sub: Submodule, owner: ModuleModel) -> Value:
+        """`self.opt = torch.optim.Adam(self.parameters())`, `self.h0 = torch.zeros(...)`,
+        `self.buffer = ReplayBuffer(...)` in a module's __init__: the call evaluated with
+        `self` the module, when first read."""
+        cls = ref.cls
+        assert cls is not None
+        ref.attrs[attr] = unknown()  # what the call reads of `self.<attr>` is not known yet
+        init = cls.methods.get("__init__")
+        params = [*init.args.posonlyargs, *init.args.args] if init is not None else []
+        name = params[0].arg if params else "self"
+        this = Value("module", tensor=False, grad=False, module=ref)
+        frame = Frame({name: this}, owner.start_of(cls.node), True, Ctx(), path=owner.path)
+        outer, self.model = self.model, owner
+        try:
+            return self.eval(sub.call, frame)
+        finally:
+            self.model = outer
+
     def module_value(
         self,
         qualname: str | None,
@@ -164,13 +242,15 @@ class Objects(TorchOps):
     ) -> Value:
         ref = receiver.module
         assert ref is not None
+        if not ref.is_module:
+            return self._object_method(receiver, ref, name, args, kwargs, node, frame)
         if name in ("parameters", "named_parameters"):
             return Value("params", self.param_groups(ref), tensor=False, grad=not ref.params_frozen)
         if name == "zero_grad" and sets_to_none(node):
-            self.heap.no_grads |= self.param_groups(ref)
+            self.clear_gradients(self.param_groups(ref))
             return receiver
         if name == "requires_grad_":
-            ref.frozen = requires_grad_flag(node) is False
+            self.set_module_flag(ref, "frozen", requires_grad_flag(node) is False)
             self._refreeze(ref)
             return receiver
         if name in ("train", "eval"):
@@ -183,7 +263,7 @@ class Objects(TorchOps):
                 and isinstance(node.args[0], ast.Constant)
             ):
                 training = bool(node.args[0].value)
-            ref.training_flag = training
+            self.set_module_flag(ref, "training_flag", training)
             return receiver
         if name in (
             "to",
@@ -225,6 +305,31 @@ class Objects(TorchOps):
             return self.module_call(attr.module, args, node, frame)
         return unknown_call(args, kwargs)
 
+    def _object_method(
+        self,
+        receiver: Value,
+        ref: ModuleRef,
+        name: str,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        """A method of an object that is not a module: its class's (`self.train_step(z)`),
+        or a call of what an attribute holds (`self.actor(obs)`, `self.loss_fn(y, t)`)."""
+        found = self.model.find_method(ref.cls, name) if ref.cls is not None else None
+        if found is not None:
+            owner = found[0].owner or self.model
+            method = found[1]
+            call_args = args if is_static(method) else [receiver, *args]
+            return self.inline(
+                method, owner.start_of(method), call_args, kwargs, node, frame, owner
+            )
+        attr = self.module_attr(ref, name)
+        if attr.module is not None:
+            return self.module_call(attr.module, args, node, frame)
+        return unknown_call(args, kwargs)
+
     def _refreeze(self, ref: ModuleRef, depth: int = 0) -> None:
         """The parameters already looked at follow a module's new requires_grad flag."""
         frozen = ref.params_frozen
@@ -254,11 +359,14 @@ class Objects(TorchOps):
             return frozenset(groups)
         for child in ref.children or ():
             groups |= self.param_groups(child, depth + 1)
-        if ref.cls is not None:
+        if ref.cls is not None and ref.is_module:
             for name in ref.cls.submodules:
                 attr = self.module_attr(ref, name)
                 if attr.module is not None:
                     groups |= self.param_groups(attr.module, depth + 1)
+        for value in list(ref.attrs.values()):  # and the modules assigned to it
+            if value.module is not None and value.module.is_module:
+                groups |= self.param_groups(value.module, depth + 1)
         return frozenset(groups)
 
     def module_call(self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame) -> Value:

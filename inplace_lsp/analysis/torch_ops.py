@@ -870,17 +870,6 @@ def frozen_parameter(created: ast.AST) -> bool:
     return isinstance(flag, ast.Constant) and flag.value is False
 
 
-def toggle_grad(value: Value, flag: object) -> None:
-    """`requires_grad_(flag)` / `.requires_grad = flag` on a tensor: only a leaf's flag can
-    change (torch raises for another's), so True makes a leaf; an unknown flag is unknown."""
-    if flag is True or flag is False:
-        value.grad, value.grad_assumed = flag, False
-        if flag and not value.graph:
-            value.leaf = True
-    else:
-        value.grad = None
-
-
 def mode_off(node: ast.expr) -> bool:
     """`torch.inference_mode(False)` / `(mode=False)`: the context changes nothing."""
     if not isinstance(node, ast.Call):

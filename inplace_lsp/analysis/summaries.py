@@ -1,0 +1,510 @@
+"""Per-function summaries: a function analysed once per distinct set of argument facts, its
+effects kept like a torch op's entry in the knowledge table and applied at each call site.
+
+A summary is made by running the function on symbolic copies of its arguments (`Inputs`):
+each argument's version groups, graph, module (with the attributes the function reads) get
+stand-ins with a path from the arguments (`("arg", 0), ("module",), ("attr", "fc"),
+("params",)`). What the run does to those stand-ins is recorded in order (`Event`s: a save on
+an argument's tensor, a write into it, a backward() through its graph, an optimizer step, an
+attribute set on `self`); what it does to tensors it makes itself stays inside it (its own
+saves, writes and conflicts, its heap at the exit). The facts of the arguments it depended on
+(their kinds, grad, dtype, constants, the attributes it read) are its key: a call whose
+arguments have the same facts gets the same summary without running the function again.
+
+Applying a summary (`Application`) maps each stand-in back to the caller's object by its path,
+replays the events on the caller's heap (so a save in the function and a write in the caller,
+or the reverse, meet), moves the function's own tensors and saves into the caller with fresh
+ids, and grafts the function's branch contexts under the caller's.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+
+from inplace_lsp.analysis.domain import (
+    Ctx,
+    Facts,
+    Heap,
+    Loc,
+    ModuleRef,
+    Mutation,
+    Save,
+    Value,
+    new_id,
+    replace,
+    unknown,
+)
+from inplace_lsp.analysis.model import ModuleModel
+from inplace_lsp.analysis.units import Cell
+
+# How a path step `("attr", name)` is taken on a caller's module: the evaluator's module_attr
+# (which builds a submodule's value from the class when first read).
+ResolveAttr = Callable[[ModuleRef, str], Value]
+Path = tuple[Hashable, ...]  # ("arg", 0) or ("kw", "x"), then steps ("item", 1), ("attr", "fc")
+_DEPTH = 4  # how deep argument facts are compared (items of items, attributes of attributes)
+_ITEMS = 16  # and how many items of a container
+
+
+@dataclass(frozen=True)
+class SaveEvent:
+    save: Save  # a save, in the function, of a tensor of an argument (its group is a stand-in)
+
+
+@dataclass(frozen=True)
+class WriteEvent:
+    mutation: Mutation  # a write, in the function, into an argument's tensor
+    groups: frozenset[int]  # the stand-in groups it writes
+    track_alias: bool  # other names of the caller reading it afterwards see the new values
+    safe_candidate: bool  # a Hint ("checked: safe") if the caller had nothing saved there
+
+
+@dataclass(frozen=True)
+class BackwardEvent:
+    graphs: frozenset[int]  # stand-in graphs (of arguments) it runs through
+    own: frozenset[int]  # saves of the function on argument tensors it runs through
+    retain: bool
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class NoGradsEvent:
+    groups: frozenset[int]  # parameter groups zero_grad() left without a gradient
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    write: WriteEvent  # optimizer.step(): skipped where every parameter has no gradient
+    steps: frozenset[int]
+
+
+@dataclass(frozen=True)
+class ValueEvent:
+    """A change of an argument object itself: an attribute set (`self.h = h`), an item
+    appended, a flag set (`model.eval()`, `requires_grad_`), a graph or grad joined in."""
+
+    path: Path
+    what: str  # "attr" | "append" | "training_flag" | "frozen" | "graph" | "grad" | "toggle"
+    name: str = ""
+    value: Value | None = None
+    flag: object = None
+    graph: frozenset[int] = frozenset()
+
+
+Event = SaveEvent | WriteEvent | BackwardEvent | NoGradsEvent | StepEvent | ValueEvent
+
+
+@dataclass
+class Summary:
+    fn: ast.FunctionDef | ast.AsyncFunctionDef
+    key: Hashable  # the facts of its arguments, of the state it ran in
+    reads: tuple[tuple[Path, Hashable], ...]  # and of what it read through them
+    events: list[Event]
+    result: Value | None  # what it returns (None: it returns nothing)
+    facts: Facts  # what it found in itself
+    exit: Heap  # its heap when it returns (its own tensors' saves, writes, frees)
+    escaped: frozenset[int]
+    followed: frozenset[str]
+    cut: int  # calls inside it not followed (a limit)
+    inputs: Inputs
+    root: Ctx  # the context it ran in: a call site's context takes its place
+    cells: frozenset[Cell]  # what its run read of the document's definitions (units.Cell)
+    saves: dict[int, Save]  # the saves its run made (and those of the summaries it applied)
+
+
+def _hashable(value: object) -> Hashable:
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value  # type: ignore[return-value]
+
+
+class Inputs:
+    """The stand-ins of a function's arguments, and the facts of the real ones it depends on.
+
+    `symbolize` makes the stand-in of a real value (the first call's): the same facts, its own
+    ids. What the run reads later through a stand-in module (`self.fc`) is made then, from the
+    real one, and its facts join the key (`read`)."""
+
+    def __init__(self) -> None:
+        self.groups: dict[int, Path] = {}  # stand-in group -> its path
+        self.graphs: dict[int, Path] = {}  # stand-in graph id -> the path of its value
+        self.values: dict[int, Path] = {}  # id(stand-in value) -> path
+        self.refs: dict[int, Path] = {}  # id(stand-in module) -> path
+        self.real: dict[int, object] = {}  # id(stand-in) -> the real object (while running)
+        self.keep: list[object] = []  # the stand-ins (their ids must stay unique)
+        self._made: dict[int, object] = {}  # id(real object) -> its stand-in
+        self._group_of: dict[int, int] = {}  # real group -> stand-in group
+        self.reads: list[tuple[Path, Hashable]] = []  # lazily read paths and their facts
+
+    # making stand-ins ------------------------------------------------------------
+    def symbolize(self, real: Value, path: Path, name: str | None = None) -> Value:
+        made = self._made.get(id(real))
+        if made is not None:
+            assert isinstance(made, Value)
+            return made
+        sym = replace(real)
+        self._made[id(real)] = sym
+        self.keep.append(sym)
+        self.values[id(sym)] = path
+        self.real[id(sym)] = real
+        sym.groups = self._groups(real.groups, path, "group")
+        sym.steps = self._groups(real.steps, path, "steps")
+        if real.graph:
+            placeholder = new_id()
+            self.graphs[placeholder] = path
+            sym.graph = frozenset({placeholder})
+        if real.items is not None:
+            sym.items = tuple(
+                self.symbolize(item, (*path, ("item", i))) for i, item in enumerate(real.items)
+            )
+        if real.module is not None:
+            sym.module = self.symbolize_ref(real.module, (*path, ("module",)))
+        if name is not None:
+            sym.name = name
+        return sym
+
+    def _groups(self, groups: frozenset[int], path: Path, facet: str) -> frozenset[int]:
+        made = []
+        for k, group in enumerate(sorted(groups)):
+            sym = self._group_of.get(group)
+            if sym is None:
+                sym = self._group_of[group] = new_id()
+                self.groups[sym] = (*path, (facet, k))
+            made.append(sym)
+        return frozenset(made)
+
+    def symbolize_ref(self, ref: ModuleRef, path: Path) -> ModuleRef:
+        made = self._made.get(id(ref))
+        if made is not None:
+            assert isinstance(made, ModuleRef)
+            return made
+        sym = dataclasses.replace(ref, attrs={}, hooks=list(ref.hooks))
+        self._made[id(ref)] = sym
+        self.keep.append(sym)
+        self.refs[id(sym)] = path
+        self.real[id(sym)] = ref
+        sym.params_group = next(iter(self._groups(frozenset({ref.params_group}), path, "params")))
+        if ref.parent is not None:
+            sym.parent = self.symbolize_ref(ref.parent, (*path, ("parent",)))
+        if ref.children is not None:
+            sym.children = [
+                self.symbolize_ref(child, (*path, ("child", i)))
+                for i, child in enumerate(ref.children)
+            ]
+        return sym
+
+    def done(self) -> None:
+        """The run is over: the real objects are the caller's to keep, not the summary's."""
+        self.real.clear()
+        self._made.clear()
+        self._group_of.clear()
+
+    def read(self, path: Path, real: Value) -> None:
+        self.reads.append((path, value_facts(real)))
+
+    # what a group or graph of the run stands for ------------------------------------
+    def external(self, groups: Iterable[int]) -> frozenset[int]:
+        return frozenset(g for g in groups if g in self.groups)
+
+
+def value_facts(value: Value, depth: int = 0, groups: dict[int, int] | None = None) -> Hashable:
+    """What a value is, as far as a function's analysis can tell it apart: its kind, grad,
+    dtype, layout, constant, where it came from, its items and its module (not its ids, but
+    which of the arguments share a version group)."""
+    if groups is None:
+        groups = {}
+    shared = tuple(groups.setdefault(g, len(groups)) for g in sorted(value.groups))
+    items: Hashable = None
+    if value.items is not None:
+        items = (
+            len(value.items),
+            tuple(value_facts(i, depth + 1, groups) for i in value.items[:_ITEMS])
+            if depth < _DEPTH
+            else (),
+        )
+    const = _hashable(value.const) if value.has_const else None
+    return (
+        value.kind,
+        shared,
+        value.tensor,
+        value.grad,
+        value.grad_assumed,
+        value.leaf,
+        value.detached,
+        value.partial,
+        value.joined,
+        value.producer,
+        value.has_const,
+        const,
+        value.dtype,
+        value.contiguous,
+        value.inference,
+        value.view_kind,
+        value.param,
+        value.maybe,
+        value.pieces,
+        bool(value.graph),
+        value.grad_from,
+        value.origin,
+        value.qualname,
+        value.name if depth else None,
+        items,
+        module_facts(value.module, depth) if value.module is not None else None,
+    )
+
+
+def module_facts(ref: ModuleRef, depth: int = 0) -> Hashable:
+    return (
+        id(ref.cls),
+        ref.qualname,
+        id(ref.submodule),
+        ref.site_start,
+        ref.site_path,
+        ref.training,
+        ref.params_frozen,
+        ref.conditional,
+        tuple(sorted((k, _hashable(v)) for k, v in ref.consts.items())),
+        tuple((kind, id(hook)) for kind, hook in ref.hooks),
+        len(ref.children) if ref.children is not None else None,
+        module_facts(ref.parent, depth + 1) if ref.parent is not None and depth < _DEPTH else None,
+    )
+
+
+def arguments_key(args: list[Value], kwargs: dict[str, Value]) -> tuple[Hashable, ...]:
+    groups: dict[int, int] = {}
+    return (
+        tuple(value_facts(a, 0, groups) for a in args),
+        tuple(sorted((k, value_facts(v, 0, groups)) for k, v in kwargs.items())),
+    )
+
+
+@dataclass
+class SummaryCache:
+    """The summaries of one analysis (a document's update: every entry point shares them),
+    and how often each function was run to make one."""
+
+    by_function: dict[int, list[Summary]] = field(default_factory=dict)
+    runs: dict[str, int] = field(default_factory=dict)  # "Net.forward" -> times interpreted
+
+    def find(
+        self,
+        fn: ast.AST,
+        model: ModuleModel,
+        state: Hashable,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        resolve: ResolveAttr,
+    ) -> Summary | None:
+        candidates = self.by_function.get(id(fn))
+        if not candidates:
+            return None
+        key = (id(model), state, arguments_key(args, kwargs))
+        for summary in candidates:
+            if summary.key == key and all(
+                _facts_at(path, args, kwargs, resolve) == facts for path, facts in summary.reads
+            ):
+                return summary
+        return None
+
+    def add(self, summary: Summary, name: str) -> None:
+        self.by_function.setdefault(id(summary.fn), []).append(summary)
+        self.runs[name] = self.runs.get(name, 0) + 1
+
+
+def resolve_path(
+    path: Path, args: list[Value], kwargs: dict[str, Value], attr: ResolveAttr
+) -> object:
+    """The caller's object at a path (a Value, a ModuleRef, a group id or a graph), or None
+    when the caller's values have no such part."""
+    root = path[0]
+    current: object
+    if root[0] == "arg":  # type: ignore[index]
+        index = root[1]  # type: ignore[index]
+        current = args[index] if index < len(args) else None  # type: ignore[operator]
+    else:
+        current = kwargs.get(root[1])  # type: ignore[index,arg-type]
+    for step in path[1:]:
+        if current is None:
+            return None
+        kind = step[0]  # type: ignore[index]
+        if kind == "item":
+            items = current.items if isinstance(current, Value) else None
+            index = step[1]  # type: ignore[index]
+            current = items[index] if items is not None and index < len(items) else None
+        elif kind == "module":
+            current = current.module if isinstance(current, Value) else None
+        elif kind == "attr":
+            current = attr(current, step[1]) if isinstance(current, ModuleRef) else None  # type: ignore[index]
+        elif kind == "parent":
+            current = current.parent if isinstance(current, ModuleRef) else None
+        elif kind == "child":
+            children = current.children if isinstance(current, ModuleRef) else None
+            index = step[1]  # type: ignore[index]
+            current = children[index] if children is not None and index < len(children) else None
+        elif kind in ("group", "steps"):
+            if not isinstance(current, Value):
+                return None
+            groups = sorted(current.groups if kind == "group" else current.steps)
+            index = step[1]  # type: ignore[index]
+            return groups[index] if index < len(groups) else None
+        elif kind == "params":
+            return current.params_group if isinstance(current, ModuleRef) else None
+    return current
+
+
+def _facts_at(
+    path: Path, args: list[Value], kwargs: dict[str, Value], attr: ResolveAttr
+) -> Hashable:
+    found = resolve_path(path, args, kwargs, attr)
+    return value_facts(found) if isinstance(found, Value) else None
+
+
+class Application:
+    """One call site's use of a summary: the caller's objects for the stand-ins, fresh ids for
+    what the function made, and its branch contexts under the caller's."""
+
+    def __init__(
+        self,
+        summary: Summary,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        caller_ctx: Ctx,
+        root_ctx: Ctx,
+        attr: ResolveAttr,
+        saves: dict[int, Save],
+    ) -> None:
+        self.summary = summary
+        self.args = args
+        self.kwargs = kwargs
+        self.caller_ctx = caller_ctx
+        self.root_ctx = root_ctx
+        self.attr = attr
+        self.saves = saves
+        self._resolved: dict[Path, object] = {}
+        self._groups: dict[int, frozenset[int]] = {}
+        self._sids: dict[int, frozenset[int]] = {}
+        self._values: dict[int, Value] = {}
+        self._refs: dict[int, ModuleRef] = {}
+        self._ctxs: dict[int, Ctx] = {}
+        self._mutations: dict[int, Mutation] = {}
+        self.own_groups: dict[int, int] = {}  # a group the function made -> its new id
+        self.own_sids: dict[int, int] = {}  # a save of the function -> its new id
+
+    def resolve(self, path: Path) -> object:
+        if path not in self._resolved:
+            self._resolved[path] = resolve_path(path, self.args, self.kwargs, self.attr)
+        return self._resolved[path]
+
+    # ids ----------------------------------------------------------------------------
+    def groups(self, groups: Iterable[int]) -> frozenset[int]:
+        found: set[int] = set()
+        inputs = self.summary.inputs
+        for group in groups:
+            mapped = self._groups.get(group)
+            if mapped is None:
+                path = inputs.groups.get(group)
+                if path is not None:
+                    real = self.resolve(path)
+                    mapped = frozenset({real}) if isinstance(real, int) else frozenset()
+                else:
+                    self.own_groups[group] = new_id()
+                    mapped = frozenset({self.own_groups[group]})
+                self._groups[group] = mapped
+            found |= mapped
+        return frozenset(found)
+
+    def graph(self, sids: Iterable[int]) -> frozenset[int]:
+        found: set[int] = set()
+        inputs = self.summary.inputs
+        for sid in sids:
+            mapped = self._sids.get(sid)
+            if mapped is None:
+                path = inputs.graphs.get(sid)
+                if path is not None:
+                    real = self.resolve(path)
+                    mapped = real.graph if isinstance(real, Value) else frozenset()
+                elif sid in self.summary.saves:
+                    mapped = frozenset({self.save(self.summary.saves[sid]).id})
+                else:
+                    mapped = frozenset()
+                self._sids[sid] = mapped
+            found |= mapped
+        return frozenset(found)
+
+    def save(self, save: Save) -> Save:
+        """The caller's copy of a save the function made (registered, not yet live)."""
+        known = self.own_sids.get(save.id)
+        if known is not None:
+            return self.saves[known]
+        (group,) = self.groups([save.group]) or (save.group,)
+        copy = dataclasses.replace(save, id=new_id(), group=group, ctx=self.ctx(save.ctx))
+        self.saves[copy.id] = copy
+        self.own_sids[save.id] = copy.id
+        self._sids[save.id] = frozenset({copy.id})
+        return copy
+
+    def ctx(self, ctx: Ctx) -> Ctx:
+        if ctx is self.root_ctx:
+            return self.caller_ctx
+        known = self._ctxs.get(id(ctx))
+        if known is None:
+            parent = self.ctx(ctx.parent) if ctx.parent is not None else self.caller_ctx
+            known = self._ctxs[id(ctx)] = Ctx(parent, ctx.label)
+        return known
+
+    def mutation(self, mutation: Mutation) -> Mutation:
+        known = self._mutations.get(mutation.id)
+        if known is None:
+            known = dataclasses.replace(
+                mutation, ctx=self.ctx(mutation.ctx), aliases_read=mutation.aliases_read
+            )
+            self._mutations[mutation.id] = known
+        return known
+
+    # values ------------------------------------------------------------------------
+    def value(self, value: Value) -> Value:
+        """The caller's value for one of the function's (an argument's own object, or a copy
+        with the caller's ids)."""
+        path = self.summary.inputs.values.get(id(value))
+        if path is not None:
+            real = self.resolve(path)
+            return real if isinstance(real, Value) else unknown()
+        known = self._values.get(id(value))
+        if known is not None:
+            return known
+        copy = replace(value)
+        self._values[id(value)] = copy
+        copy.groups = self.groups(value.groups)
+        copy.steps = self.groups(value.steps)
+        copy.graph = self.graph(value.graph)
+        if value.items is not None:
+            copy.items = tuple(self.value(item) for item in value.items)
+        if value.module is not None:
+            copy.module = self.ref(value.module)
+        return copy
+
+    def ref(self, ref: ModuleRef) -> ModuleRef:
+        path = self.summary.inputs.refs.get(id(ref))
+        if path is not None:
+            real = self.resolve(path)
+            return real if isinstance(real, ModuleRef) else ref
+        known = self._refs.get(id(ref))
+        if known is not None:
+            return known
+        copy = dataclasses.replace(ref, attrs={}, hooks=list(ref.hooks))
+        self._refs[id(ref)] = copy
+        (copy.params_group,) = self.groups([ref.params_group])
+        if ref.parent is not None:
+            copy.parent = self.ref(ref.parent)
+        if ref.children is not None:
+            copy.children = [self.ref(child) for child in ref.children]
+        copy.attrs = {name: self.value(v) for name, v in ref.attrs.items()}
+        return copy
