@@ -154,3 +154,8 @@ def writes_in_place(owner: ModuleModel, fn: ast.FunctionDef | ast.AsyncFunctionD
         cached = is_candidate(text)
         fn._ipl_writes = cached  # type: ignore[union-attr]
     return cached
+
+
+def names_in(node: ast.AST) -> set[str]:
+    """The names an expression reads (`(total_loss / n).backward` reads total_loss, n)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}

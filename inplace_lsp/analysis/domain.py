@@ -146,6 +146,12 @@ def scalar() -> Value:
     return Value("scalar", tensor=False, grad=False)
 
 
+def python_value() -> Value:
+    """A Python value that is not a tensor (a number, a string, a NumPy array, an argparse
+    namespace): its attributes, items and methods' results are Python values too."""
+    return Value("scalar", tensor=False, grad=False)
+
+
 def unknown() -> Value:
     """An object the analysis knows nothing about (a fresh object each time: Values are mutable)."""
     return Value("unknown", frozenset({new_id()}), tensor=None, grad=None)
@@ -256,10 +262,14 @@ class LeafWrite:
 
 @dataclass(eq=False)
 class Accumulation:
+    """`total += value` in a loop, on a name bound before it: across iterations."""
+
     name: str
     loc: Loc
     stmt_loc: Loc
     value_text: str
+    value: Value  # what is added (its grad as known when the analysis ends)
+    trains: bool  # the loop calls backward() or step()
 
 
 @dataclass(eq=False)
@@ -287,6 +297,8 @@ class Facts:
     # keeps what every call through it computes.
     inplace_flags: list[Mutation] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
+    # The names a backward() call's receiver or argument reads (`(total / n).backward()`).
+    backwarded: set[str] = field(default_factory=set)
 
     def extend(self, other: Facts) -> None:
         self.conflicts += other.conflicts
@@ -298,6 +310,7 @@ class Facts:
         self.safe_writes += other.safe_writes
         self.inplace_flags += other.inplace_flags
         self.refusals += other.refusals
+        self.backwarded |= other.backwarded
 
 
 @dataclass

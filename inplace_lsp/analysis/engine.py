@@ -23,7 +23,6 @@ from typing import cast
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import Block, ParseCache, Splitter, digest
 from inplace_lsp.analysis.candidates import is_candidate
-from inplace_lsp.analysis.domain import Facts
 from inplace_lsp.analysis.evaluator import Interpreter
 from inplace_lsp.analysis.findings import Finding, Severity, Span
 from inplace_lsp.analysis.knowledge import Knowledge, load
@@ -594,7 +593,6 @@ class DocumentAnalysis:
         interp = Interpreter(model, self.knowledge, self._summaries, self._box)
         try:
             facts = interp.run_function(fn, block.start, owner)
-            _drop_intended_accumulations(facts, fn)
             found = [(entry, f) for rule in self._rules for f in rule.check(facts, ctx)]
             result: _Analysed = (found, (), ((entry, frozenset(interp.followed)),))
         except RecursionError:
@@ -954,21 +952,6 @@ def _too_deep(what: str, line: int) -> str:
         f"{what} is too deep to analyse (an expression or call chain nested too deep, "
         f"line {line}): its in-place problems are not reported"
     )
-
-
-def _drop_intended_accumulations(facts: Facts, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-    """A total that is backpropagated is accumulated on purpose (gradient accumulation)."""
-    if not facts.accumulations:
-        return
-    used: set[str] = set()
-    for node in ast.walk(fn):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "backward"
-        ):
-            used |= {n.id for n in ast.walk(node.func.value) if isinstance(n, ast.Name)}
-    facts.accumulations = [a for a in facts.accumulations if a.name not in used]
 
 
 def _digest(text: str) -> str:

@@ -29,6 +29,7 @@ from inplace_lsp.analysis.binder import (
     has_backward,
     is_static,
     leading_index,
+    names_in,
     outer_type,
     root_name,
     small_range,
@@ -54,12 +55,14 @@ from inplace_lsp.analysis.domain import (
     join_values,
     location,
     new_id,
+    python_value,
     replace,
     scalar,
     tensors_in,
     unknown,
     unknown_call,
 )
+from inplace_lsp.analysis.frameworks import python_values
 from inplace_lsp.analysis.knowledge import (
     Knowledge,
 )
@@ -386,22 +389,10 @@ class Interpreter(Objects):
             ):
                 # A Python number (or unknown object): `+=` rebinds, nothing is written in place.
                 result = self.binop(opname, current or unknown(), rhs, stmt, frame)
-                if (
-                    frame.loop_depth
-                    and rhs.grad is not False
-                    and rhs.tensorish
-                    and any(target.id in names for names in frame.loop_names)
-                ):
-                    self._note_accumulation(target.id, stmt, frame)
+                self._note_accumulation(target.id, stmt, frame, rhs)
                 frame.env[target.id] = replace(result, name=target.id)
                 return
-            if (
-                frame.loop_depth
-                and rhs.grad is not False
-                and not rhs.detached
-                and any(target.id in names for names in frame.loop_names)
-            ):
-                self._note_accumulation(target.id, stmt, frame)
+            self._note_accumulation(target.id, stmt, frame, rhs)
             self.inplace_binop(current, rhs, opname, symbol, stmt, frame, target.id)
             return
         base = self.eval(
@@ -433,13 +424,14 @@ class Interpreter(Objects):
                 view, rhs, opname, symbol, stmt, frame, root_name(target) or ast.unparse(target)
             )
 
-    def _note_accumulation(self, name: str, stmt: ast.AugAssign, frame: Frame) -> None:
-        if frame.loop_has_backward and frame.loop_has_backward[-1]:
-            self.facts.accumulations.append(
-                Accumulation(
-                    name, self.loc(stmt, frame), self.loc(stmt, frame), ast.unparse(stmt.value)
-                )
-            )
+    def _note_accumulation(self, name: str, stmt: ast.AugAssign, frame: Frame, rhs: Value) -> None:
+        """`total += value` inside a loop, on a name bound before the loop (IPL004 decides
+        whether it keeps graphs alive)."""
+        if frame.loop_depth and any(name in names for names in frame.loop_names):
+            loc = self.loc(stmt, frame)
+            trains = bool(frame.loop_has_backward and frame.loop_has_backward[-1])
+            text = ast.unparse(stmt.value)
+            self.facts.accumulations.append(Accumulation(name, loc, loc, text, rhs, trains))
 
     def inplace_binop(
         self,
@@ -917,6 +909,8 @@ class Interpreter(Objects):
                 return Value("tensor", frozenset({new_id()}), True, False, origin=".grad")
             if attr in SCALAR_ATTRS:
                 return scalar()
+        if base.kind == "scalar":
+            return python_value()  # `args.lr`, `np_array.shape`, `env.observation_space`
         # An attribute of something not known (`self.betas` of a plain class): what rests on
         # whether it requires grad names it.
         return Value("unknown", frozenset({new_id()}), None, None, grad_from=dotted(node))
@@ -1008,6 +1002,22 @@ class Interpreter(Objects):
         if left.kind != "tensor" and right.kind != "tensor":
             if left.kind == "scalar" and right.kind == "scalar":
                 return scalar()
+            kinds = {left.kind, right.kind}
+            if "container" in kinds and kinds <= {"container", "scalar"}:
+                # `clipfracs + [x]`, `[None] * n`: a list, whatever it holds.
+                items = (
+                    (*left.items, *right.items)
+                    if opname == "add" and left.items is not None and right.items is not None
+                    else None
+                )
+                grad = True if (left.grad or right.grad) else None
+                return Value(
+                    "container",
+                    tensor=False,
+                    grad=grad,
+                    items=items,
+                    graph=left.graph | right.graph,
+                )
             grad = True if (left.grad or right.grad) else None
             return Value(
                 "unknown",
@@ -1171,6 +1181,8 @@ class Interpreter(Objects):
             return self._call_one_of(callee.items, args, kwargs, node, frame)
         if callee.kind == "optimizer":
             return unknown()
+        if callee.kind == "scalar":
+            return python_value()
         if isinstance(func, ast.Name) and func.id not in frame.env and not kwargs:
             builtin = builtin_call(func.id, args)
             if builtin is not None:
@@ -1255,9 +1267,12 @@ class Interpreter(Objects):
                     # backward through the stack frees what it saved.
                     self.append_item(receiver, a if name == "append" else None, graph)
             return unknown()
+        if receiver.kind == "scalar":
+            return python_value()  # `parser.parse_args()`, `env.step(action)`, `np_array.mean()`
         if not receiver.tensorish:
             return unknown_call([receiver, *args], kwargs)
         if name == "backward":
+            self.facts.backwarded |= names_in(node.func)
             self.backward(receiver, node, frame, retains_graph(node))
             return scalar()
         if name in SCALAR_METHODS and not (name in ALIAS_METHODS and (node.args or node.keywords)):
@@ -1332,6 +1347,12 @@ class Interpreter(Objects):
             if qual == "copy.deepcopy" and args and args[0].module is not None:
                 # An EMA / teacher copy: the same modules, with parameters of their own.
                 return Value("module", tensor=False, grad=False, module=twin_module(args[0].module))
+            if python_values(qual):
+                return python_value()  # `np.mean(xs)`, `argparse.ArgumentParser()`, `gym.make()`
+            if qual == "itertools.chain" and args and all(a.kind == "params" for a in args):
+                # `chain(G.parameters(), D.parameters())`: both models' parameters.
+                groups = frozenset().union(*(a.groups for a in args))
+                return Value("params", groups, tensor=False, grad=True)
             # A function of another file: only tensor code that can write in place is worth
             # interpreting (model factories and config helpers are not).
             if any(v.kind == "tensor" for v in (*args, *kwargs.values())):
@@ -1375,6 +1396,7 @@ class Interpreter(Objects):
                 origin="fused" if fused else "",
             )
         if qual in ("torch.autograd.backward", "torch.autograd.grad"):
+            self.facts.backwarded |= names_in(node.args[0]) if node.args else set()
             if args:
                 self.backward(args[0], node, frame, retains_graph(node))
             return unknown()
@@ -1470,7 +1492,7 @@ class Interpreter(Objects):
         summary = self.summaries.find(fn, self.model, state, args, kwargs, self.module_attr)
         if summary is None:
             summary = self._summarize(fn, start, args, kwargs, grad_enabled, inference, state)
-        return self._apply(summary, args, kwargs, frame)
+        return self._apply(summary, args, kwargs, node, frame)
 
     def _summarize(
         self,
@@ -1567,7 +1589,12 @@ class Interpreter(Objects):
         return result
 
     def _apply(
-        self, summary: Summary, args: list[Value], kwargs: dict[str, Value], frame: Frame
+        self,
+        summary: Summary,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.AST,
+        frame: Frame,
     ) -> Value:
         """A summary at a call site: its events on the caller's objects, in order; then what
         the function made (its tensors' saves, writes and frees) into the caller's heap."""
@@ -1578,7 +1605,7 @@ class Interpreter(Objects):
             summary, args, kwargs, frame.ctx, summary.root, self.module_attr, self.saves
         )
         for event in summary.events:
-            self._replay(event, use)
+            self._replay(event, use, node, frame)
         result = use.value(summary.result) if summary.result is not None else scalar()
         exit_heap = summary.exit
         for group, group_now in list(use.own_groups.items()):
@@ -1602,7 +1629,7 @@ class Interpreter(Objects):
         self.cut += summary.cut
         return result
 
-    def _replay(self, event: Event, use: Application) -> None:
+    def _replay(self, event: Event, use: Application, node: ast.AST, frame: Frame) -> None:
         if isinstance(event, SaveEvent):
             save = use.save(event.save)
             self._add_save(save)
@@ -1615,7 +1642,10 @@ class Interpreter(Objects):
         elif isinstance(event, BackwardEvent):
             own = frozenset(use.save(use.summary.saves[sid]).id for sid in event.own)
             graph = use.graph(event.graphs) | own
-            self.run_backward(graph, event.retain, event.loc, checked=own)
+            # A backward() in another file (a framework's `manual_backward`) runs here.
+            here = event.path == frame.path
+            loc = event.loc if here else self.loc(node, frame)
+            self.run_backward(graph, event.retain, loc, frame.path, checked=own)
         elif isinstance(event, NoGradsEvent):
             self.clear_gradients(use.groups(event.groups))
         else:

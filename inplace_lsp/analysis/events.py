@@ -346,10 +346,16 @@ class Events:
 
     def backward(self, value: Value, node: ast.AST, frame: Frame, retain: bool) -> None:
         self.set_grad(value, True)  # backward() on it: it requires grad
-        self.run_backward(frozenset(self._graph_of(value)), retain, self.loc(node, frame))
+        graph = frozenset(self._graph_of(value))
+        self.run_backward(graph, retain, self.loc(node, frame), frame.path)
 
     def run_backward(
-        self, graph: frozenset[int], retain: bool, loc: Loc, checked: frozenset[int] = frozenset()
+        self,
+        graph: frozenset[int],
+        retain: bool,
+        loc: Loc,
+        path: str | None,
+        checked: frozenset[int] = frozenset(),
     ) -> None:
         """backward() through the saves of `graph`: a stale one is a conflict, and each is
         freed unless the graph is retained (`checked`: saves a summary already looked at,
@@ -367,7 +373,7 @@ class Events:
             own = frozenset(
                 sid for sid in graph if sid in self.saves and self.saves[sid].group in inputs.groups
             )
-            self.events.append(BackwardEvent(graphs, own, retain, loc))
+            self.events.append(BackwardEvent(graphs, own, retain, loc, path))
 
     def _conflict(self, mutation: Mutation, save: Save, via: str, backward_loc: Loc | None) -> None:
         every_path = not mutation.possible and mutation.ctx.descends_from(save.ctx)

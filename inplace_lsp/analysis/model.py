@@ -164,9 +164,17 @@ class ModuleModel:
         return (external, found) if found is not None else None
 
     def _external(self, qualname: str) -> ModuleModel | None:
-        if self.resolver is None or "." not in qualname or qualname.startswith("torch."):
+        """The model of the file that defines an imported name: a file of the workspace, or
+        the stub of a framework (data/frameworks)."""
+        if "." not in qualname or qualname.startswith("torch."):
             return None
-        return self.resolver(qualname)
+        found = self.resolver(qualname) if self.resolver is not None else None
+        if found is not None:
+            return found
+        from inplace_lsp.analysis.frameworks import framework_of  # stubs are built with build()
+
+        framework = framework_of(qualname)
+        return framework.model if framework is not None and framework.model is not self else None
 
     def start_of(self, node: ast.AST) -> int:
         return self.block_starts.get(id(node), 1)
@@ -374,9 +382,22 @@ def _scan_statements(
         if value is None:
             continue
         for target in targets:
-            attr = _self_attr(target)
-            if attr is not None:
-                _record_attr(model, info, attr, value, guards)
+            for part, part_value in _pairs(target, value):
+                attr = _self_attr(part)
+                if attr is not None:
+                    _record_attr(model, info, attr, part_value, guards)
+
+
+def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]:
+    """`self.G, self.D = nn.Linear(4, 4), nn.Linear(4, 1)`: each target with its value."""
+    if (
+        isinstance(target, (ast.Tuple, ast.List))
+        and isinstance(value, (ast.Tuple, ast.List))
+        and len(target.elts) == len(value.elts)
+        and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+    ):
+        return [pair for t, v in zip(target.elts, value.elts, strict=True) for pair in _pairs(t, v)]
+    return [(target, value)]
 
 
 def _record_registration(info: ClassInfo, call: ast.Call) -> None:

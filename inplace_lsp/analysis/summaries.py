@@ -67,6 +67,7 @@ class BackwardEvent:
     own: frozenset[int]  # saves of the function on argument tensors it runs through
     retain: bool
     loc: Loc
+    path: str | None  # the file of `loc` (None: the document)
 
 
 @dataclass(frozen=True)

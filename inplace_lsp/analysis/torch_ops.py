@@ -770,6 +770,9 @@ _PYTHON_VALUES = frozenset(
 )
 
 
+_CONTAINERS = frozenset("list tuple dict set frozenset sorted reversed map filter".split())
+
+
 def builtin_call(name: str, args: list[Value]) -> Value | None:
     """A call of a Python builtin (the name is bound nowhere in the code): `len(x)` and
     `int(t.max())` are Python values; iterating `zip(a, b)` / `enumerate(a)` gives tuples
@@ -778,6 +781,14 @@ def builtin_call(name: str, args: list[Value]) -> Value | None:
         return scalar()
     if name in ("list", "tuple") and len(args) == 1 and args[0].kind == "params":
         return args[0]  # `list(model.parameters())`: the same parameters
+    if name in _CONTAINERS:
+        # `list(outs)`, `sorted(xs)`, `dict(...)`: a Python container (never a tensor), with
+        # the items it was made from where they are known.
+        held = args[0] if len(args) == 1 else None
+        items = held.items if held is not None and name in ("list", "tuple") else None
+        graph = frozenset().union(*(a.graph for a in args)) if args else frozenset()
+        grad = True if any(a.grad for a in args) else None
+        return Value("container", tensor=False, grad=grad, items=items, graph=graph)
     if name == "zip":
         return Value("zip", tensor=False, grad=None, items=tuple(args))
     if name == "enumerate" and args:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable
 
 from inplace_lsp.analysis.domain import Facts
@@ -52,14 +53,34 @@ class GraphAccumulation(Rule):
 
     def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
         for acc in facts.accumulations:
+            value = acc.value
+            # Only a tensor known to carry a graph keeps one alive: a Python number, a list,
+            # `env.step`'s reward or a value of unknown kind is no finding. A total that is
+            # backpropagated itself is accumulated on purpose (gradient accumulation).
+            if not acc.trains or value.grad is not True or value.detached:
+                continue
+            if value.kind not in ("tensor", "unknown") or acc.name in facts.backwarded:
+                continue
+            item = _item(acc.value_text)
             yield Finding(
                 code=self.CODE,
                 severity=Severity.WARNING,
                 message=(
                     f"`{acc.name} += {acc.value_text}` keeps the autograd graph of every iteration "
-                    f"alive through `{acc.name}`. Accumulate `{acc.value_text}.item()` instead."
+                    f"alive through `{acc.name}`. Accumulate `{item}` instead."
                 ),
                 span=ctx.span(acc.loc),
                 confidence=Confidence.DEFINITE,
                 fix=FixRecipe("item", "Accumulate `.item()`", False, ctx.span(acc.stmt_loc)),
             )
+
+
+def _item(text: str) -> str:
+    """`loss.item()`, `(a * b).item()`: `.item()` on the accumulated expression, parenthesised
+    unless it is a name, an attribute, a call or a subscript."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return f"({text}).item()"
+    simple = isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+    return f"{text}.item()" if simple else f"({text}).item()"

@@ -1,0 +1,77 @@
+"""The frameworks users train through (PyTorch Lightning, Hugging Face's Trainer), as data:
+stub files in data/frameworks/ written in Python, which the analysis reads like another file
+of the workspace. A class deriving from `pl.LightningModule` finds `manual_backward` and
+`optimizers` there; `__stands_for__` names the imports a stub answers for, `__drivers__` the
+framework methods that run a subclass's hooks (entry points of their own), and
+`__python_values__` marks libraries whose calls give Python values (NumPy, argparse, gym).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from inplace_lsp.analysis.model import ModuleModel, build
+
+STUBS = Path(__file__).resolve().parent.parent / "data" / "frameworks"
+
+
+@dataclass(frozen=True)
+class Framework:
+    prefixes: tuple[str, ...]
+    drivers: tuple[str, ...]
+    model: ModuleModel
+    python_values: bool  # its calls give Python values, never tensors
+
+
+def _constant_names(tree: ast.Module, name: str) -> tuple[str, ...]:
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == name
+            and isinstance(stmt.value, ast.Tuple)
+        ):
+            return tuple(str(e.value) for e in stmt.value.elts if isinstance(e, ast.Constant))
+    return ()
+
+
+@functools.cache
+def frameworks() -> tuple[Framework, ...]:
+    found = []
+    for path in sorted(STUBS.glob("*.pyi")):
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text, str(path))
+        model = build([(tree, 1, True)], path=str(path), lines=text.splitlines())
+        found.append(
+            Framework(
+                _constant_names(tree, "__stands_for__"),
+                _constant_names(tree, "__drivers__"),
+                model,
+                any(
+                    isinstance(s, ast.Assign)
+                    and ast.unparse(s.targets[0]) == "__python_values__"
+                    and isinstance(s.value, ast.Constant)
+                    and s.value.value is True
+                    for s in tree.body
+                ),
+            )
+        )
+    return tuple(found)
+
+
+def python_values(qualname: str) -> bool:
+    """Whether a call of this imported name gives a Python value (`np.mean`, `args.lr` of
+    `parser.parse_args()`, `env.step(a)` of `gym.make(...)`)."""
+    framework = framework_of(qualname)
+    return framework is not None and framework.python_values
+
+
+def framework_of(qualname: str) -> Framework | None:
+    """The stub answering for an imported name (`pytorch_lightning.LightningModule`)."""
+    for framework in frameworks():
+        if any(qualname == p or qualname.startswith(p + ".") for p in framework.prefixes):
+            return framework
+    return None
