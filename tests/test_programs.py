@@ -1114,7 +1114,10 @@ def test_a_warning_names_the_argument_it_rests_on() -> None:
     text = text[: text.index("m = Model()")]
     (warning,) = [f for f in analyze(text, "program.py") if f.severity is Severity.WARNING]
     assert warning.span.line == _marked_line(text)
-    assert "so backward() fails if `labels` requires grad." in warning.message
+    # A helper method's result: only a backward() of its caller's would fail, which is said.
+    assert "so backward() fails if `labels` requires grad, and only if a later backward()" in (
+        warning.message
+    )
 
 
 def _with_helper_of(statements: int) -> str:

@@ -239,6 +239,9 @@ class Conflict:
     # The branches on which the save happened and the write's path need not have taken, as
     # the conditions they run under (outermost first): the failure needs all of them.
     branches: tuple[str, ...] = ()
+    # Escaping from a function nothing visible backpropagates: the function it leaves, whose
+    # caller the failure needs to run backward() through it ("" otherwise).
+    escapes_from: str = ""
 
 
 @dataclass(eq=False)

@@ -62,7 +62,7 @@ from inplace_lsp.analysis.domain import (
     unknown,
     unknown_call,
 )
-from inplace_lsp.analysis.frameworks import python_values
+from inplace_lsp.analysis.frameworks import backpropagated_hook, python_values
 from inplace_lsp.analysis.knowledge import (
     Knowledge,
 )
@@ -121,6 +121,7 @@ from inplace_lsp.analysis.torch_ops import (
 )
 from inplace_lsp.analysis.units import Cell
 
+_CONTAINER_MODULES = ("torch.nn.Sequential", "torch.nn.ModuleList")
 # A call this many calls deep below the entry point is not followed (and said so): each
 # function is summarised once per argument facts, so depth costs little, but a chain of
 # wrappers this long is not worth following.
@@ -188,7 +189,14 @@ class Interpreter(Objects):
         frame = Frame({}, start, grad_enabled=True, ctx=Ctx())
         args, kwargs = self._entry_arguments(fn, start, owner)
         result = self.inline(fn, start, args, kwargs, fn, frame)
-        self._finish([result])
+        # The one stated assumption (DESIGN.md): a backward follows an nn.Module's forward
+        # (and a hook whose result a framework backpropagates); other code is judged on what
+        # it does.
+        assumed = owner is not None and (
+            (owner.is_module and fn.name == "forward")
+            or backpropagated_hook(self.model, owner, fn.name)
+        )
+        self._finish([result], "" if assumed else f"`{self.model.def_key(fn) or fn.name}`")
         return self.facts
 
     def _entry_arguments(
@@ -237,7 +245,7 @@ class Interpreter(Objects):
         for body, start in pieces:
             frame.start = start
             self.exec_body(body, frame)
-        self._finish([])
+        self._finish([], "the module-level code")
         return self.facts
 
     def _exit_heap(self, frame: Frame) -> Heap:
@@ -769,7 +777,11 @@ class Interpreter(Objects):
                 if op is not None:
                     self.record_saves(op, [base, value], base, target, frame)
             else:
-                self.escaped |= self._graph_of(value)
+                graph = frozenset(self._graph_of(value))
+                self.escaped |= graph
+                if base.kind == "container":
+                    # `u[i] = actor(o)`: the list now holds it (`torch.cat(u)` reaches its graph).
+                    self.set_item(base, const_index(target.slice), value, graph)
         elif STRICT:
             raise UnhandledNode(target)
 
@@ -1168,11 +1180,7 @@ class Interpreter(Objects):
             if receiver is not None and receiver.kind != "symbol":
                 return self.method_call(receiver, func.attr, node, frame)
         callee = self.eval(func, frame)
-        args = [self.eval(a.value if isinstance(a, ast.Starred) else a, frame) for a in node.args]
-        kwargs = {kw.arg: self.eval(kw.value, frame) for kw in node.keywords if kw.arg}
-        for kw in node.keywords:
-            if kw.arg is None:
-                self.eval(kw.value, frame)
+        args, kwargs = self.arguments(node, frame)
         if callee.module is not None:
             return self.module_call(callee.module, args, node, frame)
         if callee.kind == "symbol" and callee.qualname:
@@ -1230,9 +1238,25 @@ class Interpreter(Objects):
             return None  # torch.nn.functional.relu(...): a qualified function, not a method
         return self.eval(func.value, frame)
 
+    def arguments(self, node: ast.Call, frame: Frame) -> tuple[list[Value], dict[str, Value]]:
+        """A call's arguments: `*batch` spread into its items where they are known (else the
+        container stands for them), keywords by name (`**kw` evaluated, its keys unknown)."""
+        args: list[Value] = []
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                spread = self.eval(arg.value, frame)
+                args.extend(spread.items if spread.items is not None else [spread])
+            else:
+                args.append(self.eval(arg, frame))
+        kwargs: dict[str, Value] = {}
+        for kw in node.keywords:
+            value = self.eval(kw.value, frame)
+            if kw.arg:
+                kwargs[kw.arg] = value
+        return args, kwargs
+
     def method_call(self, receiver: Value, name: str, node: ast.Call, frame: Frame) -> Value:
-        args = [self.eval(a.value if isinstance(a, ast.Starred) else a, frame) for a in node.args]
-        kwargs = {kw.arg: self.eval(kw.value, frame) for kw in node.keywords if kw.arg}
+        args, kwargs = self.arguments(node, frame)
         if receiver.module is not None:
             return self.module_method(receiver, name, args, kwargs, node, frame)
         if receiver.kind == "optimizer":
@@ -1273,7 +1297,7 @@ class Interpreter(Objects):
             return unknown_call([receiver, *args], kwargs)
         if name == "backward":
             self.facts.backwarded |= names_in(node.func)
-            self.backward(receiver, node, frame, retains_graph(node))
+            self.backward(receiver, node, frame, retains_graph(kwargs))
             return scalar()
         if name in SCALAR_METHODS and not (name in ALIAS_METHODS and (node.args or node.keywords)):
             return scalar()  # `x.size()`, `x.type()` (but `x.type(torch.float64)` converts)
@@ -1398,11 +1422,20 @@ class Interpreter(Objects):
         if qual in ("torch.autograd.backward", "torch.autograd.grad"):
             self.facts.backwarded |= names_in(node.args[0]) if node.args else set()
             if args:
-                self.backward(args[0], node, frame, retains_graph(node))
+                self.backward(args[0], node, frame, retains_graph(kwargs))
             return unknown()
         if qual.startswith("torch.nn.") and qual.count(".") == 2 and qual[9:10].isupper():
             sub = submodule_of(self.model, "", node) or Submodule("", node, qual)
-            return self.module_value(qual, sub, new_id(), frame.start)
+            built = self.module_value(qual, sub, new_id(), frame.start)
+            made = built.module
+            if made is not None and not made.children and qual in _CONTAINER_MODULES:
+                # `nn.Sequential(*layers)`, `nn.ModuleList(blocks)` with `layers` built by a
+                # loop: the modules the list holds, in order.
+                held = args[0].items if qual != "torch.nn.Sequential" and args else args
+                children = [v.module for v in held or () if v.module is not None]
+                if children:
+                    made.children = children
+            return built
         op = self.kb.op(qual)
         if op is not None or qual.startswith("torch."):
             return self.apply_op(
@@ -1664,6 +1697,9 @@ class Interpreter(Objects):
             if event.what == "append":
                 item = use.value(event.value) if event.value is not None else None
                 self.append_item(target, item, use.graph(event.graph))
+            elif event.what == "item" and event.value is not None:
+                index = event.flag if isinstance(event.flag, int) else None
+                self.set_item(target, index, use.value(event.value), use.graph(event.graph))
             elif event.what == "graph":
                 self.join_graph(target, use.graph(event.graph))
             elif event.what in ("grad", "toggle"):

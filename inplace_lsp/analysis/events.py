@@ -65,14 +65,17 @@ class Events:
     def loc(self, node: ast.AST, frame: Frame) -> Loc:
         return location(node, frame.start)
 
-    def _finish(self, returns: list[Value]) -> None:
-        """Stale saves whose graph leaves the function reach the caller's backward."""
+    def _finish(self, returns: list[Value], backpropagated: str = "") -> None:
+        """Stale saves whose graph leaves the function reach the caller's backward: surely
+        where a backward follows by assumption (an nn.Module's forward, a loss a framework
+        backpropagates), else only if the caller runs one (`backpropagated`: the function's
+        name, for the message)."""
         escaped = set(self.escaped)
         for value in returns:
             escaped |= self._graph_of(value)
         for sid, mutation in self.heap.stale.items():
             if sid in escaped and sid not in self.heap.freed:
-                self._conflict(mutation, self.saves[sid], "escape", None)
+                self._conflict(mutation, self.saves[sid], "escape", None, backpropagated)
 
     def _graph_of(self, value: Value) -> set[int]:
         graph = set(value.graph)
@@ -301,6 +304,22 @@ class Events:
         if path is not None:
             self.events.append(ValueEvent(path, "append", value=item, graph=graph))
 
+    def set_item(
+        self, container: Value, index: int | None, item: Value, graph: frozenset[int]
+    ) -> None:
+        """`outs[i] = h`: the container reaches its graph; at a known index, holds it."""
+        container.graph = container.graph | graph
+        if container.items is not None:
+            if index is not None and -len(container.items) <= index < len(container.items):
+                items = list(container.items)
+                items[index] = item
+                container.items = tuple(items)
+            else:
+                container.items = None  # which item changed is not known
+        path = self._stand_in(container)
+        if path is not None:
+            self.events.append(ValueEvent(path, "item", value=item, flag=index, graph=graph))
+
     def set_module_flag(self, ref: ModuleRef, flag: str, value: bool | None) -> None:
         """`model.eval()` (training_flag) or `model.requires_grad_(False)` (frozen)."""
         setattr(ref, flag, value)
@@ -375,9 +394,16 @@ class Events:
             )
             self.events.append(BackwardEvent(graphs, own, retain, loc, path))
 
-    def _conflict(self, mutation: Mutation, save: Save, via: str, backward_loc: Loc | None) -> None:
+    def _conflict(
+        self,
+        mutation: Mutation,
+        save: Save,
+        via: str,
+        backward_loc: Loc | None,
+        escapes_from: str = "",
+    ) -> None:
         every_path = not mutation.possible and mutation.ctx.descends_from(save.ctx)
-        definite = not save.possible and every_path
+        definite = not save.possible and every_path and not escapes_from
         on_some_paths = not every_path or (save.possible and save.on_some_paths)
         self.facts.conflicts.append(
             Conflict(
@@ -389,5 +415,6 @@ class Events:
                 "" if definite else save.grad_from,
                 on_some_paths,
                 () if every_path else branch_conditions(save.ctx, mutation.ctx),
+                escapes_from,
             )
         )

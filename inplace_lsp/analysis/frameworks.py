@@ -2,7 +2,8 @@
 stub files in data/frameworks/ written in Python, which the analysis reads like another file
 of the workspace. A class deriving from `pl.LightningModule` finds `manual_backward` and
 `optimizers` there; `__stands_for__` names the imports a stub answers for, `__drivers__` the
-framework methods that run a subclass's hooks (entry points of their own), and
+framework methods that run a subclass's hooks (entry points of their own),
+`__backpropagated__` the hooks whose result the framework runs backward() on, and
 `__python_values__` marks libraries whose calls give Python values (NumPy, argparse, gym).
 """
 
@@ -13,7 +14,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from inplace_lsp.analysis.model import ModuleModel, build
+from inplace_lsp.analysis.model import ClassInfo, ModuleModel, build
 
 STUBS = Path(__file__).resolve().parent.parent / "data" / "frameworks"
 
@@ -24,6 +25,7 @@ class Framework:
     drivers: tuple[str, ...]
     model: ModuleModel
     python_values: bool  # its calls give Python values, never tensors
+    backpropagated: tuple[str, ...]  # hooks whose result the framework runs backward() on
 
 
 def _constant_names(tree: ast.Module, name: str) -> tuple[str, ...]:
@@ -57,6 +59,7 @@ def frameworks() -> tuple[Framework, ...]:
                     and s.value.value is True
                     for s in tree.body
                 ),
+                _constant_names(tree, "__backpropagated__"),
             )
         )
     return tuple(found)
@@ -67,6 +70,21 @@ def python_values(qualname: str) -> bool:
     `parser.parse_args()`, `env.step(a)` of `gym.make(...)`)."""
     framework = framework_of(qualname)
     return framework is not None and framework.python_values
+
+
+def backpropagated_hook(model: ModuleModel, cls: ClassInfo, name: str) -> bool:
+    """Whether a framework runs backward() on what this method of a subclass returns
+    (Lightning's `training_step`, a Trainer's `compute_loss`)."""
+    stubs = {id(f.model): f for f in frameworks()}
+    seen: set[int] = set()
+    base = model.base_of(cls)
+    while base is not None and id(base) not in seen:
+        seen.add(id(base))
+        framework = stubs.get(id(base.owner))
+        if framework is not None:
+            return name in framework.backpropagated
+        base = (base.owner or model).base_of(base)
+    return False
 
 
 def framework_of(qualname: str) -> Framework | None:

@@ -280,6 +280,22 @@ class Objects(TorchOps):
             return receiver
         if name == "forward":
             return self.module_call(ref, args, node, frame)
+        if name == "load_state_dict":
+            # Copies into every parameter in place (under no_grad): a graph that saved them
+            # before fails at its backward, as after an optimizer step.
+            self.mutate(
+                Value("tensor", self.param_groups(ref), True, True),
+                kind="method",
+                op=f"{ast.unparse(node.func)}()",
+                node=node,
+                stmt=frame.stmt or node,
+                frame=frame,
+                target=None,
+                fix=None,
+                inputs=[],
+                grad_mode=False,
+            )
+            return unknown()
         if name in ("register_forward_hook", "register_forward_pre_hook") and node.args:
             # A hook of this file runs at every call of the module (`output.clamp_(...)` in a
             # hook on nn.Sigmoid writes the output Sigmoid saved).

@@ -87,7 +87,8 @@ class ValueEvent:
     appended, a flag set (`model.eval()`, `requires_grad_`), a graph or grad joined in."""
 
     path: Path
-    what: str  # "attr" | "append" | "training_flag" | "frozen" | "graph" | "grad" | "toggle"
+    # "attr" | "append" | "item" | "training_flag" | "frozen" | "graph" | "grad" | "toggle"
+    what: str
     name: str = ""
     value: Value | None = None
     flag: object = None

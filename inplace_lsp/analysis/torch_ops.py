@@ -834,11 +834,11 @@ def _requires_grad_kw(node: ast.Call) -> bool:
     )
 
 
-def retains_graph(node: ast.Call) -> bool:
+def retains_graph(kwargs: dict[str, Value]) -> bool:
+    """`backward(retain_graph=...)` / `create_graph=`: retained unless known to be false."""
     return any(
-        kw.arg in ("retain_graph", "create_graph")
-        and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
-        for kw in node.keywords
+        name in kwargs and not (kwargs[name].has_const and not kwargs[name].const)
+        for name in ("retain_graph", "create_graph")
     )
 
 

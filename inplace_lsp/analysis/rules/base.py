@@ -320,6 +320,18 @@ class Rule:
         known facts; a Warning says which argument's requires-grad or which paths decide."""
         if conflict.definite:
             return "will fail"
+        if conflict.escapes_from:
+            # Nothing here backpropagates through it: a caller would have to.
+            later = f"a later backward() runs through what {conflict.escapes_from} passes on"
+            uncertain = conflict.mutation.value.maybe or conflict.grad_from or conflict.branches
+            if not (uncertain or conflict.on_some_paths or conflict.mutation.possible):
+                return f"fails if {later}"
+            return f"{Rule._uncertain(conflict)}, and only if {later}"
+        return Rule._uncertain(conflict)
+
+    @staticmethod
+    def _uncertain(conflict: Conflict) -> str:
+        """The hedge of a conflict that is not definite: which unknown or paths it rests on."""
         # A maybe-alias (`.float()` of a tensor of unknown dtype) is what makes it uncertain.
         maybe = conflict.mutation.value.maybe
         conditions = [maybe] if maybe else []

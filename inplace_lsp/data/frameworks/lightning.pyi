@@ -7,6 +7,7 @@ Read by inplace_lsp.analysis.frameworks for these imports. Not code to run.
 """
 
 __stands_for__ = ("pytorch_lightning", "lightning.pytorch", "lightning")
+__backpropagated__ = ("training_step",)
 __drivers__ = ()
 
 import torch

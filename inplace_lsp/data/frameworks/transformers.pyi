@@ -6,6 +6,7 @@ Read by inplace_lsp.analysis.frameworks for these imports. Not code to run.
 """
 
 __stands_for__ = ("transformers",)
+__backpropagated__ = ("compute_loss",)
 __drivers__ = ("training_step",)
 
 class Trainer:
