@@ -327,6 +327,9 @@ class Heap:
     # Parameter groups known to hold no gradient: zero_grad() set them to None and no
     # backward() ran since. optimizer.step() skips a parameter without one.
     no_grads: frozenset[int] = frozenset()
+    # Saves written through `.data` (no version bump): wrong gradients if a backward() then
+    # runs through them, nothing otherwise.
+    silent: dict[int, Mutation] = field(default_factory=dict)
 
     def copy(self) -> Heap:
         return Heap(
@@ -335,6 +338,7 @@ class Heap:
             set(self.freed),
             {k: list(v) for k, v in self.pending_alias.items()},
             self.no_grads,
+            dict(self.silent),
         )
 
     def join(self, other: Heap) -> None:
@@ -345,6 +349,8 @@ class Heap:
             self.live[group] = mine + tuple(s for s in saves if s not in mine)
         for sid, mutation in other.stale.items():
             self.stale.setdefault(sid, mutation)
+        for sid, mutation in other.silent.items():
+            self.silent.setdefault(sid, mutation)
         self.freed &= other.freed
         self.no_grads &= other.no_grads
         for group, pend in other.pending_alias.items():
@@ -466,6 +472,35 @@ def branch_conditions(saved_in: Ctx, written_in: Ctx) -> tuple[str, ...]:
             labels.append(form.format(code, f" (line {line})" if line is not None else ""))
         node = node.parent
     return tuple(reversed(labels))
+
+
+def implied(saved_in: Ctx, written_in: Ctx, used_in: Ctx) -> bool:
+    """Whether every condition the save needed (those the write's context is not within)
+    also holds where the save is used: the same test, taken the same way, around it."""
+    held = {_condition(node.label) for node in _chain(used_in) if node.label is not None}
+    node: Ctx | None = saved_in
+    needed = False
+    while node is not None and not written_in.descends_from(node):
+        if node.label is not None:
+            if node.label[1] is None or _condition(node.label) not in held:
+                return False
+            needed = True
+        node = node.parent
+    return needed
+
+
+def _chain(ctx: Ctx) -> list[Ctx]:
+    found: list[Ctx] = []
+    node: Ctx | None = ctx
+    while node is not None:
+        found.append(node)
+        node = node.parent
+    return found
+
+
+def _condition(label: Label) -> tuple[str, str]:
+    form, condition, _ = label
+    return form, ast.unparse(condition) if condition is not None else ""
 
 
 def short_source(node: ast.AST, limit: int = 40) -> str:

@@ -15,6 +15,7 @@ seen together. Branches are analysed separately and joined; loop bodies run twic
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import os
 from collections.abc import Callable, Hashable
@@ -81,6 +82,7 @@ from inplace_lsp.analysis.summaries import (
     Event,
     Inputs,
     NoGradsEvent,
+    Resolver,
     SaveEvent,
     StepEvent,
     Summary,
@@ -122,6 +124,7 @@ from inplace_lsp.analysis.torch_ops import (
 from inplace_lsp.analysis.units import Cell
 
 _CONTAINER_MODULES = ("torch.nn.Sequential", "torch.nn.ModuleList")
+BUILTINS = frozenset(dir(builtins))
 # A call this many calls deep below the entry point is not followed (and said so): each
 # function is summarised once per argument facts, so depth costs little, but a chain of
 # wrappers this long is not worth following.
@@ -159,6 +162,10 @@ class Interpreter(Objects):
         # What the analysis reads of the document's definitions (model.Recorded's box): a
         # summary made here or reused here counts what its run read.
         self.recorder: list[set[Cell] | None] = recorder if recorder is not None else [None]
+        # The module-level variables (while module-level code runs, the functions it calls
+        # read them), and how summaries take paths in the current world.
+        self.globals: dict[str, Value] = {}
+        self.resolver = Resolver(self.module_attr, self.global_value)
         self._applied: set[int] = set()
         self.inputs: Inputs | None = None
         self.events: list[Event] = []
@@ -240,8 +247,9 @@ class Interpreter(Objects):
         return args, kwargs
 
     def run_module_code(self, pieces: list[tuple[list[ast.stmt], int]]) -> Facts:
-        """Module-level statements, in document order, as one program: (statements, start)."""
-        frame = Frame({}, 1, grad_enabled=True, ctx=Ctx())
+        """Module-level statements, in document order, as one program: (statements, start).
+        Their variables are the globals the functions they call read."""
+        frame = Frame(self.globals, 1, grad_enabled=True, ctx=Ctx())
         for body, start in pieces:
             frame.start = start
             self.exec_body(body, frame)
@@ -862,6 +870,10 @@ class Interpreter(Objects):
                 grad=False,
                 qualname=self.model.imports.get(node.id, node.id),
             )
+        if frame.env is not self.globals and self.model.path is None and node.id not in BUILTINS:
+            found = self.global_value(node.id)  # a module-level variable (a script's `model`)
+            if found is not None:
+                return found
         if node.id in ("True", "False", "None"):
             return scalar()
         return unknown()
@@ -936,11 +948,17 @@ class Interpreter(Objects):
         if base.kind == "scalar":
             return scalar()  # `x.shape[-1]`, `sizes[0]`: a number, never a tensor
         position = const_index(node.slice)
+        if position is None and index.has_const and type(index.const) is int:
+            position = index.const  # `outs[i]` with `i` known (`for i in range(3)`)
         if base.items is not None and position is not None:
             try:
                 return base.items[position]
             except IndexError:
                 return unknown()
+        if base.kind == "container" and base.items and not isinstance(node.slice, ast.Slice):
+            # `self.q_nets[q_i]` in a loop: one of the items (a loop over all of them sees
+            # each optimizer's parameters and each network's saves).
+            return self.element_of(base, node, frame)
         if base.module is not None:
             key = index.const if index.has_const else position
             return element_module(base.module, key)
@@ -1154,7 +1172,10 @@ class Interpreter(Objects):
             return Value("container", tensor=False, grad=None, items=items)
         if iterable.kind == "params":
             grad = iterable.grad is not False  # parameters() of a frozen module: no grad
-            return Value("tensor", iterable.groups, True, grad, leaf=True, origin="parameter")
+            parameter = Value("tensor", iterable.groups, True, grad, leaf=True, origin="parameter")
+            if iterable.origin == "named":
+                return Value("container", tensor=False, grad=grad, items=(scalar(), parameter))
+            return parameter
         if iterable.items:
             result = iterable.items[0]
             for item in iterable.items[1:]:
@@ -1175,6 +1196,14 @@ class Interpreter(Objects):
 
     def expr_Call(self, node: ast.Call, frame: Frame) -> Value:
         func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
+            and "super" not in frame.env
+        ):
+            return self._super_call(func.attr, node, frame)
         if isinstance(func, ast.Attribute):
             receiver = self._receiver(func, frame)
             if receiver is not None and receiver.kind != "symbol":
@@ -1225,6 +1254,27 @@ class Interpreter(Objects):
         for other in results[1:]:
             result = join_values(result, other)
         return result
+
+    def _super_call(self, name: str, node: ast.Call, frame: Frame) -> Value:
+        """`super().forward(x)`, `super().__init__(...)`: the method of the base of the class
+        whose method runs here, on the same object."""
+        args, kwargs = self.arguments(node, frame)
+        fn = self.call_stack[-1] if self.call_stack else None
+        key = self.model.def_key(fn) if fn is not None else ""
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or "." not in key:
+            return unknown_call(args, kwargs)
+        cls = dict.get(self.model.classes, key.split(".")[0])
+        params = [*fn.args.posonlyargs, *fn.args.args]
+        this = frame.env.get(params[0].arg) if params else None
+        base = self.model.base_of(cls) if cls is not None else None
+        found = self.model.find_method(base, name) if base is not None else None
+        if found is None or this is None:
+            return unknown_call(args, kwargs)
+        owner = found[0].owner or self.model
+        method = found[1]
+        return self.inline(
+            method, owner.start_of(method), [this, *args], kwargs, node, frame, owner
+        )
 
     def _receiver(self, func: ast.Attribute, frame: Frame) -> Value | None:
         root = func.value
@@ -1522,10 +1572,18 @@ class Interpreter(Objects):
         grad_enabled = frame.grad_enabled and not self._decorated_no_grad(fn)
         inference = self.inference_at or self._decorated_inference(fn, start)
         state = (grad_enabled, self.uncertain > 0, inference)
-        summary = self.summaries.find(fn, self.model, state, args, kwargs, self.module_attr)
+        summary = self.summaries.find(fn, self.model, state, args, kwargs, self.resolver)
         if summary is None:
             summary = self._summarize(fn, start, args, kwargs, grad_enabled, inference, state)
         return self._apply(summary, args, kwargs, node, frame)
+
+    def global_value(self, name: str) -> Value | None:
+        """A module-level variable as a function sees it here: in a summary being made, its
+        stand-in (each run's, from the run around it)."""
+        value = self.globals.get(name)
+        for inputs in self.runs:
+            value = inputs.global_value(name, value)
+        return value
 
     def _summarize(
         self,
@@ -1559,7 +1617,7 @@ class Interpreter(Objects):
         self.recorder[0] = cells if outer_cells is not None else None
         root = Ctx()
         callee = Frame({}, start, grad_enabled, root, path=self.model.path)
-        _bind_arguments(fn, callee, stand_ins, stand_in_kwargs)
+        self._bind_arguments(fn, callee, stand_ins, stand_in_kwargs)
         self.call_stack.append(fn)
         try:
             self.exec_body(fn.body, callee)
@@ -1634,9 +1692,7 @@ class Interpreter(Objects):
         cells = self.recorder[0]
         if cells is not None:
             cells |= summary.cells
-        use = Application(
-            summary, args, kwargs, frame.ctx, summary.root, self.module_attr, self.saves
-        )
+        use = Application(summary, args, kwargs, frame.ctx, summary.root, self.resolver, self.saves)
         for event in summary.events:
             self._replay(event, use, node, frame)
         result = use.value(summary.result) if summary.result is not None else scalar()
@@ -1650,6 +1706,10 @@ class Interpreter(Objects):
             sid_now = use.own_sids.get(sid)
             if sid_now is not None:
                 self.heap.stale.setdefault(sid_now, use.mutation(mutation))
+        for sid, mutation in exit_heap.silent.items():
+            sid_now = use.own_sids.get(sid)
+            if sid_now is not None:
+                self.heap.silent.setdefault(sid_now, use.mutation(mutation))
         for sid in exit_heap.freed:
             sid_now = use.own_sids.get(sid)
             if sid_now is not None:
@@ -1678,7 +1738,7 @@ class Interpreter(Objects):
             # A backward() in another file (a framework's `manual_backward`) runs here.
             here = event.path == frame.path
             loc = event.loc if here else self.loc(node, frame)
-            self.run_backward(graph, event.retain, loc, frame.path, checked=own)
+            self.run_backward(graph, event.retain, loc, frame.path, frame.ctx, checked=own)
         elif isinstance(event, NoGradsEvent):
             self.clear_gradients(use.groups(event.groups))
         else:
@@ -1731,7 +1791,7 @@ class Interpreter(Objects):
             frame.ctx,
             path=self.model.path,
         )
-        _bind_arguments(fn, callee, args, kwargs)
+        self._bind_arguments(fn, callee, args, kwargs)
         self.call_stack.append(fn)
         try:
             self.exec_body(fn.body, callee)
@@ -1745,51 +1805,57 @@ class Interpreter(Objects):
 
     # ------------------------------------------------------------------ events
 
+    def _bind_arguments(
+        self,
+        fn: ast.FunctionDef | ast.AsyncFunctionDef,
+        callee: Frame,
+        args: list[Value],
+        kwargs: dict[str, Value],
+    ) -> None:
+        """The function's parameters bound to a call's arguments, defaults and `*args`."""
+        params = [*fn.args.posonlyargs, *fn.args.args]
+        defaults: list[ast.expr | None] = [None] * (len(params) - len(fn.args.defaults)) + list(
+            fn.args.defaults
+        )
+        for i, (param, default) in enumerate(zip(params, defaults, strict=True)):
+            if i < len(args):
+                callee.env[param.arg] = args[i]
+            elif param.arg in kwargs:
+                callee.env[param.arg] = kwargs[param.arg]
+            elif default is not None:
+                # Not passed: the default's value (`chunk_size=None` decides `if chunk_size:`).
+                callee.env[param.arg] = self._default_value(default, callee)
+            else:
+                callee.env[param.arg] = unknown()
+        for param, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+            given = kwargs.get(param.arg)
+            if given is None:
+                given = (
+                    self._default_value(kw_default, callee) if kw_default is not None else unknown()
+                )
+            callee.env[param.arg] = given
+        # `*args` holds the rest of the arguments; an entry point passes what `*args` and
+        # `**kwargs` hold by their names.
+        if fn.args.vararg:
+            callee.env[fn.args.vararg.arg] = kwargs.get(fn.args.vararg.arg) or Value(
+                "container", tensor=False, grad=None, items=tuple(args[len(params) :])
+            )
+        if fn.args.kwarg:
+            callee.env[fn.args.kwarg.arg] = kwargs.get(fn.args.kwarg.arg) or Value(
+                "container", tensor=False, grad=None
+            )
+
+    def _default_value(self, default: ast.expr, callee: Frame) -> Value:
+        """A parameter's default (`optimizer_class=optim.Adam`, `eps=1e-6`, `dims=[64, 64]`),
+        evaluated where the function is defined."""
+        if isinstance(default, ast.Constant):
+            return constant(default.value)
+        frame = Frame({}, callee.start, True, Ctx(), path=callee.path)
+        return self.eval(default, frame)
+
 
 def _parameter_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, count: int) -> list[str]:
     return [p.arg for p in [*fn.args.posonlyargs, *fn.args.args]][:count]
-
-
-def _bind_arguments(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef,
-    callee: Frame,
-    args: list[Value],
-    kwargs: dict[str, Value],
-) -> None:
-    """The function's parameters bound to a call's arguments, defaults and `*args`."""
-    params = [*fn.args.posonlyargs, *fn.args.args]
-    defaults: list[ast.expr | None] = [None] * (len(params) - len(fn.args.defaults)) + list(
-        fn.args.defaults
-    )
-    for i, (param, default) in enumerate(zip(params, defaults, strict=True)):
-        if i < len(args):
-            callee.env[param.arg] = args[i]
-        elif param.arg in kwargs:
-            callee.env[param.arg] = kwargs[param.arg]
-        elif default is not None:
-            # Not passed: the default's value (`chunk_size=None` decides `if chunk_size:`).
-            callee.env[param.arg] = (
-                constant(default.value) if isinstance(default, ast.Constant) else unknown()
-            )
-        else:
-            callee.env[param.arg] = unknown()
-    for param, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
-        given = kwargs.get(param.arg)
-        if given is None:
-            given = (
-                constant(kw_default.value) if isinstance(kw_default, ast.Constant) else unknown()
-            )
-        callee.env[param.arg] = given
-    # `*args` holds the rest of the arguments; an entry point passes what `*args` and
-    # `**kwargs` hold by their names.
-    if fn.args.vararg:
-        callee.env[fn.args.vararg.arg] = kwargs.get(fn.args.vararg.arg) or Value(
-            "container", tensor=False, grad=None, items=tuple(args[len(params) :])
-        )
-    if fn.args.kwarg:
-        callee.env[fn.args.kwarg.arg] = kwargs.get(fn.args.kwarg.arg) or Value(
-            "container", tensor=False, grad=None
-        )
 
 
 class UnhandledNode(Exception):

@@ -10,6 +10,7 @@ import ast
 
 from inplace_lsp.analysis.domain import (
     Conflict,
+    Ctx,
     Facts,
     Frame,
     Heap,
@@ -23,6 +24,7 @@ from inplace_lsp.analysis.domain import (
     Value,
     branch_conditions,
     grad_sources,
+    implied,
     location,
     new_id,
 )
@@ -76,6 +78,9 @@ class Events:
         for sid, mutation in self.heap.stale.items():
             if sid in escaped and sid not in self.heap.freed:
                 self._conflict(mutation, self.saves[sid], "escape", None, backpropagated)
+        for sid, mutation in self.heap.silent.items():
+            if sid in escaped and sid not in self.heap.freed and backpropagated == "":
+                self._conflict(mutation, self.saves[sid], "data", None)
 
     def _graph_of(self, value: Value) -> set[int]:
         graph = set(value.graph)
@@ -210,10 +215,13 @@ class Events:
         return mutation
 
     def _data_write(self, mutation: Mutation, groups: frozenset[int]) -> None:
+        """A write through `.data` into saved tensors: no error, and wrong gradients only if
+        a backward() then runs through the save (a target network's soft update whose graph
+        is never backpropagated is no finding)."""
         for group in sorted(groups):
             for sid in self.heap.live.get(group, ()):
                 if sid not in self.heap.freed:
-                    self._conflict(mutation, self.saves[sid], "data", None)
+                    self.heap.silent.setdefault(sid, mutation)
 
     def _write_groups(self, mutation: Mutation, groups: frozenset[int], track_alias: bool) -> bool:
         """The live saves of the written groups go stale (those of another parameter of the
@@ -366,7 +374,7 @@ class Events:
     def backward(self, value: Value, node: ast.AST, frame: Frame, retain: bool) -> None:
         self.set_grad(value, True)  # backward() on it: it requires grad
         graph = frozenset(self._graph_of(value))
-        self.run_backward(graph, retain, self.loc(node, frame), frame.path)
+        self.run_backward(graph, retain, self.loc(node, frame), frame.path, frame.ctx)
 
     def run_backward(
         self,
@@ -374,6 +382,7 @@ class Events:
         retain: bool,
         loc: Loc,
         path: str | None,
+        ctx: Ctx | None,
         checked: frozenset[int] = frozenset(),
     ) -> None:
         """backward() through the saves of `graph`: a stale one is a conflict, and each is
@@ -383,7 +392,10 @@ class Events:
         for sid in sorted(graph):  # in the order the ops ran: deterministic
             mutation = self.heap.stale.get(sid)
             if mutation is not None and sid not in self.heap.freed and sid not in checked:
-                self._conflict(mutation, self.saves[sid], "backward", loc)
+                self._conflict(mutation, self.saves[sid], "backward", loc, backward_ctx=ctx)
+            silent = self.heap.silent.get(sid)
+            if silent is not None and sid not in self.heap.freed and sid not in checked:
+                self._conflict(silent, self.saves[sid], "data", loc, backward_ctx=ctx)
             if not retain:
                 self.heap.freed.add(sid)
         if self.inputs is not None:
@@ -401,8 +413,15 @@ class Events:
         via: str,
         backward_loc: Loc | None,
         escapes_from: str = "",
+        backward_ctx: Ctx | None = None,
     ) -> None:
-        every_path = not mutation.possible and mutation.ctx.descends_from(save.ctx)
+        # On every path that reaches the backward() through the save: the write's path runs
+        # through the save's branches, or the backward() sits under the same conditions
+        # (`if step % k == 0:` around the policy loss and again around its backward()).
+        every_path = not mutation.possible and (
+            mutation.ctx.descends_from(save.ctx)
+            or (backward_ctx is not None and implied(save.ctx, mutation.ctx, backward_ctx))
+        )
         definite = not save.possible and every_path and not escapes_from
         on_some_paths = not every_path or (save.possible and save.on_some_paths)
         self.facts.conflicts.append(

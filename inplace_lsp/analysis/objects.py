@@ -94,6 +94,9 @@ class Objects(TorchOps):
     def module_attr(self, ref: ModuleRef, attr: str) -> Value:
         if attr in ref.attrs:
             return ref.attrs[attr]
+        if attr == "training" and ref.is_module:
+            # `if not self.training:` (an inference path) is decided by train() / eval().
+            return constant(ref.training)
         for inputs in reversed(self.runs):
             real = inputs.real.get(id(ref))
             if isinstance(real, ModuleRef):
@@ -245,7 +248,14 @@ class Objects(TorchOps):
         if not ref.is_module:
             return self._object_method(receiver, ref, name, args, kwargs, node, frame)
         if name in ("parameters", "named_parameters"):
-            return Value("params", self.param_groups(ref), tensor=False, grad=not ref.params_frozen)
+            # named_parameters() yields (name, parameter) pairs.
+            return Value(
+                "params",
+                self.param_groups(ref),
+                tensor=False,
+                grad=not ref.params_frozen,
+                origin="named" if name == "named_parameters" else "",
+            )
         if name == "zero_grad" and sets_to_none(node):
             self.clear_gradients(self.param_groups(ref))
             return receiver

@@ -40,9 +40,17 @@ from inplace_lsp.analysis.domain import (
 from inplace_lsp.analysis.model import ModuleModel
 from inplace_lsp.analysis.units import Cell
 
-# How a path step `("attr", name)` is taken on a caller's module: the evaluator's module_attr
-# (which builds a submodule's value from the class when first read).
-ResolveAttr = Callable[[ModuleRef, str], Value]
+
+@dataclass(frozen=True)
+class Resolver:
+    """How a path is taken in a caller's world: a step `("attr", name)` on a module by the
+    evaluator's module_attr (which builds a submodule's value from the class when first
+    read), a root `("global", name)` by the module-level variable the caller sees."""
+
+    attr: Callable[[ModuleRef, str], Value]
+    global_value: Callable[[str], Value | None]
+
+
 Path = tuple[Hashable, ...]  # ("arg", 0) or ("kw", "x"), then steps ("item", 1), ("attr", "fc")
 _DEPTH = 4  # how deep argument facts are compared (items of items, attributes of attributes)
 _ITEMS = 16  # and how many items of a container
@@ -145,6 +153,7 @@ class Inputs:
         self._made: dict[int, object] = {}  # id(real object) -> its stand-in
         self._group_of: dict[int, int] = {}  # real group -> stand-in group
         self.reads: list[tuple[Path, Hashable]] = []  # lazily read paths and their facts
+        self._globals: dict[str, Value | None] = {}  # module-level variables read
 
     # making stand-ins ------------------------------------------------------------
     def symbolize(self, real: Value, path: Path, name: str | None = None) -> Value:
@@ -201,6 +210,17 @@ class Inputs:
                 self.symbolize_ref(child, (*path, ("child", i)))
                 for i, child in enumerate(ref.children)
             ]
+        return sym
+
+    def global_value(self, name: str, real: Value | None) -> Value | None:
+        """A module-level variable the function reads (`model` in a script's `train()`): its
+        stand-in, and its facts (or its absence) a fact the summary depends on."""
+        if name in self._globals:
+            return self._globals[name]
+        path: Path = (("global", name),)
+        self.reads.append((path, value_facts(real) if real is not None else None))
+        sym = self.symbolize(real, path) if real is not None else None
+        self._globals[name] = sym
         return sym
 
     def done(self) -> None:
@@ -303,7 +323,7 @@ class SummaryCache:
         state: Hashable,
         args: list[Value],
         kwargs: dict[str, Value],
-        resolve: ResolveAttr,
+        resolve: Resolver,
     ) -> Summary | None:
         candidates = self.by_function.get(id(fn))
         if not candidates:
@@ -322,7 +342,7 @@ class SummaryCache:
 
 
 def resolve_path(
-    path: Path, args: list[Value], kwargs: dict[str, Value], attr: ResolveAttr
+    path: Path, args: list[Value], kwargs: dict[str, Value], resolver: Resolver
 ) -> object:
     """The caller's object at a path (a Value, a ModuleRef, a group id or a graph), or None
     when the caller's values have no such part."""
@@ -331,6 +351,8 @@ def resolve_path(
     if root[0] == "arg":  # type: ignore[index]
         index = root[1]  # type: ignore[index]
         current = args[index] if index < len(args) else None  # type: ignore[operator]
+    elif root[0] == "global":  # type: ignore[index]
+        current = resolver.global_value(root[1])  # type: ignore[index]
     else:
         current = kwargs.get(root[1])  # type: ignore[index,arg-type]
     for step in path[1:]:
@@ -344,7 +366,11 @@ def resolve_path(
         elif kind == "module":
             current = current.module if isinstance(current, Value) else None
         elif kind == "attr":
-            current = attr(current, step[1]) if isinstance(current, ModuleRef) else None  # type: ignore[index]
+            current = (
+                resolver.attr(current, step[1])  # type: ignore[index]
+                if isinstance(current, ModuleRef)
+                else None
+            )
         elif kind == "parent":
             current = current.parent if isinstance(current, ModuleRef) else None
         elif kind == "child":
@@ -363,9 +389,9 @@ def resolve_path(
 
 
 def _facts_at(
-    path: Path, args: list[Value], kwargs: dict[str, Value], attr: ResolveAttr
+    path: Path, args: list[Value], kwargs: dict[str, Value], resolver: Resolver
 ) -> Hashable:
-    found = resolve_path(path, args, kwargs, attr)
+    found = resolve_path(path, args, kwargs, resolver)
     return value_facts(found) if isinstance(found, Value) else None
 
 
@@ -380,7 +406,7 @@ class Application:
         kwargs: dict[str, Value],
         caller_ctx: Ctx,
         root_ctx: Ctx,
-        attr: ResolveAttr,
+        resolver: Resolver,
         saves: dict[int, Save],
     ) -> None:
         self.summary = summary
@@ -388,7 +414,7 @@ class Application:
         self.kwargs = kwargs
         self.caller_ctx = caller_ctx
         self.root_ctx = root_ctx
-        self.attr = attr
+        self.resolver = resolver
         self.saves = saves
         self._resolved: dict[Path, object] = {}
         self._groups: dict[int, frozenset[int]] = {}
@@ -402,7 +428,7 @@ class Application:
 
     def resolve(self, path: Path) -> object:
         if path not in self._resolved:
-            self._resolved[path] = resolve_path(path, self.args, self.kwargs, self.attr)
+            self._resolved[path] = resolve_path(path, self.args, self.kwargs, self.resolver)
         return self._resolved[path]
 
     # ids ----------------------------------------------------------------------------
