@@ -128,6 +128,9 @@ class Value:
     # Stands for the tuple of views split / chunk / tensor_split return: unpacking or indexing
     # it gives those views (not torch's unbind of one tensor).
     pieces: bool = False
+    # A dict with constant keys (`{"params": G.parameters(), "lr": 1e-4}`, `{"loss": loss}`):
+    # its keys, in the order of `items`, its values.
+    keys: tuple[object, ...] | None = None
 
     @property
     def tensorish(self) -> bool:

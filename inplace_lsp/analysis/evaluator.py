@@ -75,7 +75,7 @@ from inplace_lsp.analysis.model import (
     evaluate,
 )
 from inplace_lsp.analysis.model import submodule as submodule_of
-from inplace_lsp.analysis.objects import Objects, bind_consts, element_module, twin_module
+from inplace_lsp.analysis.objects import Objects, element_module, twin_module
 from inplace_lsp.analysis.summaries import (
     Application,
     BackwardEvent,
@@ -125,6 +125,21 @@ from inplace_lsp.analysis.units import Cell
 
 _CONTAINER_MODULES = ("torch.nn.Sequential", "torch.nn.ModuleList")
 BUILTINS = frozenset(dir(builtins))
+# Calls that give back their module argument, or a wrapper that runs it and shares its
+# parameters (the analysis follows the module itself).
+_RETURNS_ITS_MODULE = frozenset(
+    [
+        *(
+            f"torch.nn.utils.{where}{name}"
+            for where in ("", "parametrizations.")
+            for name in ("spectral_norm", "weight_norm")
+        ),
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.compile",
+    ]
+)
 # A call this many calls deep below the entry point is not followed (and said so): each
 # function is summarised once per argument facts, so depth costs little, but a chain of
 # wrappers this long is not worth following.
@@ -226,15 +241,11 @@ class Interpreter(Objects):
         args: list[Value] = []
         for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
             if i == 0 and is_method and owner is not None:
-                if owner.is_module:
-                    ref = ModuleRef(owner.name, owner, new_id(), site_start=start)
-                    ref.consts = bind_consts(owner, [], {})
-                    args.append(Value("module", tensor=False, grad=False, module=ref))
-                else:
-                    # An object of any other class (a Trainer, an Agent), as its __init__
-                    # leaves it: its models, optimizers and tensors.
-                    frame = Frame({}, start, grad_enabled=True, ctx=Ctx())
-                    args.append(self.instance(owner, owner.name, [], {}, fn, frame))
+                # An object of the class as its __init__ leaves it (its models, optimizers
+                # and tensors), from arguments the analysis does not know.
+                frame = Frame({}, start, grad_enabled=True, ctx=Ctx())
+                make = self.construct_module if owner.is_module else self.instance
+                args.append(make(owner, owner.name, [], {}, fn, frame))
                 continue
             args.append(self._param_value(arg, default, assumed=in_module))
         kwargs = {
@@ -947,6 +958,13 @@ class Interpreter(Objects):
         index = self.eval(node.slice, frame)
         if base.kind == "scalar":
             return scalar()  # `x.shape[-1]`, `sizes[0]`: a number, never a tensor
+        if base.keys is not None:
+            # A dict: by its key (`outputs["loss"]`), else one of its values.
+            if index.has_const and index.const in base.keys and base.items is not None:
+                return base.items[base.keys.index(index.const)]
+            return (
+                self.element_of(replace(base, keys=None), node, frame) if base.items else unknown()
+            )
         position = const_index(node.slice)
         if position is None and index.has_const and type(index.const) is int:
             position = index.const  # `outs[i]` with `i` known (`for i in range(3)`)
@@ -1012,7 +1030,17 @@ class Interpreter(Objects):
         graph: frozenset[int] = (
             frozenset().union(*(v.graph for v in values)) if values else frozenset()
         )
-        return Value("container", tensor=False, grad=None, graph=graph)
+        constant_keys = all(isinstance(k, ast.Constant) for k in node.keys)
+        return Value(
+            "container",
+            tensor=False,
+            grad=True if any(v.grad for v in values if v.tensorish) else None,
+            graph=graph,
+            items=tuple(values) if constant_keys else None,
+            keys=tuple(k.value for k in node.keys if isinstance(k, ast.Constant))
+            if constant_keys
+            else None,
+        )
 
     def expr_IfExp(self, node: ast.IfExp, frame: Frame) -> Value:
         test = self.eval(node.test, frame)
@@ -1165,6 +1193,8 @@ class Interpreter(Objects):
         return self.eval(node.value, frame)
 
     def element_of(self, iterable: Value, node: ast.expr, frame: Frame) -> Value:
+        if iterable.keys is not None:
+            return python_value()  # iterating a dict gives its keys
         if iterable.kind == "zip" and iterable.items is not None:
             items = tuple(self.element_of(item, node, frame) for item in iterable.items)
             if iterable.origin == "enumerate":
@@ -1414,9 +1444,7 @@ class Interpreter(Objects):
             cls = self.model.lookup_class(qual)
             if cls is not None:
                 if cls.is_module:
-                    ref = ModuleRef(qual, cls, new_id(), site_start=frame.start)
-                    ref.consts = bind_consts(cls, args, kwargs)
-                    return Value("module", tensor=False, grad=False, module=ref)
+                    return self.construct_module(cls, qual, args, kwargs, node, frame)
                 return self.instance(cls, qual, args, kwargs, node, frame)
             if qual == "copy.deepcopy" and args and args[0].module is not None:
                 # An EMA / teacher copy: the same modules, with parameters of their own.
@@ -1435,6 +1463,8 @@ class Interpreter(Objects):
                     owner, fn = function
                     return self.inline(fn, owner.start_of(fn), args, kwargs, node, frame, owner)
             return unknown_call(args, kwargs)
+        if qual in _RETURNS_ITS_MODULE and args and args[0].module is not None:
+            return args[0]  # `nn.utils.spectral_norm(conv)`: the module, reparametrised
         if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             data = args[0] if args else None  # its dtype and layout are the parameter's
             return Value(
@@ -1457,7 +1487,8 @@ class Interpreter(Objects):
             ):
                 return args[0]  # `torch.as_tensor(t)`: t itself
             return replace(created_tensor(node, qual, factory.dtype), inference=self.inference_at)
-        if qual.startswith("torch.optim.") and qual.count(".") == 2 and args:
+        params = args[0] if args else kwargs.get("params")
+        if qual.startswith("torch.optim.") and qual.count(".") == 2 and params is not None:
             fused = any(
                 kw.arg == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True
                 for kw in node.keywords
@@ -1466,7 +1497,7 @@ class Interpreter(Objects):
                 "optimizer",
                 tensor=False,
                 grad=False,
-                steps=self._param_groups(args[0]),
+                steps=self._param_groups(params),
                 origin="fused" if fused else "",
             )
         if qual in ("torch.autograd.backward", "torch.autograd.grad"):

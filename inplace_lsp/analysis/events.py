@@ -389,7 +389,9 @@ class Events:
         freed unless the graph is retained (`checked`: saves a summary already looked at,
         only freed here)."""
         self.heap.no_grads = frozenset()
-        for sid in sorted(graph):  # in the order the ops ran: deterministic
+        # Latest first, as backward() visits the graph (and checks its saves): the save a
+        # failure names is the one torch names.
+        for sid in sorted(graph, reverse=True):
             mutation = self.heap.stale.get(sid)
             if mutation is not None and sid not in self.heap.freed and sid not in checked:
                 self._conflict(mutation, self.saves[sid], "backward", loc, backward_ctx=ctx)

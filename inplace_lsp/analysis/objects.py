@@ -72,6 +72,42 @@ class Objects(TorchOps):
             self.inline(init, where.start_of(init), [value, *args], kwargs, node, frame, where)
         return value
 
+    def construct_module(
+        self,
+        cls: ClassInfo,
+        qualname: str,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.AST,
+        frame: Frame,
+    ) -> Value:
+        """A new instance of an nn.Module class of the code. Its submodules, parameters and
+        buffers are read from `__init__`'s text when first used (with the constructor's
+        constants, the branch a flag chooses); `__init__` also runs on it, for what its text
+        alone does not say: modules built in local variables and added with `add_module`,
+        optimizers, lists filled in loops."""
+        ref = ModuleRef(qualname, cls, new_id(), site_start=frame.start)
+        ref.consts = bind_consts(cls, args, kwargs)
+        value = Value("module", tensor=False, grad=False, module=ref)
+        found = self.model.find_method(cls, "__init__")
+        if found is None:
+            return value
+        where = found[0].owner or self.model
+        init = found[1]
+        self.inline(init, where.start_of(init), [value, *args], kwargs, node, frame, where)
+        for attr in list(ref.attrs):
+            options = cls.submodule_options.get(attr) or (
+                [cls.submodules[attr]] if attr in cls.submodules else []
+            )
+            static = (
+                attr in cls.parameters
+                or attr in cls.buffers
+                or any(self._builds_module(sub, cls.owner or self.model) for sub in options)
+            )
+            if static:
+                del ref.attrs[attr]
+        return value
+
     def _module_call(
         self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
     ) -> Value:
@@ -173,7 +209,7 @@ class Objects(TorchOps):
         """Whether `self.x = <call>` in a module's __init__ builds a module (a torch.nn layer,
         a module class, or a call the analysis reads as one), not an optimizer, a tensor or
         an object of another class (which `_constructed` evaluates)."""
-        qual = sub.qualname
+        qual = _qualname(sub, owner)
         if qual is None:
             return True
         if qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].isupper():
@@ -229,10 +265,33 @@ class Objects(TorchOps):
             and qualname in ("torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict")
         ):
             ref.children = [
-                self.module_value(child.qualname, child, new_id(), site_start, ref).module  # type: ignore[misc]
-                for child in sub.children
+                self._child(child, ref, site_start, site_model) for child in sub.children
             ]
         return Value("module", tensor=False, grad=False, module=ref)
+
+    def _child(
+        self, child: Submodule, parent: ModuleRef, site_start: int, site_model: ModuleModel
+    ) -> ModuleRef:
+        """A child of a Sequential / ModuleList written in `__init__`: a module constructor,
+        or a call of a function of the code that builds one (`spectral_norm(nn.Conv2d(...))`,
+        evaluated with the constructor's constants)."""
+        qual = _qualname(child, site_model)
+        if qual is not None and not qual.startswith("torch.") and site_model.lookup_function(qual):
+            owner = owning_instance(parent)
+            env = {k: constant(v) for k, v in (owner.consts if owner is not None else {}).items()}
+            frame = Frame(env, site_start, True, Ctx(), path=site_model.path)
+            outer, self.model = self.model, site_model
+            try:
+                built = self.eval(child.call, frame)
+            finally:
+                self.model = outer
+            if built.module is not None:
+                if built.module.parent is None:
+                    built.module.parent = parent
+                return built.module
+        made = self.module_value(child.qualname, child, new_id(), site_start, parent, site_model)
+        assert made.module is not None
+        return made.module
 
     def module_method(
         self,
@@ -290,6 +349,9 @@ class Objects(TorchOps):
             return receiver
         if name == "forward":
             return self.module_call(ref, args, node, frame)
+        if name == "add_module" and len(args) == 2 and args[0].has_const:
+            self.set_attr(ref, str(args[0].const), args[1])  # `self.add_module("g", g)`
+            return unknown()
         if name == "load_state_dict":
             # Copies into every parameter in place (under no_grad): a graph that saved them
             # before fails at its backward, as after an optimizer step.
@@ -369,8 +431,14 @@ class Objects(TorchOps):
                 self._refreeze(child, depth + 1)
 
     def _param_groups(self, value: Value) -> frozenset[int]:
+        """The parameters an optimizer steps: `model.parameters()`, a list of them, param
+        groups (`[{"params": G.parameters()}, {"params": [w], "lr": 1e-3}]`)."""
         if value.kind == "params" or value.leaf:
             return value.groups
+        if value.keys is not None and value.items is not None:
+            if "params" not in value.keys:
+                return frozenset()
+            return self._param_groups(value.items[value.keys.index("params")])
         if value.items:
             groups: frozenset[int] = frozenset()
             for item in value.items:
@@ -531,3 +599,9 @@ def _plain_value(cls: ClassInfo, attr: str, consts: dict[str, object]) -> Value:
         except Undecidable:
             pass
     return scalar()
+
+
+def _qualname(sub: Submodule, model: ModuleModel) -> str | None:
+    """What a constructor call in `__init__` calls: as the file's scan read it, or, where the
+    scan ran before the file defined the name (a helper defined below the class), now."""
+    return sub.qualname or model.qualify(sub.call.func)

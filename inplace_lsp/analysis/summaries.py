@@ -277,6 +277,7 @@ def value_facts(value: Value, depth: int = 0, groups: dict[int, int] | None = No
         value.grad_from,
         value.origin,
         value.qualname,
+        _hashable(value.keys),
         value.name if depth else None,
         items,
         module_facts(value.module, depth) if value.module is not None else None,
