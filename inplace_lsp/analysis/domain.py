@@ -131,6 +131,9 @@ class Value:
     # A dict with constant keys (`{"params": G.parameters(), "lr": 1e-4}`, `{"loss": loss}`):
     # its keys, in the order of `items`, its values.
     keys: tuple[object, ...] | None = None
+    # A container whose items are not known one by one (a comprehension's result): any of
+    # its elements (what `xs[i]` and `for x in xs` give).
+    element: Value | None = None
 
     @property
     def tensorish(self) -> bool:

@@ -124,6 +124,7 @@ from inplace_lsp.analysis.torch_ops import (
 from inplace_lsp.analysis.units import Cell
 
 _CONTAINER_MODULES = ("torch.nn.Sequential", "torch.nn.ModuleList")
+_NEVER_NONE = frozenset({"module", "object", "optimizer", "params", "container"})
 BUILTINS = frozenset(dir(builtins))
 # Calls that give back their module argument, or a wrapper that runs it and shares its
 # parameters (the analysis follows the module itself).
@@ -431,11 +432,16 @@ class Interpreter(Objects):
                 self.inplace_binop(current, rhs, opname, symbol, stmt, frame, ast.unparse(target))
             return
         position = const_index(target.slice) if isinstance(target, ast.Subscript) else None
-        if base.kind == "container" and base.items and position is not None:
-            # `outs[-1] += 0.1`: the list's element itself is written.
-            try:
-                element = base.items[position]
-            except IndexError:
+        if base.kind == "container" and (base.items or base.element) and base.keys is None:
+            # `outs[-1] += 0.1`, `laterals[i - 1] += up`: the list's element itself is written.
+            if position is None:
+                element = self.element_of(base, target, frame)
+            else:
+                try:
+                    element = base.items[position] if base.items else base.element  # type: ignore[assignment]
+                except IndexError:
+                    return
+            if element is None:
                 return
             if element.tensorish and element.kind == "tensor":
                 # No quick fix: cloning would rebind the list's name, not its element.
@@ -569,6 +575,14 @@ class Interpreter(Objects):
             and len(iterable.const) <= UNROLLED_LAYERS
         ):
             steps = list(iterable.const)  # `for name in self.order` with a constant list
+        elif (
+            steps is None
+            and iterable.items is not None
+            and iterable.keys is None
+            and 0 < len(iterable.items) <= UNROLLED_LAYERS
+            and all(item.has_const for item in iterable.items)
+        ):
+            steps = [item.const for item in iterable.items]  # a list of constants
         if steps is not None and isinstance(stmt.target, ast.Name):
             # `for step in range(3)`: each pass with its number, so `if step == 0: break`
             # is decided as Python decides it.
@@ -973,7 +987,11 @@ class Interpreter(Objects):
                 return base.items[position]
             except IndexError:
                 return unknown()
-        if base.kind == "container" and base.items and not isinstance(node.slice, ast.Slice):
+        if (
+            base.kind == "container"
+            and (base.items or base.element)
+            and not isinstance(node.slice, ast.Slice)
+        ):
             # `self.q_nets[q_i]` in a loop: one of the items (a loop over all of them sees
             # each optimizer's parameters and each network's saves).
             return self.element_of(base, node, frame)
@@ -1109,6 +1127,18 @@ class Interpreter(Objects):
 
     def expr_Compare(self, node: ast.Compare, frame: Frame) -> Value:
         values = [self.eval(node.left, frame), *(self.eval(c, frame) for c in node.comparators)]
+        if (
+            len(values) == 2
+            and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(node.comparators[0], ast.Constant)
+            and node.comparators[0].value is None
+        ):
+            # `self.bn is not None`: a module, an object or a tensor the code made is not
+            # None (a parameter's default None is a constant, decided as Python decides it).
+            if values[0].kind in _NEVER_NONE and not values[0].joined:
+                return constant(isinstance(node.ops[0], ast.IsNot))
+            if not values[0].has_const:
+                return scalar()
         if any(v.kind == "tensor" for v in values):
             return Value("tensor", frozenset({new_id()}), True, False)
         if len(values) == 2 and all(v.has_const for v in values):
@@ -1163,12 +1193,16 @@ class Interpreter(Objects):
         first = self.eval(shown, frame)
         elt = join_values(first, self.eval(shown, frame))  # a second iteration, as for loops
         frame.env = saved_env
+        # Each element comes from the same code: a write into one of them (`outs[i] += y`)
+        # is a write into a tensor made as every element was.
+        element = replace(elt, joined=first.joined) if elt is not first else elt
         return Value(
             "container",
             tensor=False,
             grad=elt.grad,
             graph=frozenset(self._graph_of(first) | self._graph_of(elt)),
             items=None,
+            element=element if not isinstance(node, ast.DictComp) else None,
         )
 
     expr_GeneratorExp = expr_ListComp
@@ -1195,6 +1229,8 @@ class Interpreter(Objects):
     def element_of(self, iterable: Value, node: ast.expr, frame: Frame) -> Value:
         if iterable.keys is not None:
             return python_value()  # iterating a dict gives its keys
+        if iterable.element is not None:
+            return iterable.element
         if iterable.kind == "zip" and iterable.items is not None:
             items = tuple(self.element_of(item, node, frame) for item in iterable.items)
             if iterable.origin == "enumerate":

@@ -89,9 +89,25 @@ class Objects(TorchOps):
         ref = ModuleRef(qualname, cls, new_id(), site_start=frame.start)
         ref.consts = bind_consts(cls, args, kwargs)
         value = Value("module", tensor=False, grad=False, module=ref)
+        self._run_init(value, cls, args, kwargs, node, frame)
+        return value
+
+    def _run_init(
+        self,
+        value: Value,
+        cls: ClassInfo,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.AST,
+        frame: Frame,
+    ) -> None:
+        """A module's `__init__` run on it, keeping what its text alone does not say (see
+        construct_module)."""
+        ref = value.module
+        assert ref is not None
         found = self.model.find_method(cls, "__init__")
         if found is None:
-            return value
+            return
         where = found[0].owner or self.model
         init = found[1]
         self.inline(init, where.start_of(init), [value, *args], kwargs, node, frame, where)
@@ -104,9 +120,14 @@ class Objects(TorchOps):
                 or attr in cls.buffers
                 or any(self._builds_module(sub, cls.owner or self.model) for sub in options)
             )
-            if static:
+            built = ref.attrs[attr].module
+            filled = (
+                built is not None
+                and bool(built.children)
+                and not any(sub.children for sub in options)
+            )
+            if static and not filled:  # (but `nn.ModuleList()` filled by a loop stays)
                 del ref.attrs[attr]
-        return value
 
     def _module_call(
         self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
@@ -130,6 +151,9 @@ class Objects(TorchOps):
     def module_attr(self, ref: ModuleRef, attr: str) -> Value:
         if attr in ref.attrs:
             return ref.attrs[attr]
+        getter = self._property(ref, attr)
+        if getter is not None:
+            return getter
         if attr == "training" and ref.is_module:
             # `if not self.training:` (an inference path) is decided by train() / eval().
             return constant(ref.training)
@@ -204,6 +228,19 @@ class Objects(TorchOps):
         ref.attrs[attr] = value
         return value
 
+    def _property(self, ref: ModuleRef, attr: str) -> Value | None:
+        """`self.net.loss` where `loss` is a `@property` of the class: what it returns now."""
+        found = self.model.find_method(ref.cls, attr) if ref.cls is not None else None
+        if found is None or not any(
+            isinstance(d, ast.Name) and d.id == "property" for d in found[1].decorator_list
+        ):
+            return None
+        owner = found[0].owner or self.model
+        method = found[1]
+        this = Value("module" if ref.is_module else "object", tensor=False, grad=False, module=ref)
+        frame = Frame({}, owner.start_of(method), True, Ctx(), path=owner.path)
+        return self.inline(method, owner.start_of(method), [this], {}, method, frame, owner)
+
     @staticmethod
     def _builds_module(sub: Submodule, owner: ModuleModel) -> bool:
         """Whether `self.x = <call>` in a module's __init__ builds a module (a torch.nn layer,
@@ -259,6 +296,18 @@ class Objects(TorchOps):
         ref.conditional = bool(parent is not None and parent.conditional)
         if cls is not None:
             ref.consts = _init_consts(cls, sub.call if sub is not None else None, parent)
+            if sub is not None and cls.methods.get("__init__") is not None:
+                # Its __init__ too, with the constructor's constant arguments (a loop of
+                # `self.blocks.append(...)`, modules kept in locals).
+                value = Value("module", tensor=False, grad=False, module=ref)
+                args = [_known(a, parent) for a in sub.call.args if not isinstance(a, ast.Starred)]
+                kwargs = {k.arg: _known(k.value, parent) for k in sub.call.keywords if k.arg}
+                frame = Frame({}, site_start, True, Ctx(), path=site_model.path)
+                outer, self.model = self.model, site_model
+                try:
+                    self._run_init(value, cls, args, kwargs, sub.call, frame)
+                finally:
+                    self.model = outer
         if (
             sub is not None
             and sub.children
@@ -349,6 +398,15 @@ class Objects(TorchOps):
             return receiver
         if name == "forward":
             return self.module_call(ref, args, node, frame)
+        if name in ("append", "extend", "insert") and ref.qualname in _LISTS and args:
+            # `self.blocks.append(Block(...))` in a loop: the list holds it, in order.
+            added = (args[-1].items or ()) if name == "extend" else [args[-1]]
+            modules = [v.module for v in added if v.module is not None]
+            for module in modules:
+                if module.parent is None:
+                    module.parent = ref
+            ref.children = [*(ref.children or []), *modules]
+            return unknown()
         if name == "add_module" and len(args) == 2 and args[0].has_const:
             self.set_attr(ref, str(args[0].const), args[1])  # `self.add_module("g", g)`
             return unknown()
@@ -601,7 +659,19 @@ def _plain_value(cls: ClassInfo, attr: str, consts: dict[str, object]) -> Value:
     return scalar()
 
 
+_LISTS = ("torch.nn.ModuleList", "torch.nn.Sequential")
+
+
 def _qualname(sub: Submodule, model: ModuleModel) -> str | None:
     """What a constructor call in `__init__` calls: as the file's scan read it, or, where the
     scan ran before the file defined the name (a helper defined below the class), now."""
     return sub.qualname or model.qualify(sub.call.func)
+
+
+def _known(expr: ast.expr, parent: ModuleRef | None) -> Value:
+    """A constructor argument written in a parent's `__init__`, where its constants tell."""
+    owner = owning_instance(parent)
+    try:
+        return constant(evaluate(expr, owner.consts if owner is not None else {}))
+    except Undecidable:
+        return unknown()

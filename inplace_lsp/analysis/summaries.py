@@ -176,6 +176,8 @@ class Inputs:
             sym.items = tuple(
                 self.symbolize(item, (*path, ("item", i))) for i, item in enumerate(real.items)
             )
+        if real.element is not None:
+            sym.element = self.symbolize(real.element, (*path, ("element",)))
         if real.module is not None:
             sym.module = self.symbolize_ref(real.module, (*path, ("module",)))
         if name is not None:
@@ -278,6 +280,9 @@ def value_facts(value: Value, depth: int = 0, groups: dict[int, int] | None = No
         value.origin,
         value.qualname,
         _hashable(value.keys),
+        value_facts(value.element, depth + 1, groups)
+        if value.element is not None and depth < _DEPTH
+        else None,
         value.name if depth else None,
         items,
         module_facts(value.module, depth) if value.module is not None else None,
@@ -366,6 +371,8 @@ def resolve_path(
             current = items[index] if items is not None and index < len(items) else None
         elif kind == "module":
             current = current.module if isinstance(current, Value) else None
+        elif kind == "element":
+            current = current.element if isinstance(current, Value) else None
         elif kind == "attr":
             current = (
                 resolver.attr(current, step[1])  # type: ignore[index]
@@ -516,6 +523,8 @@ class Application:
         copy.graph = self.graph(value.graph)
         if value.items is not None:
             copy.items = tuple(self.value(item) for item in value.items)
+        if value.element is not None:
+            copy.element = self.value(value.element)
         if value.module is not None:
             copy.module = self.ref(value.module)
         return copy

@@ -785,10 +785,14 @@ def builtin_call(name: str, args: list[Value]) -> Value | None:
         # `list(outs)`, `sorted(xs)`, `dict(...)`: a Python container (never a tensor), with
         # the items it was made from where they are known.
         held = args[0] if len(args) == 1 else None
-        items = held.items if held is not None and name in ("list", "tuple") else None
+        same = held is not None and name in ("list", "tuple", "sorted", "reversed")
+        items = held.items if same and held is not None and name != "sorted" else None
+        element = held.element if same and held is not None else None
         graph = frozenset().union(*(a.graph for a in args)) if args else frozenset()
         grad = True if any(a.grad for a in args) else None
-        return Value("container", tensor=False, grad=grad, items=items, graph=graph)
+        return Value(
+            "container", tensor=False, grad=grad, items=items, graph=graph, element=element
+        )
     if name == "zip":
         return Value("zip", tensor=False, grad=None, items=tuple(args))
     if name == "enumerate" and args:
