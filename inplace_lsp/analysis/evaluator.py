@@ -550,17 +550,26 @@ class Interpreter(Objects):
 
     def stmt_For(self, stmt: ast.For | ast.AsyncFor, frame: Frame) -> None:
         iterable = self.eval(stmt.iter, frame)
-        children = iterable.module.children if iterable.module is not None else None
+        listed = iterable
+        numbered_layers = iterable.kind == "zip" and iterable.origin == "enumerate"
+        if numbered_layers and iterable.items:
+            listed = iterable.items[0]  # `for i, block in enumerate(self.blocks)`
+        children = listed.module.children if listed.module is not None else None
         if (
             children
             and len(children) <= UNROLLED_LAYERS
-            and iterable.module is not None
-            and iterable.module.qualname in ("torch.nn.ModuleList", "torch.nn.Sequential")
+            and listed.module is not None
+            and self.list_kind(listed.module)
         ):
             # `for layer in self.layers: h = layer(h)`: each layer in its order, once, as
             # torch runs them (two `nn.ELU(inplace=True)` in a row: the second writes the
             # output the first saved).
             layers = [Value("module", tensor=False, grad=False, module=c) for c in children]
+            if listed is not iterable:
+                layers = [
+                    Value("container", tensor=False, grad=False, items=(constant(i), layer))
+                    for i, layer in enumerate(layers)
+                ]
             heads: list[Callable[[], object]] = [
                 functools.partial(self.assign, stmt.target, layer, frame, stmt) for layer in layers
             ]

@@ -133,7 +133,8 @@ class Objects(TorchOps):
         self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
     ) -> Value:
         x = args[0] if args else unknown()
-        if ref.cls is not None:
+        sequential = ref.children is not None and self.list_kind(ref) == "torch.nn.Sequential"
+        if ref.cls is not None and not sequential:
             found = self.model.find_method(ref.cls, "forward" if ref.is_module else "__call__")
             if found is not None:
                 this = Value("module", tensor=False, grad=False, module=ref)
@@ -142,7 +143,7 @@ class Objects(TorchOps):
                     found[1], owner.start_of(found[1]), [this, *args], {}, node, frame, owner
                 )
             return unknown_call(args, {})
-        if ref.children is not None and ref.qualname == "torch.nn.Sequential":
+        if ref.children is not None and self.list_kind(ref) == "torch.nn.Sequential":
             for child in ref.children:
                 x = self.module_call(child, [x], node, frame)
             return x
@@ -228,6 +229,27 @@ class Objects(TorchOps):
         ref.attrs[attr] = value
         return value
 
+    def list_kind(self, ref: ModuleRef) -> str:
+        """"torch.nn.ModuleList" or "torch.nn.Sequential" for those and their subclasses in
+        the code (mmcv's `ModuleList(BaseModule, nn.ModuleList)`), else ""."""
+        if ref.qualname in _LISTS:
+            return ref.qualname  # type: ignore[return-value]
+        seen: set[int] = set()
+        todo = [ref.cls] if ref.cls is not None else []
+        while todo:
+            cls = todo.pop()
+            if id(cls) in seen:
+                continue
+            seen.add(id(cls))
+            owner = cls.owner or self.model
+            for base in cls.bases:
+                if base in _LISTS:
+                    return base
+                found = owner.lookup_class(base)
+                if found is not None:
+                    todo.append(found)
+        return ""
+
     def _property(self, ref: ModuleRef, attr: str) -> Value | None:
         """`self.net.loss` where `loss` is a `@property` of the class: what it returns now."""
         found = self.model.find_method(ref.cls, attr) if ref.cls is not None else None
@@ -286,6 +308,8 @@ class Objects(TorchOps):
         site_model: ModuleModel | None = None,
     ) -> Value:
         site_model = site_model or self.model
+        if qualname is None and sub is not None:
+            qualname = _qualname(sub, site_model)  # a class defined below the one using it
         cls = site_model.lookup_class(qualname) if qualname else None
         if cls is not None and not cls.is_module:
             cls = None
@@ -398,7 +422,7 @@ class Objects(TorchOps):
             return receiver
         if name == "forward":
             return self.module_call(ref, args, node, frame)
-        if name in ("append", "extend", "insert") and ref.qualname in _LISTS and args:
+        if name in ("append", "extend", "insert") and self.list_kind(ref) and args:
             # `self.blocks.append(Block(...))` in a loop: the list holds it, in order.
             added = (args[-1].items or ()) if name == "extend" else [args[-1]]
             modules = [v.module for v in added if v.module is not None]
