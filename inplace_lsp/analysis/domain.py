@@ -12,7 +12,7 @@ import ast
 import itertools
 from dataclasses import dataclass, field
 
-from inplace_lsp.analysis.model import ClassInfo, Submodule
+from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule
 
 Loc = tuple[int, int, int, int]  # absolute 1-based line, utf-8 col, end line, end col
 
@@ -39,6 +39,22 @@ def new_id() -> int:
     return next(_ids)
 
 
+@dataclass(frozen=True)
+class Function:
+    """A function of the code as a value (a def nested in a function, a hook passed around):
+    its node, the first line of the block holding it, and the file's model."""
+
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    start: int
+    model: ModuleModel
+
+
+@dataclass(frozen=True)
+class Hook:
+    kind: str  # "pre" (register_forward_pre_hook) or "post" (register_forward_hook)
+    function: Function
+
+
 @dataclass(eq=False)
 class ModuleRef:
     """An object: an nn.Module instance (a local class, a torch.nn class, or unknown), or an
@@ -57,7 +73,7 @@ class ModuleRef:
     attrs: dict[str, Value] = field(default_factory=dict)
     children: list[ModuleRef] | None = None
     # register_forward_pre_hook / register_forward_hook: ("pre" | "post", the hook function)
-    hooks: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=list)
+    hooks: list[Hook] = field(default_factory=list)
     frozen: bool | None = None  # requires_grad_(False) on it (None: as its parent)
 
     @property
@@ -131,6 +147,11 @@ class Value:
     # A dict with constant keys (`{"params": G.parameters(), "lr": 1e-4}`, `{"loss": loss}`):
     # its keys, in the order of `items`, its values.
     keys: tuple[object, ...] | None = None
+    # A forward input taken for a tensor by the stated assumption alone (no annotation says
+    # so): a write into `x[i]` may be into a list of tensors.
+    kind_assumed: bool = False
+    # A function of the code (`def hook(module, inputs, output): ...` inside a method).
+    function: Function | None = None
     # A container whose items are not known one by one (a comprehension's result): any of
     # its elements (what `xs[i]` and `for x in xs` give).
     element: Value | None = None

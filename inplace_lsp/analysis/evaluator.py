@@ -43,7 +43,9 @@ from inplace_lsp.analysis.domain import (
     Ctx,
     Facts,
     Frame,
+    Function,
     Heap,
+    Hook,
     InferenceSite,
     Label,
     ModuleRef,
@@ -329,6 +331,7 @@ class Interpreter(Objects):
             name=arg.arg,
             grad_from="" if assumed else arg.arg,
             origin=f"argument `{arg.arg}`",
+            kind_assumed=bool(tensor) and not tensor_annotation,
         )
 
     def _decorated_no_grad(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -738,11 +741,16 @@ class Interpreter(Objects):
             frame.continues[-1].append((frame.env, self.heap))
             frame.dead = "continue"
 
-    def stmt_FunctionDef(self, stmt: ast.stmt, frame: Frame) -> None:
-        frame.env[getattr(stmt, "name", "_")] = unknown()
+    def stmt_FunctionDef(self, stmt: ast.FunctionDef | ast.AsyncFunctionDef, frame: Frame) -> None:
+        """A def inside a function: a function value (a hook it registers, a closure it
+        calls). What it reads of the function around it is not known to it."""
+        function = Function(stmt, frame.start, self.model)
+        frame.env[stmt.name] = Value("function", tensor=False, grad=False, function=function)
 
     stmt_AsyncFunctionDef = stmt_FunctionDef
-    stmt_ClassDef = stmt_FunctionDef
+
+    def stmt_ClassDef(self, stmt: ast.ClassDef, frame: Frame) -> None:
+        frame.env[stmt.name] = unknown()
 
     def stmt_Import(self, stmt: ast.stmt, frame: Frame) -> None:
         return
@@ -804,6 +812,12 @@ class Interpreter(Objects):
             base = self.eval(target.value, frame)
             self.eval(target.slice, frame)
             if base.tensorish and base.kind == "tensor" and not string_key(target.slice):
+                if base.kind_assumed and isinstance(target.slice, (ast.Name, ast.Constant)):
+                    # `x[i] = conv(x[i])` on a forward input: as likely a list of feature
+                    # maps as a tensor; what rests on that says so.
+                    base = replace(
+                        base, joined=True, maybe=f"`{base.name}` is a tensor (not a list)"
+                    )
                 self.mutate(
                     base,
                     kind="setitem",
@@ -893,6 +907,12 @@ class Interpreter(Objects):
         if value is not None:
             self._check_alias_read(value, node.id, node, frame)
             return value
+        local = dict.get(self.model.functions, node.id)
+        if local is not None and node.id not in self.model.imports:
+            # A function of this file as a value (called, or passed as a hook).
+            function = Function(local, self.model.start_of(local), self.model)
+            qual = node.id
+            return Value("symbol", tensor=False, grad=False, qualname=qual, function=function)
         if (
             node.id in self.model.imports
             or node.id in self.model.classes
@@ -1287,6 +1307,11 @@ class Interpreter(Objects):
         args, kwargs = self.arguments(node, frame)
         if callee.module is not None:
             return self.module_call(callee.module, args, node, frame)
+        if callee.function is not None:
+            function = callee.function
+            return self.inline(
+                function.node, function.start, args, kwargs, node, frame, function.model
+            )
         if callee.kind == "symbol" and callee.qualname:
             return self.symbol_call(callee.qualname, args, kwargs, node, frame)
         if callee.kind == "symbol" and callee.items:
@@ -1825,6 +1850,8 @@ class Interpreter(Objects):
         if isinstance(target, ModuleRef):
             if event.what == "attr" and event.value is not None:
                 self.set_attr(target, event.name, use.value(event.value))
+            elif event.what == "hook" and isinstance(event.flag, Hook):
+                self.add_hook(target, event.flag)
             elif event.what in ("training_flag", "frozen"):
                 self.set_module_flag(target, event.what, event.flag)  # type: ignore[arg-type]
                 if event.what == "frozen":

@@ -14,6 +14,7 @@ from inplace_lsp.analysis.domain import (
     Facts,
     Frame,
     Heap,
+    Hook,
     InferenceSite,
     LeafWrite,
     Loc,
@@ -327,6 +328,13 @@ class Events:
         path = self._stand_in(container)
         if path is not None:
             self.events.append(ValueEvent(path, "item", value=item, flag=index, graph=graph))
+
+    def add_hook(self, ref: ModuleRef, hook: Hook) -> None:
+        """`module.register_forward_hook(fn)`: it runs at every call of the module."""
+        ref.hooks.append(hook)
+        path = self._stand_in(ref)
+        if path is not None:
+            self.events.append(ValueEvent(path, "hook", flag=hook))
 
     def set_module_flag(self, ref: ModuleRef, flag: str, value: bool | None) -> None:
         """`model.eval()` (training_flag) or `model.requires_grad_(False)` (frozen)."""

@@ -13,6 +13,8 @@ from inplace_lsp.analysis.binder import is_static
 from inplace_lsp.analysis.domain import (
     Ctx,
     Frame,
+    Function,
+    Hook,
     ModuleRef,
     Value,
     constant,
@@ -230,7 +232,7 @@ class Objects(TorchOps):
         return value
 
     def list_kind(self, ref: ModuleRef) -> str:
-        """"torch.nn.ModuleList" or "torch.nn.Sequential" for those and their subclasses in
+        """ "torch.nn.ModuleList" or "torch.nn.Sequential" for those and their subclasses in
         the code (mmcv's `ModuleList(BaseModule, nn.ModuleList)`), else ""."""
         if ref.qualname in _LISTS:
             return ref.qualname  # type: ignore[return-value]
@@ -453,9 +455,9 @@ class Objects(TorchOps):
         if name in ("register_forward_hook", "register_forward_pre_hook") and node.args:
             # A hook of this file runs at every call of the module (`output.clamp_(...)` in a
             # hook on nn.Sigmoid writes the output Sigmoid saved).
-            hook = self.model.functions.get(self.model.qualify(node.args[0]) or "")
-            if hook is not None:
-                ref.hooks.append(("pre" if name.endswith("pre_hook") else "post", hook))
+            function = args[0].function if args else None
+            if function is not None:
+                self.add_hook(ref, Hook("pre" if name.endswith("pre_hook") else "post", function))
             return unknown()
         if ref.cls is not None:
             found = self.model.find_method(ref.cls, name)
@@ -563,29 +565,23 @@ class Objects(TorchOps):
         if not ref.hooks:
             return self._module_call(ref, args, node, frame)
         module = Value("module", tensor=False, grad=False, module=ref)
-        for kind, hook in ref.hooks:
-            if kind == "pre":
+        for hook in ref.hooks:
+            if hook.kind == "pre":
                 inputs = Value("container", tensor=False, grad=None, items=tuple(args))
-                given = self._run_hook(hook, [module, inputs], node, frame)
+                given = self._run_hook(hook.function, [module, inputs], node, frame)
                 if given.kind != "scalar":
                     args = list(given.items) if given.items is not None else [given]
         output = self._module_call(ref, args, node, frame)
-        for kind, hook in ref.hooks:
-            if kind == "post":
+        for hook in ref.hooks:
+            if hook.kind == "post":
                 inputs = Value("container", tensor=False, grad=None, items=tuple(args))
-                given = self._run_hook(hook, [module, inputs, output], node, frame)
+                given = self._run_hook(hook.function, [module, inputs, output], node, frame)
                 if given.kind != "scalar":
                     output = given
         return output
 
-    def _run_hook(
-        self,
-        hook: ast.FunctionDef | ast.AsyncFunctionDef,
-        args: list[Value],
-        node: ast.Call,
-        frame: Frame,
-    ) -> Value:
-        return self.inline(hook, self.model.start_of(hook), args, {}, node, frame)
+    def _run_hook(self, hook: Function, args: list[Value], node: ast.Call, frame: Frame) -> Value:
+        return self.inline(hook.node, hook.start, args, {}, node, frame, hook.model)
 
 
 def twin_module(ref: ModuleRef, parent: ModuleRef | None = None, depth: int = 0) -> ModuleRef:

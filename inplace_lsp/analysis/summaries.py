@@ -261,6 +261,7 @@ def value_facts(value: Value, depth: int = 0, groups: dict[int, int] | None = No
         value.tensor,
         value.grad,
         value.grad_assumed,
+        value.kind_assumed,
         value.leaf,
         value.detached,
         value.partial,
@@ -279,6 +280,7 @@ def value_facts(value: Value, depth: int = 0, groups: dict[int, int] | None = No
         value.grad_from,
         value.origin,
         value.qualname,
+        id(value.function.node) if value.function is not None else None,
         _hashable(value.keys),
         value_facts(value.element, depth + 1, groups)
         if value.element is not None and depth < _DEPTH
@@ -300,7 +302,7 @@ def module_facts(ref: ModuleRef, depth: int = 0) -> Hashable:
         ref.params_frozen,
         ref.conditional,
         tuple(sorted((k, _hashable(v)) for k, v in ref.consts.items())),
-        tuple((kind, id(hook)) for kind, hook in ref.hooks),
+        tuple((hook.kind, id(hook.function.node)) for hook in ref.hooks),
         len(ref.children) if ref.children is not None else None,
         module_facts(ref.parent, depth + 1) if ref.parent is not None and depth < _DEPTH else None,
     )

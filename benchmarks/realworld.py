@@ -1,0 +1,152 @@
+"""The analysis on the real-world corpus (tests/realworld): code users wrote, from public issue
+threads and forum questions, and safe look-alikes from maintained repositories, labelled by
+torch runs. Error-level precision and in-place-error recall, per category, beside the naive
+pattern linter of benchmarks/accuracy.py.
+
+    python benchmarks/realworld.py [--verbose]
+
+A bug case is found when an Error-level finding lies on its guilty line (the `# error:` line:
+the write, or the step, that the runtime detector named); the rule code is reported, not
+required. Precision counts every Error-level finding of the corpus: one on a guilty line is
+true, any other (in a safe case, or elsewhere in a failing one) is false. Recall is over the
+in-place errors (`inplace-error`, `leaf-error`, `refused-error`); `retention-error` cases (a
+graph used after backward freed it) are scored on their own line. The naive linter flags
+every augmented assignment, `inplace=True`, subscript assignment and `x.op_()` call.
+
+Targets (issue 23): precision >= 0.95, in-place-error recall >= 0.90.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from accuracy import naive_lines
+
+from inplace_lsp.analysis.engine import analyze
+from inplace_lsp.analysis.findings import Finding, Severity
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "realworld"
+sys.path.insert(0, str(CORPUS))
+from corpus import CATEGORIES, Case, discover  # noqa: E402
+
+PRECISION_TARGET = 0.95
+RECALL_TARGET = 0.90
+INPLACE_OUTCOMES = ("inplace-error", "leaf-error", "refused-error")
+
+
+@dataclass
+class Tally:
+    """One linter on a set of cases: guilty lines found, Error findings true and false."""
+
+    bugs: int = 0
+    found: int = 0
+    true_errors: int = 0
+    false_errors: int = 0
+
+    @property
+    def precision(self) -> float:
+        reported = self.true_errors + self.false_errors
+        return self.true_errors / reported if reported else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.found / self.bugs if self.bugs else 1.0
+
+    def add(self, case: Case, flagged: set[int]) -> tuple[bool, set[int]]:
+        """Scores one case's flagged lines: (found, false lines)."""
+        guilty = set(case.errors)
+        true = flagged & guilty
+        false = flagged - guilty
+        if case.bug and case.outcome != "retention-error":
+            self.bugs += 1
+            self.found += bool(true)
+        self.true_errors += len(true)
+        self.false_errors += len(false)
+        return bool(true), false
+
+
+def error_lines(findings: list[Finding]) -> set[int]:
+    return {f.span.line for f in findings if f.severity is Severity.ERROR}
+
+
+@dataclass
+class Scores:
+    ours: dict[str, Tally]
+    naive: dict[str, Tally]
+    retention_found: int
+    retention_cases: int
+    cases: int
+    repositories: int
+
+
+def score(cases: list[Case], verbose: bool = False) -> Scores:
+    ours = {name: Tally() for name in ("all", *CATEGORIES)}
+    naive = {name: Tally() for name in ("all", *CATEGORIES)}
+    retention = retention_found = 0
+    for case in cases:
+        text = case.path.read_text(encoding="utf-8")
+        findings = analyze(text, str(case.path))
+        flagged = error_lines(findings)
+        naive_flagged = naive_lines(text)
+        for key in ("all", case.category):
+            found, false = ours[key].add(case, flagged)
+            naive[key].add(case, naive_flagged)
+        if case.outcome == "retention-error":
+            retention += 1
+            retention_found += bool(
+                {f.span.line for f in findings if f.severity is not Severity.HINT}
+                & set(case.errors)
+            )
+        missed = case.bug and case.outcome != "retention-error" and not found
+        if verbose or missed or false:
+            print(f"{case.name} ({case.outcome}, {case.category}): {case.source}")
+            if missed:
+                print(f"    missed: guilty line {sorted(case.errors)}")
+            for line in sorted(false):
+                codes = [f"{f.code} {f.message[:90]}" for f in findings if f.span.line == line]
+                print(f"    false Error at line {line}: {'; '.join(codes)}")
+    repositories = len({c.repo for c in cases})
+    return Scores(ours, naive, retention_found, retention, len(cases), repositories)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--verbose", action="store_true", help="list every case, not only misses")
+    args = parser.parse_args(argv)
+    cases = discover(CORPUS)
+    scores = score(cases, args.verbose)
+    safe = sum(not c.bug for c in cases)
+    print()
+    print(f"{scores.cases} cases ({safe} safe) from {scores.repositories} repositories")
+    print(
+        f"{'category':<11}{'bugs':>6}{'found':>7}{'recall':>8}{'errors':>8}{'false':>7}"
+        f"{'precision':>11}{'naive recall':>14}{'naive precision':>17}"
+    )
+    for name in ("all", *CATEGORIES):
+        ours, naive = scores.ours[name], scores.naive[name]
+        print(
+            f"{name:<11}{ours.bugs:>6}{ours.found:>7}{ours.recall:>8.3f}"
+            f"{ours.true_errors + ours.false_errors:>8}{ours.false_errors:>7}"
+            f"{ours.precision:>11.3f}{naive.recall:>14.3f}{naive.precision:>17.3f}"
+        )
+    if scores.retention_cases:
+        print(
+            f"retention (graph used after backward freed it): a finding on the line in "
+            f"{scores.retention_found} of {scores.retention_cases}"
+        )
+    overall = scores.ours["all"]
+    print()
+    print(
+        f"realworld: precision {overall.precision:.3f} (target >= {PRECISION_TARGET}), "
+        f"in-place-error recall {overall.recall:.3f} (target >= {RECALL_TARGET}); naive "
+        f"{scores.naive['all'].precision:.3f} / {scores.naive['all'].recall:.3f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

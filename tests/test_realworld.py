@@ -1,0 +1,98 @@
+"""The real-world corpus (tests/realworld): code users wrote, labelled by torch runs, and the
+analysis judged on it (benchmarks/realworld.py prints the same figures per category).
+
+The corpus is checked as data (its headers, twins, sources), its labels against torch (each
+case run plainly and under the runtime detector, in two subprocesses), and the analysis
+against its labels: the issue-23 targets, Error-level precision >= 0.95 and in-place-error
+recall >= 0.90.
+"""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "realworld"))
+sys.path.insert(0, str(HERE.parent / "benchmarks"))
+import corpus  # noqa: E402
+import label  # noqa: E402
+
+CASES = corpus.discover()
+FORUMS = ("discuss.pytorch.org/", "blog.", "stackoverflow.com/")
+
+
+def test_corpus_is_well_formed_and_wide() -> None:
+    """At least 80 cases from at least 40 GitHub repositories, a third of them safe, each
+    bug with its fixed twin and each twin pointing back."""
+    assert len(CASES) >= 80
+    malformed = {case.name: found for case in CASES if (found := corpus.problems(case))}
+    assert not malformed
+    repositories = {c.repo for c in CASES if not c.repo.startswith(FORUMS)}
+    assert len(repositories) >= 40, sorted(repositories)
+    safe = [c for c in CASES if not c.bug]
+    assert 3 * len(safe) >= len(CASES)
+    by_file = {c.path.name: c for c in CASES}
+    for case in CASES:
+        if case.twin is None:
+            assert not case.bug, f"{case.name}: a bug from a thread has its fixed twin"
+            continue
+        twin = by_file[case.twin]
+        assert twin.twin == case.path.name, f"{case.name} and {twin.name} point elsewhere"
+        assert twin.bug != case.bug, f"{case.name}: a twin pair is one bug and one fix"
+        assert (twin.source, twin.repo) == (case.source, case.repo)
+    names = [c.name.split("_", 1)[0] for c in CASES]
+    assert len(set(names)) == len(names), "duplicate numbers"
+
+
+def _run_all(paths: list[Path]) -> dict[str, dict[str, object]]:
+    """Every case run plainly and under the detector, in two subprocesses at once."""
+    halves = [paths[0::2], paths[1::2]]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results: dict[str, dict[str, object]] = {}
+        for found in pool.map(label.run_cases, halves):
+            results.update(found)
+    return results
+
+
+@pytest.mark.torch
+def test_every_label_is_what_torch_does(tmp_path: Path) -> None:
+    """Each case's outcome is what `python case.py` does under torch, and its guilty line
+    (and, for an in-place error, its saving line) is what the runtime detector names. A case
+    with more than one guilty line: each of the others is named once the ones the detector
+    named before it are replaced by `pass` (label.neutralized)."""
+    pytest.importorskip("torch")
+    results = _run_all([c.path for c in CASES])
+    wrong = {c.name: label.check(c, results[str(c.path)]) for c in CASES}
+    assert not {name: found for name, found in wrong.items() if found}
+    extra: list[tuple[corpus.Case, list[int], int]] = []
+    for case in CASES:
+        if case.outcome != "inplace-error" or len(case.errors) < 2:
+            continue
+        named = [
+            f["mutation"]
+            for f in results[str(case.path)]["detected"]["findings"]  # type: ignore[index]
+            if f["kind"] == "inplace-error"
+        ]
+        first = next(line for line in named if line in case.errors)
+        others = sorted(set(case.errors) - {first}, reverse=True)
+        done = [first]
+        for line in others:
+            extra.append((case, list(done), line))
+            done.append(line)
+    copies = []
+    for index, (case, gone, _) in enumerate(extra):
+        folder = tmp_path / str(index)
+        folder.mkdir()
+        copies.append(label.neutralized(case.path, gone, folder))
+    found = _run_all(copies) if copies else {}
+    for (case, gone, line), copy in zip(extra, copies, strict=True):
+        named = {
+            f["mutation"]
+            for f in found[str(copy)]["detected"]["findings"]  # type: ignore[index]
+            if f["kind"] == "inplace-error"
+        }
+        assert line in named, f"{case.name}: with {gone} gone the detector names {named}"
