@@ -267,7 +267,7 @@ class Interpreter(Objects):
         for body, start in pieces:
             frame.start = start
             self.exec_body(body, frame)
-        self._finish([], "the module-level code")
+        # Nothing runs after a script ends: what its graphs hold is no finding of its own.
         return self.facts
 
     def _exit_heap(self, frame: Frame) -> Heap:
@@ -1465,6 +1465,9 @@ class Interpreter(Objects):
             )
         if name == "clone":
             return self._copy_of(receiver, name, frame, producer="")
+        if name == "detach_":
+            self.detach_in_place(receiver)  # `hidden.detach_()`: cut from its graph, kept
+            return receiver
         if name == "requires_grad_":
             self.set_grad(receiver, requires_grad_flag(node), toggled=True)
             return receiver
@@ -1865,6 +1868,8 @@ class Interpreter(Objects):
                 self.set_item(target, index, use.value(event.value), use.graph(event.graph))
             elif event.what == "graph":
                 self.join_graph(target, use.graph(event.graph))
+            elif event.what == "detach":
+                self.detach_in_place(target)
             elif event.what in ("grad", "toggle"):
                 self.set_grad(target, event.flag, toggled=event.what == "toggle")  # type: ignore[arg-type]
 

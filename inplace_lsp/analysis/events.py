@@ -296,6 +296,13 @@ class Events:
         if path is not None:
             self.events.append(ValueEvent(path, "toggle" if toggled else "grad", flag=flag))
 
+    def detach_in_place(self, value: Value) -> None:
+        """`h.detach_()`: the tensor leaves its graph (no version bump, no copy)."""
+        value.graph, value.grad, value.grad_assumed = frozenset(), False, False
+        path = self._stand_in(value)
+        if path is not None:
+            self.events.append(ValueEvent(path, "detach"))
+
     def set_attr(self, ref: ModuleRef, name: str, value: Value) -> None:
         ref.attrs[name] = value
         path = self._stand_in(ref)

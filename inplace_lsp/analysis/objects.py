@@ -523,6 +523,8 @@ class Objects(TorchOps):
             if "params" not in value.keys:
                 return frozenset()
             return self._param_groups(value.items[value.keys.index("params")])
+        if value.element is not None:  # `[p for n, p in model.named_parameters() if ...]`
+            return self._param_groups(value.element)
         if value.items:
             groups: frozenset[int] = frozenset()
             for item in value.items:

@@ -351,7 +351,10 @@ class TorchOps(Events):
                 self.uncertain -= 1
             out = x
         else:
-            out = Value("tensor", frozenset({new_id()}), True, None, x.grad_assumed, graph=x.graph)
+            # Its graph reaches every input's (an LSTM's `(h0, c0)` carried from the last
+            # batch brings that batch's graph along).
+            graph = frozenset().union(*(t.graph for a in args for t in tensors_in(a)))
+            out = Value("tensor", frozenset({new_id()}), True, None, x.grad_assumed, graph=graph)
             out.producer = "nn." + (ref.qualname or "module").rsplit(".", 1)[-1]
             out.dtype, out.contiguous = x.dtype, True  # a torch.nn layer keeps its input's dtype
             out.inference = self.inference_at
