@@ -71,6 +71,7 @@ class ModuleRef:
     site_path: str | None = None  # the file of the constructor call (None: this document)
     consts: dict[str, object] = field(default_factory=dict)  # constant constructor arguments
     attrs: dict[str, Value] = field(default_factory=dict)
+    assigned: set[str] = field(default_factory=set)  # attrs the code set (not read from the class)
     children: list[ModuleRef] | None = None
     # register_forward_pre_hook / register_forward_hook: ("pre" | "post", the hook function)
     hooks: list[Hook] = field(default_factory=list)

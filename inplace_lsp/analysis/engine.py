@@ -726,6 +726,10 @@ class DocumentAnalysis:
             if info is None:
                 continue
             hot = {attr for attr, sub in info.submodules.items() if self._writes_in_place(sub)}
+            init = methods.get("__init__")
+            if init is not None and ".inplace" in segments[init]:
+                # `m.inplace = True` in a loop over `self.modules()`: any submodule may write.
+                hot = set(info.submodules)
             # `self.helper(...)`, `cls.helper(...)` and `Gev._gev(...)` (a staticmethod).
             member = re.compile(rf"\b(?:self|cls|{re.escape(class_name)})\.(\w+)")
             changed = True

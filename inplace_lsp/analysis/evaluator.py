@@ -82,6 +82,7 @@ from inplace_lsp.analysis.summaries import (
     Application,
     BackwardEvent,
     Event,
+    FreezeEvent,
     Inputs,
     NoGradsEvent,
     Resolver,
@@ -188,6 +189,7 @@ class Interpreter(Objects):
         self.inputs: Inputs | None = None
         self.events: list[Event] = []
         self.runs: list[Inputs] = []
+        self.frozen_groups: set[int] = set()
         # Functions not followed where they are called (line of their def -> why).
         self.unsummarized: dict[int, str] = {}
         # The functions of this document followed to their end from here (no call inside
@@ -595,6 +597,22 @@ class Interpreter(Objects):
             and all(item.has_const for item in iterable.items)
         ):
             steps = [item.const for item in iterable.items]  # a list of constants
+        if (
+            steps is None
+            and iterable.items
+            and all(
+                item.module is not None or (item.items and item.items[-1].module is not None)
+                for item in iterable.items
+            )
+        ):
+            # `for m in self.modules():` each module in turn, so `isinstance(m, nn.ReLU)`
+            # decides what the body does to it.
+            each: list[Callable[[], object]] = [
+                functools.partial(self.assign, stmt.target, item, frame, stmt)
+                for item in iterable.items
+            ]
+            self.loop(stmt, frame, each)
+            return
         if steps is not None and isinstance(stmt.target, ast.Name):
             # `for step in range(3)`: each pass with its number, so `if step == 0: break`
             # is decided as Python decides it.
@@ -1266,7 +1284,8 @@ class Interpreter(Objects):
                 items = (scalar(), *items)
             return Value("container", tensor=False, grad=None, items=items)
         if iterable.kind == "params":
-            grad = iterable.grad is not False  # parameters() of a frozen module: no grad
+            # parameters() of a frozen module: no grad
+            grad = iterable.grad is not False and not iterable.groups <= self.frozen_groups
             parameter = Value("tensor", iterable.groups, True, grad, leaf=True, origin="parameter")
             if iterable.origin == "named":
                 return Value("container", tensor=False, grad=grad, items=(scalar(), parameter))
@@ -1320,6 +1339,8 @@ class Interpreter(Objects):
             return unknown()
         if callee.kind == "scalar":
             return python_value()
+        if isinstance(func, ast.Name) and func.id == "isinstance" and "isinstance" not in frame.env:
+            return self._isinstance(args)
         if isinstance(func, ast.Name) and func.id not in frame.env and not kwargs:
             builtin = builtin_call(func.id, args)
             if builtin is not None:
@@ -1354,6 +1375,37 @@ class Interpreter(Objects):
         for other in results[1:]:
             result = join_values(result, other)
         return result
+
+    def _isinstance(self, args: list[Value]) -> Value:
+        """`isinstance(m, nn.ReLU)` of a module, decided by its class (and its bases)."""
+        if len(args) != 2 or args[0].module is None:
+            return scalar()
+        wanted = args[1].items if args[1].items is not None else (args[1],)
+        if not all(w.kind == "symbol" and w.qualname for w in wanted):
+            return scalar()
+        names = {w.qualname for w in wanted}
+        ref = args[0].module
+        if ref.qualname in names or (ref.qualname is not None and ref.cls is None):
+            return constant(ref.qualname in names)
+        seen: set[int] = set()
+        todo = [ref.cls] if ref.cls is not None else []
+        while todo:
+            cls = todo.pop()
+            if id(cls) in seen:
+                continue
+            seen.add(id(cls))
+            owner = cls.owner or self.model
+            for base in cls.bases:
+                if base in names or base == "torch.nn.Module" and "torch.nn.Module" in names:
+                    return constant(True)
+                found = owner.lookup_class(base)
+                if found is not None:
+                    todo.append(found)
+                elif base.startswith("torch.") or "." not in base:
+                    continue
+                else:
+                    return scalar()  # a base the analysis cannot read
+        return constant(False)
 
     def _super_call(self, name: str, node: ast.Call, frame: Frame) -> Value:
         """`super().forward(x)`, `super().__init__(...)`: the method of the base of the class
@@ -1845,6 +1897,8 @@ class Interpreter(Objects):
             self.run_backward(graph, event.retain, loc, frame.path, frame.ctx, checked=own)
         elif isinstance(event, NoGradsEvent):
             self.clear_gradients(use.groups(event.groups))
+        elif isinstance(event, FreezeEvent):
+            self.freeze(use.groups(event.groups))
         else:
             self._replay_change(event, use)
 

@@ -34,6 +34,7 @@ from inplace_lsp.analysis.model import ModuleModel
 from inplace_lsp.analysis.summaries import (
     BackwardEvent,
     Event,
+    FreezeEvent,
     Inputs,
     NoGradsEvent,
     Path,
@@ -64,6 +65,7 @@ class Events:
     inputs: Inputs | None
     events: list[Event]
     runs: list[Inputs]  # the summaries being made, innermost last (`inputs` is the last)
+    frozen_groups: set[int]  # parameter groups frozen one parameter at a time
 
     def loc(self, node: ast.AST, frame: Frame) -> Loc:
         return location(node, frame.start)
@@ -286,6 +288,9 @@ class Events:
     def set_grad(self, value: Value, flag: bool | None, toggled: bool = False) -> None:
         """`value.grad = flag` (backward() on it), or `requires_grad_(flag)` (toggled: only a
         leaf's flag can change, so True makes a leaf)."""
+        if toggled and flag is False and value.origin == "parameter":
+            # `for p in model.parameters(): p.requires_grad = False`: the model is frozen.
+            self.freeze(value.groups)
         if toggled:
             value.grad, value.grad_assumed = flag, False
             if flag and not value.graph:
@@ -305,6 +310,10 @@ class Events:
 
     def set_attr(self, ref: ModuleRef, name: str, value: Value) -> None:
         ref.attrs[name] = value
+        ref.assigned.add(name)
+        child = value.module
+        if child is not None and child.parent is None and ref.is_module and child is not ref:
+            child.parent = ref  # a submodule: `model.eval()` reaches it
         path = self._stand_in(ref)
         if path is not None:
             self.events.append(ValueEvent(path, "attr", name, value))
@@ -349,6 +358,16 @@ class Events:
         path = self._stand_in(ref)
         if path is not None:
             self.events.append(ValueEvent(path, flag, flag=value))
+
+    def freeze(self, groups: frozenset[int]) -> None:
+        self.frozen_groups |= groups
+        external = self.inputs.external(groups) if self.inputs is not None else frozenset()
+        if external:
+            self.events.append(FreezeEvent(external))
+
+    def frozen(self, ref: ModuleRef) -> bool:
+        """Whether a module's own parameters do not require grad."""
+        return ref.params_frozen or ref.params_group in self.frozen_groups
 
     def clear_gradients(self, groups: frozenset[int]) -> None:
         """zero_grad(): these parameters hold no gradient until a backward()."""

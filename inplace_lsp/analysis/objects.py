@@ -24,6 +24,7 @@ from inplace_lsp.analysis.domain import (
     unknown,
     unknown_call,
 )
+from inplace_lsp.analysis.knowledge import load as load_knowledge
 from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule, Undecidable, evaluate
 from inplace_lsp.analysis.torch_ops import (
     TorchOps,
@@ -113,22 +114,25 @@ class Objects(TorchOps):
         where = found[0].owner or self.model
         init = found[1]
         self.inline(init, where.start_of(init), [value, *args], kwargs, node, frame, where)
-        for attr in list(ref.attrs):
+        for attr in sorted(ref.assigned & set(ref.attrs)):
             options = cls.submodule_options.get(attr) or (
                 [cls.submodules[attr]] if attr in cls.submodules else []
             )
+            # A module the text builds under a flag (`self.act = A() if flag else B()`, an
+            # `if` in __init__), and parameters and buffers: as the text says, with the
+            # constructor's constants choosing (or, where they cannot, saying so). What was
+            # built unconditionally stays as __init__ left it (a flag set on it later, a list
+            # filled by a loop).
+            conditional = len(options) > 1 or any(sub.guards for sub in options)
             static = (
                 attr in cls.parameters
                 or attr in cls.buffers
-                or any(self._builds_module(sub, cls.owner or self.model) for sub in options)
+                or (
+                    conditional
+                    and any(self._builds_module(sub, cls.owner or self.model) for sub in options)
+                )
             )
-            built = ref.attrs[attr].module
-            filled = (
-                built is not None
-                and bool(built.children)
-                and not any(sub.children for sub in options)
-            )
-            if static and not filled:  # (but `nn.ModuleList()` filled by a loop stays)
+            if static:
                 del ref.attrs[attr]
 
     def _module_call(
@@ -149,7 +153,9 @@ class Objects(TorchOps):
             for child in ref.children:
                 x = self.module_call(child, [x], node, frame)
             return x
-        return self.layer_call(ref, args, node, frame)
+        flag = self.module_attr(ref, "inplace") if ref.qualname in _INPLACE_LAYERS else None
+        set_inplace = flag.const if flag is not None and isinstance(flag.const, bool) else None
+        return self.layer_call(ref, args, node, frame, set_inplace)
 
     def module_attr(self, ref: ModuleRef, attr: str) -> Value:
         if attr in ref.attrs:
@@ -189,7 +195,7 @@ class Objects(TorchOps):
             else:
                 value = self._constructed(ref, attr, sub, owner)
         elif cls is not None and attr in cls.parameters:
-            frozen = frozen_parameter(cls.parameters[attr]) or ref.params_frozen
+            frozen = frozen_parameter(cls.parameters[attr]) or self.frozen(ref)
             value = Value(
                 "tensor",
                 frozenset({ref.params_group}),
@@ -215,7 +221,7 @@ class Objects(TorchOps):
                 "tensor",
                 frozenset({ref.params_group}),
                 True,
-                not ref.params_frozen,
+                not self.frozen(ref),
                 leaf=True,
                 origin=f"parameter .{attr}",
                 param=attr,
@@ -230,6 +236,30 @@ class Objects(TorchOps):
             value = Value("unknown", frozenset({new_id()}), None, None, origin=f"attribute {attr}")
         ref.attrs[attr] = value
         return value
+
+    def submodules_of(self, ref: ModuleRef, deep: bool) -> list[Value]:
+        """The module itself and every module under it (deep), or its children."""
+        found: list[Value] = []
+        seen: set[int] = set()
+        todo = [ref]
+        while todo and len(found) < _TREE:
+            current = todo.pop(0)
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            if deep or current is not ref:
+                found.append(Value("module", tensor=False, grad=False, module=current))
+            if current is not ref and not deep:
+                continue
+            below: list[ModuleRef] = list(current.children or [])
+            if current.cls is not None and current.is_module:
+                for attr in current.cls.submodules:
+                    value = self.module_attr(current, attr)
+                    if value.module is not None:
+                        below.append(value.module)
+            below += [v.module for v in current.attrs.values() if v.module is not None]
+            todo += [b for b in below if b.is_module]
+        return found
 
     def list_kind(self, ref: ModuleRef) -> str:
         """ "torch.nn.ModuleList" or "torch.nn.Sequential" for those and their subclasses in
@@ -387,7 +417,7 @@ class Objects(TorchOps):
                 "params",
                 self.param_groups(ref),
                 tensor=False,
-                grad=not ref.params_frozen,
+                grad=not self.frozen(ref),
                 origin="named" if name == "named_parameters" else "",
             )
         if name == "zero_grad" and sets_to_none(node):
@@ -433,6 +463,15 @@ class Objects(TorchOps):
                     module.parent = ref
             ref.children = [*(ref.children or []), *modules]
             return unknown()
+        if name in ("modules", "children", "named_modules", "named_children"):
+            # Every module of the tree (each child, for children()), as a list the loop
+            # over it visits one by one (`for m in self.modules(): if isinstance(m, ...)`).
+            tree = self.submodules_of(ref, deep=name.endswith("modules"))
+            if name.startswith("named"):
+                tree = [
+                    Value("container", tensor=False, grad=False, items=(scalar(), m)) for m in tree
+                ]
+            return Value("container", tensor=False, grad=False, items=tuple(tree))
         if name == "add_module" and len(args) == 2 and args[0].has_const:
             self.set_attr(ref, str(args[0].const), args[1])  # `self.add_module("g", g)`
             return unknown()
@@ -590,7 +629,7 @@ def twin_module(ref: ModuleRef, parent: ModuleRef | None = None, depth: int = 0)
     """`copy.deepcopy(module)`: the same modules, each with parameters of its own (a Sequential's
     children too); the copy's hooks and attributes set after construction are not followed."""
     twin = dataclasses.replace(
-        ref, params_group=new_id(), attrs={}, hooks=[], children=None, parent=parent
+        ref, params_group=new_id(), attrs={}, hooks=[], children=None, parent=parent, assigned=set()
     )
     if ref.children is not None and depth < 8:
         twin.children = [twin_module(child, twin, depth + 1) for child in ref.children]
@@ -682,6 +721,11 @@ def _plain_value(cls: ClassInfo, attr: str, consts: dict[str, object]) -> Value:
 
 
 _LISTS = ("torch.nn.ModuleList", "torch.nn.Sequential")
+_TREE = 512  # the modules of a tree that modules() lists
+# The torch.nn layers that take `inplace` (their attribute of that name decides).
+_INPLACE_LAYERS = frozenset(
+    name for name, info in load_knowledge().modules.items() if info.inplace_position is not None
+)
 
 
 def _qualname(sub: Submodule, model: ModuleModel) -> str | None:

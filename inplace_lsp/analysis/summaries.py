@@ -84,6 +84,11 @@ class NoGradsEvent:
 
 
 @dataclass(frozen=True)
+class FreezeEvent:
+    groups: frozenset[int]  # parameter groups set to requires_grad=False one by one
+
+
+@dataclass(frozen=True)
 class StepEvent:
     write: WriteEvent  # optimizer.step(): skipped where every parameter has no gradient
     steps: frozenset[int]
@@ -103,7 +108,7 @@ class ValueEvent:
     graph: frozenset[int] = frozenset()
 
 
-Event = SaveEvent | WriteEvent | BackwardEvent | NoGradsEvent | StepEvent | ValueEvent
+Event = SaveEvent | WriteEvent | BackwardEvent | NoGradsEvent | FreezeEvent | StepEvent | ValueEvent
 
 
 @dataclass
@@ -199,7 +204,7 @@ class Inputs:
         if made is not None:
             assert isinstance(made, ModuleRef)
             return made
-        sym = dataclasses.replace(ref, attrs={}, hooks=list(ref.hooks))
+        sym = dataclasses.replace(ref, attrs={}, hooks=list(ref.hooks), assigned=set())
         self._made[id(ref)] = sym
         self.keep.append(sym)
         self.refs[id(sym)] = path
@@ -539,7 +544,7 @@ class Application:
         known = self._refs.get(id(ref))
         if known is not None:
             return known
-        copy = dataclasses.replace(ref, attrs={}, hooks=list(ref.hooks))
+        copy = dataclasses.replace(ref, attrs={}, hooks=list(ref.hooks), assigned=set(ref.assigned))
         self._refs[id(ref)] = copy
         (copy.params_group,) = self.groups([ref.params_group])
         if ref.parent is not None:

@@ -204,6 +204,7 @@ class TorchOps(Events):
         loc: Loc | None,
         loc_path: str | None,
         activation: bool,
+        fixable: bool = True,
     ) -> None:
         """A write by `inplace=True` (module or function): the finding goes on the keyword."""
         self.mutate(
@@ -214,7 +215,8 @@ class TorchOps(Events):
             stmt=frame.stmt or node,
             frame=frame,
             target=value.name,
-            fix="inplace-false",
+            # (not where a later `m.inplace = True` would undo the keyword)
+            fix="inplace-false" if fixable else None,
             inputs=[],
             loc_override=loc,
             loc_path=loc_path,
@@ -310,8 +312,16 @@ class TorchOps(Events):
             inference=self.inference_at,
         )
 
-    def layer_call(self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame) -> Value:
-        """A call of a torch.nn layer (or of a module the analysis cannot read)."""
+    def layer_call(
+        self,
+        ref: ModuleRef,
+        args: list[Value],
+        node: ast.Call,
+        frame: Frame,
+        set_inplace: bool | None = None,
+    ) -> Value:
+        """A call of a torch.nn layer (or of a module the analysis cannot read);
+        `set_inplace`: its `inplace` attribute as the code set it after construction."""
         x = args[0] if args else unknown()
         info = self.kb.module(ref.qualname) if ref.qualname else None
         if info is None:
@@ -329,6 +339,12 @@ class TorchOps(Events):
                 keyword = given = ref.submodule.call.args[position]
             if given is not None:
                 inplace = isinstance(given, ast.Constant) and given.value is True
+        if set_inplace is not None and info.inplace_position is not None:
+            # `m.inplace = True` set after construction (a loop over `self.modules()`): the
+            # finding goes on the module's constructor, as the detector names it.
+            inplace = set_inplace
+            if inplace and ref.submodule is not None and keyword is None:
+                keyword = ref.submodule.call
         if info.eval_alias and not ref.training:
             return x
         if info.view:
@@ -345,7 +361,7 @@ class TorchOps(Events):
             short = ref.qualname.rsplit(".", 1)[-1] if ref.qualname else "module"
             self._inplace_flag_mutation(
                 x, "inplace_module", f"nn.{short}(inplace=True)", node, frame, kw_loc,
-                ref.site_path, is_activation(short),
+                ref.site_path, is_activation(short), fixable=set_inplace is None,
             )  # fmt: skip
             if uncertain:
                 self.uncertain -= 1
@@ -360,7 +376,7 @@ class TorchOps(Events):
             out.inference = self.inference_at
         input_grad = x.grad is not False
         # Parameters that require grad (not after `module.requires_grad_(False)`).
-        params = bool(info.params) and not ref.params_frozen
+        params = bool(info.params) and not self.frozen(ref)
         any_grad = frame.grad_enabled and (input_grad or params)
         out.grad = (True if (x.grad or params) else x.grad) if frame.grad_enabled else False
         if any_grad:
