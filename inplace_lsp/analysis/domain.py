@@ -416,6 +416,8 @@ def join_values(a: Value, b: Value) -> Value:
     if a is b:
         return a
     if a.kind == b.kind == "scalar":
+        if a.has_const and not (b.has_const and _same_constant(a.const, b.const)):
+            return Value("scalar", tensor=False, grad=False)  # one of two numbers: not known
         return a
     if a.kind == b.kind == "symbol" and (a.qualname or a.items) and (b.qualname or b.items):
         # `func = _multi_tensor_adam if foreach else _single_tensor_adam`: one of them.
@@ -450,6 +452,13 @@ def join_values(a: Value, b: Value) -> Value:
         # One of the two: the arguments either rests on, as far as they are named.
         grad_from=grad_sources([v for v in (a, b) if v.grad_from]) if grad is None else "",
     )
+
+
+def _same_constant(a: object, b: object) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001 - an odd constant's __eq__: not the same
+        return False
 
 
 def join_states(states: list[State]) -> State:

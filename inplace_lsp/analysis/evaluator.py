@@ -435,6 +435,13 @@ class Interpreter(Objects):
             current = self.attribute(base, target.attr, target, frame)
             if current.tensorish and current.kind == "tensor":
                 self.inplace_binop(current, rhs, opname, symbol, stmt, frame, ast.unparse(target))
+            elif base.module is not None:
+                # `self.mem_cntr += 1`: the attribute is rebound; how often this runs is not
+                # known, so neither is the number.
+                result = self.binop(opname, current, rhs, stmt, frame)
+                if result.kind == "scalar":
+                    result = scalar()
+                self.set_attr(base.module, target.attr, result)
             return
         position = const_index(target.slice) if isinstance(target, ast.Subscript) else None
         if base.kind == "container" and (base.items or base.element) and base.keys is None:
@@ -599,6 +606,7 @@ class Interpreter(Objects):
             steps = [item.const for item in iterable.items]  # a list of constants
         if (
             steps is None
+            and iterable.kind == "container"
             and iterable.items
             and all(
                 item.module is not None or (item.items and item.items[-1].module is not None)
@@ -657,6 +665,10 @@ class Interpreter(Objects):
                 completed = False
                 break
             frame.env, self.heap = join_states(going_on)
+            if not isinstance(head, list):
+                # The number of passes is not known: a number the body changes (a step
+                # counter) is any number from the second pass on.
+                frame.env = _widened(frame.env, before[0])
         breaks = frame.breaks.pop()
         frame.loop_names.pop()
         frame.loop_has_backward.pop()
@@ -1285,7 +1297,8 @@ class Interpreter(Objects):
             return Value("container", tensor=False, grad=None, items=items)
         if iterable.kind == "params":
             # parameters() of a frozen module: no grad
-            grad = iterable.grad is not False and not iterable.groups <= self.frozen_groups
+            frozen = bool(iterable.groups) and iterable.groups <= self.frozen_groups
+            grad = iterable.grad is not False and not frozen
             parameter = Value("tensor", iterable.groups, True, grad, leaf=True, origin="parameter")
             if iterable.origin == "named":
                 return Value("container", tensor=False, grad=grad, items=(scalar(), parameter))
@@ -2014,6 +2027,16 @@ class Interpreter(Objects):
             return constant(default.value)
         frame = Frame({}, callee.start, True, Ctx(), path=callee.path)
         return self.eval(default, frame)
+
+
+def _widened(env: dict[str, Value], before: dict[str, Value]) -> dict[str, Value]:
+    """The variables a loop pass left, with the numbers it changed made unknown."""
+    widened = dict(env)
+    for name, value in env.items():
+        old = before.get(name)
+        if value.kind == "scalar" and value.has_const and (old is None or old is not value):
+            widened[name] = replace(value, has_const=False, const=None)
+    return widened
 
 
 def _parameter_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, count: int) -> list[str]:
