@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule
@@ -72,6 +73,7 @@ class ModuleRef:
     consts: dict[str, object] = field(default_factory=dict)  # constant constructor arguments
     attrs: dict[str, Value] = field(default_factory=dict)
     assigned: set[str] = field(default_factory=set)  # attrs the code set (not read from the class)
+    kind: str = ""  # "namespace": an object that only holds what it was given
     children: list[ModuleRef] | None = None
     # register_forward_pre_hook / register_forward_hook: ("pre" | "post", the hook function)
     hooks: list[Hook] = field(default_factory=list)
@@ -81,7 +83,9 @@ class ModuleRef:
     def is_module(self) -> bool:
         """An nn.Module (a local subclass, a torch.nn class, or a module the analysis cannot
         read), not an object of another class (a Trainer)."""
-        return self.cls is None or self.cls.is_module
+        return (self.cls is None and self.kind != "namespace") or (
+            self.cls is not None and self.cls.is_module
+        )
 
     @property
     def params_frozen(self) -> bool:
@@ -94,13 +98,25 @@ class ModuleRef:
     def _inherited(self, flag: str, default: bool) -> bool:
         """A flag set on the module or, where it is None, on the nearest parent that has it
         (`model.eval()` and `model.requires_grad_(False)` reach every submodule)."""
-        ref: ModuleRef | None = self
-        while ref is not None:
+        for ref in self.ancestry():
             value: bool | None = getattr(ref, flag)
             if value is not None:
                 return value
-            ref = ref.parent
         return default
+
+    def ancestry(self) -> Iterator[ModuleRef]:
+        """The module, its parent, and theirs up to the root."""
+        ref: ModuleRef | None = self
+        while ref is not None:
+            yield ref
+            ref = ref.parent
+
+    def adopt(self, child: ModuleRef) -> None:
+        """`child` becomes a submodule of this one (`model.eval()` reaches it), unless it has a
+        parent already or is this module or one of its parents (`self.encoder.owner = self`
+        makes no cycle of parents)."""
+        if child.parent is None and all(ref is not child for ref in self.ancestry()):
+            child.parent = self
 
 
 @dataclass(eq=False)

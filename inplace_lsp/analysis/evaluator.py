@@ -127,6 +127,7 @@ from inplace_lsp.analysis.torch_ops import (
 from inplace_lsp.analysis.units import Cell
 
 _CONTAINER_MODULES = ("torch.nn.Sequential", "torch.nn.ModuleList")
+_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter"})
 _NEVER_NONE = frozenset({"module", "object", "optimizer", "params", "container"})
 BUILTINS = frozenset(dir(builtins))
 # Calls that give back their module argument, or a wrapper that runs it and shares its
@@ -183,7 +184,7 @@ class Interpreter(Objects):
         self.recorder: list[set[Cell] | None] = recorder if recorder is not None else [None]
         # The module-level variables (while module-level code runs, the functions it calls
         # read them), and how summaries take paths in the current world.
-        self.globals: dict[str, Value] = {}
+        self.module_frame: Frame | None = None
         self.resolver = Resolver(self.module_attr, self.global_value)
         self._applied: set[int] = set()
         self.inputs: Inputs | None = None
@@ -220,8 +221,7 @@ class Interpreter(Objects):
         # (and a hook whose result a framework backpropagates); other code is judged on what
         # it does.
         assumed = owner is not None and (
-            (owner.is_module and fn.name == "forward")
-            or backpropagated_hook(self.model, owner, fn.name)
+            owner.is_forward(fn.name) or backpropagated_hook(self.model, owner, fn.name)
         )
         self._finish([result], "" if assumed else f"`{self.model.def_key(fn) or fn.name}`")
         return self.facts
@@ -242,7 +242,7 @@ class Interpreter(Objects):
             isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
             for d in fn.decorator_list
         )
-        in_module = owner is not None and owner.is_module and fn.name == "forward"
+        in_module = owner is not None and owner.is_forward(fn.name)
         args: list[Value] = []
         for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
             if i == 0 and is_method and owner is not None:
@@ -265,7 +265,7 @@ class Interpreter(Objects):
     def run_module_code(self, pieces: list[tuple[list[ast.stmt], int]]) -> Facts:
         """Module-level statements, in document order, as one program: (statements, start).
         Their variables are the globals the functions they call read."""
-        frame = Frame(self.globals, 1, grad_enabled=True, ctx=Ctx())
+        frame = self.module_frame = Frame({}, 1, grad_enabled=True, ctx=Ctx())
         for body, start in pieces:
             frame.start = start
             self.exec_body(body, frame)
@@ -320,7 +320,18 @@ class Interpreter(Objects):
         if (isinstance(default, ast.Constant) and default.value is not None) or scalar_annotation:
             return Value("scalar", tensor=False, grad=False, name=arg.arg)
         if outer_type(annotation) in CONTAINER_TYPES:
-            assumed = False  # `tuple[Tensor, float]`: the assumption is about tensor inputs
+            # `features: list[Tensor]`: a container whose items may be tensors (of unknown
+            # grad: the assumption is about tensor inputs); `features[0] = ...` rebinds an item.
+            item = Value(
+                "tensor" if tensor_annotation else "unknown",
+                groups=frozenset({new_id()}),
+                tensor=True if tensor_annotation else None,
+                grad_assumed=True,
+                name=arg.arg,
+                grad_from=arg.arg,
+                origin=f"argument `{arg.arg}`",
+            )
+            return Value("container", tensor=False, grad=None, name=arg.arg, element=item)
         # In an nn.Module method, an argument without a default is taken for a tensor; in a
         # plain function it is unknown until it is used like one.
         tensor = True if tensor_annotation or (default is None and assumed) else None
@@ -954,7 +965,7 @@ class Interpreter(Objects):
                 grad=False,
                 qualname=self.model.imports.get(node.id, node.id),
             )
-        if frame.env is not self.globals and self.model.path is None and node.id not in BUILTINS:
+        if frame is not self.module_frame and self.model.path is None and node.id not in BUILTINS:
             found = self.global_value(node.id)  # a module-level variable (a script's `model`)
             if found is not None:
                 return found
@@ -1194,7 +1205,10 @@ class Interpreter(Objects):
         ):
             # `self.bn is not None`: a module, an object or a tensor the code made is not
             # None (a parameter's default None is a constant, decided as Python decides it).
-            if values[0].kind in _NEVER_NONE and not values[0].joined:
+            subject = values[0]
+            made = subject.kind == "tensor" and not subject.origin.startswith("argument")
+            if (subject.kind in _NEVER_NONE or made) and not subject.joined:
+                # (a tensor an op made; an argument taken for one may still be None)
                 return constant(isinstance(node.ops[0], ast.IsNot))
             if not values[0].has_const:
                 return scalar()
@@ -1354,10 +1368,44 @@ class Interpreter(Objects):
             return python_value()
         if isinstance(func, ast.Name) and func.id == "isinstance" and "isinstance" not in frame.env:
             return self._isinstance(args)
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "eval"
+            and "eval" not in frame.env
+            and len(args) == 1
+            and isinstance(args[0].const, str)
+        ):
+            # `eval("Encoder{}".format(kind))` of a known string: the expression it names.
+            try:
+                expression = ast.parse(args[0].const.strip(), mode="eval").body
+            except SyntaxError:
+                return unknown()
+            if isinstance(expression, (ast.Name, ast.Attribute)):
+                return self.eval(expression, frame)
+            return unknown()
         if isinstance(func, ast.Name) and func.id not in frame.env and not kwargs:
             builtin = builtin_call(func.id, args)
             if builtin is not None:
                 return builtin
+        return unknown_call(args, kwargs)
+
+    def call_value(
+        self,
+        callee: Value,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        if callee.module is not None:
+            return self.module_call(callee.module, args, node, frame)
+        if callee.function is not None:
+            function = callee.function
+            return self.inline(
+                function.node, function.start, args, kwargs, node, frame, function.model
+            )
+        if callee.kind == "symbol" and callee.qualname:
+            return self.symbol_call(callee.qualname, args, kwargs, node, frame)
         return unknown_call(args, kwargs)
 
     def _call_one_of(
@@ -1390,13 +1438,22 @@ class Interpreter(Objects):
         return result
 
     def _isinstance(self, args: list[Value]) -> Value:
-        """`isinstance(m, nn.ReLU)` of a module, decided by its class (and its bases)."""
-        if len(args) != 2 or args[0].module is None:
+        """`isinstance(m, nn.ReLU)` of a module, decided by its class (and its bases);
+        `isinstance(x, torch.Tensor)` of a tensor or of a Python value."""
+        if len(args) != 2:
             return scalar()
         wanted = args[1].items if args[1].items is not None else (args[1],)
         if not all(w.kind == "symbol" and w.qualname for w in wanted):
             return scalar()
         names = {w.qualname for w in wanted}
+        if args[0].module is None:
+            subject = args[0]
+            tensor = bool(names & _TENSOR_TYPES)
+            if subject.kind == "tensor" and not subject.joined and names <= _TENSOR_TYPES:
+                return constant(True)
+            if subject.kind == "scalar" and tensor and not subject.has_const:
+                return constant(False)  # a Python value (a NumPy array, a list)
+            return scalar()
         ref = args[0].module
         if ref.qualname in names or (ref.qualname is not None and ref.cls is None):
             return constant(ref.qualname in names)
@@ -1507,6 +1564,9 @@ class Interpreter(Objects):
                     self.append_item(receiver, a if name == "append" else None, graph)
             return unknown()
         if receiver.kind == "scalar":
+            folded = _string_method(receiver, name, args, kwargs)
+            if folded is not None:
+                return folded  # `"Encoder{}".format(kind)`, `name.lower()` on known strings
             return python_value()  # `parser.parse_args()`, `env.step(action)`, `np_array.mean()`
         if not receiver.tensorish:
             return unknown_call([receiver, *args], kwargs)
@@ -1587,6 +1647,12 @@ class Interpreter(Objects):
             if qual == "copy.deepcopy" and args and args[0].module is not None:
                 # An EMA / teacher copy: the same modules, with parameters of their own.
                 return Value("module", tensor=False, grad=False, module=twin_module(args[0].module))
+            if qual == "types.SimpleNamespace":
+                # A namespace of values (`networks = SimpleNamespace(E_content=E_content)`).
+                ref = ModuleRef(qual, None, new_id(), site_start=frame.start, kind="namespace")
+                for name, value in kwargs.items():
+                    self.set_attr(ref, name, value)
+                return Value("object", tensor=False, grad=False, module=ref)
             if python_values(qual):
                 return python_value()  # `np.mean(xs)`, `argparse.ArgumentParser()`, `gym.make()`
             if qual == "itertools.chain" and args and all(a.kind == "params" for a in args):
@@ -1749,7 +1815,8 @@ class Interpreter(Objects):
     def global_value(self, name: str) -> Value | None:
         """A module-level variable as a function sees it here: in a summary being made, its
         stand-in (each run's, from the run around it)."""
-        value = self.globals.get(name)
+        # (the module frame's variables as they are now: a branch rebinds its env)
+        value = self.module_frame.env.get(name) if self.module_frame is not None else None
         for inputs in self.runs:
             value = inputs.global_value(name, value)
         return value
@@ -2027,6 +2094,28 @@ class Interpreter(Objects):
             return constant(default.value)
         frame = Frame({}, callee.start, True, Ctx(), path=callee.path)
         return self.eval(default, frame)
+
+
+_STRING_METHODS = frozenset(
+    "lower upper capitalize title strip lstrip rstrip format replace startswith endswith".split()
+)
+
+
+def _string_method(
+    receiver: Value, name: str, args: list[Value], kwargs: dict[str, Value]
+) -> Value | None:
+    """A string method on a known string with known arguments, computed (`"a{}".format(1)`)."""
+    if not (receiver.has_const and isinstance(receiver.const, str) and name in _STRING_METHODS):
+        return None
+    if not all(a.has_const for a in (*args, *kwargs.values())):
+        return None
+    try:
+        result = getattr(receiver.const, name)(
+            *(a.const for a in args), **{k: v.const for k, v in kwargs.items()}
+        )
+    except (TypeError, ValueError, KeyError, IndexError):
+        return None
+    return constant(result)
 
 
 def _widened(env: dict[str, Value], before: dict[str, Value]) -> dict[str, Value]:

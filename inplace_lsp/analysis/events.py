@@ -312,8 +312,8 @@ class Events:
         ref.attrs[name] = value
         ref.assigned.add(name)
         child = value.module
-        if child is not None and child.parent is None and ref.is_module and child is not ref:
-            child.parent = ref  # a submodule: `model.eval()` reaches it
+        if child is not None and ref.is_module:
+            ref.adopt(child)
         path = self._stand_in(ref)
         if path is not None:
             self.events.append(ValueEvent(path, "attr", name, value))

@@ -101,11 +101,18 @@ class ClassInfo:
     # Every constructor assigned to an attribute, with the `if` tests guarding it.
     submodule_options: dict[str, list[Submodule]] = field(default_factory=dict)
     init_params: list[str] = field(default_factory=list)
+    # Methods __init__ makes the forward (`self.forward = self.forward_slicing`).
+    forward_methods: set[str] = field(default_factory=set)
     init_defaults: dict[str, ast.expr] = field(default_factory=dict)
     is_module: bool = False
     # The attributes this class's own text gives, before finalize() adds its bases': a cached
     # fragment is finalized again in every update, against the bases of that update.
     own: tuple[object, ...] | None = None
+
+    def is_forward(self, name: str) -> bool:
+        """Whether the method of this name is an nn.Module's forward (`forward`, or one that
+        __init__ assigns to `self.forward`)."""
+        return self.is_module and (name == "forward" or name in self.forward_methods)
 
 
 @dataclass
@@ -422,6 +429,9 @@ def _record_attr(
     qual = model.qualify(value.func) if isinstance(value, ast.Call) else None
     if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
         info.parameters[attr] = value
+        return
+    if attr == "forward" and _self_attr(value) is not None:
+        info.forward_methods.add(str(_self_attr(value)))
         return
     sub: Submodule | None = None
     if isinstance(value, ast.Call):

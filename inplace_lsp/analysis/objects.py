@@ -54,6 +54,17 @@ class Objects(TorchOps):
     def eval(self, node: ast.expr, frame: Frame) -> Value:
         """The value of an expression (the evaluator's)."""
 
+    @abstractmethod
+    def call_value(
+        self,
+        callee: Value,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        """A call of a value an attribute holds (a class, a function): the evaluator's."""
+
     def instance(
         self,
         cls: ClassInfo,
@@ -391,8 +402,8 @@ class Objects(TorchOps):
             finally:
                 self.model = outer
             if built.module is not None:
-                if built.module.parent is None:
-                    built.module.parent = parent
+                if parent is not None:
+                    parent.adopt(built.module)
                 return built.module
         made = self.module_value(child.qualname, child, new_id(), site_start, parent, site_model)
         assert made.module is not None
@@ -459,8 +470,7 @@ class Objects(TorchOps):
             added = (args[-1].items or ()) if name == "extend" else [args[-1]]
             modules = [v.module for v in added if v.module is not None]
             for module in modules:
-                if module.parent is None:
-                    module.parent = ref
+                ref.adopt(module)
             ref.children = [*(ref.children or []), *modules]
             return unknown()
         if name in ("modules", "children", "named_modules", "named_children"):
@@ -539,7 +549,7 @@ class Objects(TorchOps):
         attr = self.module_attr(ref, name)
         if attr.module is not None:
             return self.module_call(attr.module, args, node, frame)
-        return unknown_call(args, kwargs)
+        return self.call_value(attr, args, kwargs, node, frame)
 
     def _refreeze(self, ref: ModuleRef, depth: int = 0) -> None:
         """The parameters already looked at follow a module's new requires_grad flag."""

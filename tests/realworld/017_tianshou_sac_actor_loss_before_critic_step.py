@@ -144,7 +144,7 @@ class SACPolicy(DDPGPolicy):
         critic1_loss = F.mse_loss(current_q1, target_q)
         self.critic1_optim.zero_grad()
         critic1_loss.backward(retain_graph=True)
-        self.critic1_optim.step()
+        self.critic1_optim.step()  # error: IPL007
         # critic 2
         critic2_loss = F.mse_loss(current_q2, target_q)
         self.critic2_optim.zero_grad()

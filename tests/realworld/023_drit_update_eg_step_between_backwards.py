@@ -742,9 +742,9 @@ class DRIT(nn.Module):
     self.enc_a_opt.zero_grad()
     self.gen_opt.zero_grad()
     self.backward_EG()
-    self.enc_c_opt.step()
+    self.enc_c_opt.step()  # error: IPL007
     self.enc_a_opt.step()  # error: IPL007
-    self.gen_opt.step()
+    self.gen_opt.step()  # error: IPL007
 
     # update G, Ec
     self.enc_c_opt.zero_grad()
