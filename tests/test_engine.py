@@ -653,3 +653,18 @@ def test_a_class_broken_for_a_keystroke_comes_back_without_analysis() -> None:
     again = live.update(text)
     assert again.functions_analysed == 0
     assert again.findings == first.findings
+
+
+def test_modules_never_become_their_own_parents() -> None:
+    """`self.config = config` where the code passed the model itself as its config (as
+    transformers' modular_ernie.py does, `super().__init__(self, config)`) looped forever
+    reading the module's training flag up a cycle of parents."""
+    from inplace_lsp.analysis.domain import ModuleRef
+
+    outer, inner = ModuleRef("Outer", None, 1), ModuleRef("Inner", None, 2)
+    outer.adopt(inner)
+    inner.adopt(outer)  # the child's attribute holds its parent
+    outer.adopt(outer)
+    assert inner.parent is outer and outer.parent is None
+    outer.training_flag = False
+    assert not inner.training and not outer.training

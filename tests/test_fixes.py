@@ -86,6 +86,8 @@ NO_FIX = {
     "067_kv_cache_decode_loop": "the caller reads the cache the helper writes",
     "114_ema_teacher_updated_before_backward": "the EMA update itself: written out of place "
     "or on a clone, the teacher's weights would no longer change; it moves after backward()",
+    "118_forward_chosen_in_init_slices_conv_input": "the value written reads the slice it "
+    "overwrites: a clone before the statement is what the conv saves; split and cat by hand",
 }
 # Failing cases whose error fix matches the twin but is not safe: it changes what the
 # original computed before it failed (section 4), so it is offered, never preferred.

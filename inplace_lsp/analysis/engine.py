@@ -23,7 +23,7 @@ from typing import cast
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import Block, ParseCache, Splitter, digest
 from inplace_lsp.analysis.candidates import is_candidate
-from inplace_lsp.analysis.evaluator import Interpreter
+from inplace_lsp.analysis.evaluator import MAX_CALL_DEPTH, Interpreter
 from inplace_lsp.analysis.findings import Finding, Severity, Span
 from inplace_lsp.analysis.knowledge import Knowledge, load
 from inplace_lsp.analysis.lines import lines_with_ends, split_lines
@@ -193,6 +193,7 @@ class DocumentAnalysis:
         one of them changed, nothing found is kept."""
         if any(workspace.version(p) != v for p, v in self._other_files.items()):
             self._results.clear()
+            self._summaries.clear()
             self._wanted.clear()
             self._last = None
             self._other_files = {}
@@ -209,8 +210,6 @@ class DocumentAnalysis:
             return same
         model = self._model(parsed, alone)
         model.mentions_training = training
-        # The summaries of this update's model, shared by its entry points.
-        self._summaries = SummaryCache()
         ctx = DocContext(text, model, self.workspace.files() if self.workspace else None)
         defs: dict[str, Block] = {}
         for block in parsed:
@@ -236,6 +235,14 @@ class DocumentAnalysis:
         self._unmoved = last is not None and table.positions == last.positions
         # What every entry point's findings rest on besides the definitions it read.
         common = hash((imports_key, model.mentions_training))
+        # The summaries of the functions the entry points call: those that still hold, the
+        # others made again when called.
+        self._summaries.begin(
+            table if self.incremental else None,
+            (common, alone),
+            self._changes,
+            not self._unmoved,
+        )
         used_keys: set[Hashable] = set()
         for block in parsed:
             facts = texts[block.key]
@@ -412,7 +419,7 @@ class DocumentAnalysis:
             try:
                 facts = interp.run_module_code(pieces)
                 found = [("", f) for rule in self._rules for f in rule.check(facts, ctx)]
-                cached = (found, (), (("", frozenset(interp.followed)),))
+                cached = (found, _unfollowed(interp), (("", frozenset(interp.followed)),))
             except RecursionError:
                 line = interp.too_deep_line or loose[0].start_line
                 what = "the module-level code"
@@ -594,7 +601,8 @@ class DocumentAnalysis:
         try:
             facts = interp.run_function(fn, block.start, owner)
             found = [(entry, f) for rule in self._rules for f in rule.check(facts, ctx)]
-            result: _Analysed = (found, (), ((entry, frozenset(interp.followed)),))
+            notes = _unfollowed(interp)
+            result: _Analysed = (found, notes, ((entry, frozenset(interp.followed)),))
         except RecursionError:
             # Said, never a silent loss: the findings of a half-interpreted function could be
             # wrong either way, so none are reported for it.
@@ -949,6 +957,21 @@ def _comment_start(line: str, tree: ast.Module, lineno: int) -> int | None:
         if char not in _BEFORE_COMMENT:
             return None
     return None
+
+
+def _unfollowed(interp: Interpreter) -> tuple[Note, ...]:
+    """The functions an analysis did not follow where they are called (a call chain too
+    deep), each said on its `def`: what they do there is unknown, never silently."""
+    return tuple(
+        Note(
+            line,
+            col,
+            f"`{name}` is called more than {MAX_CALL_DEPTH} calls deep here: what it does "
+            "there is not analysed",
+            f"calls of `{name}`",
+        )
+        for (line, col), name in sorted(interp.unsummarized.items())
+    )
 
 
 def _too_deep(what: str, line: int) -> str:

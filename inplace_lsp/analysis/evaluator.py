@@ -191,8 +191,8 @@ class Interpreter(Objects):
         self.events: list[Event] = []
         self.runs: list[Inputs] = []
         self.frozen_groups: set[int] = set()
-        # Functions not followed where they are called (line of their def -> why).
-        self.unsummarized: dict[int, str] = {}
+        # Functions not followed where they are called: (line, column) of the def -> its name.
+        self.unsummarized: dict[tuple[int, int], str] = {}
         # The functions of this document followed to their end from here (no call inside
         # cut short by a limit): a visible call site, whose facts win over assumptions.
         self.followed: set[str] = set()
@@ -1840,13 +1840,14 @@ class Interpreter(Objects):
             for i, a in enumerate(args)
         ]
         stand_in_kwargs = {k: inputs.symbolize(v, (("kw", k),), k) for k, v in kwargs.items()}
-        key = (id(self.model), state, arguments_key(args, kwargs))
+        key = (self.summaries.model_key(self.model), state, arguments_key(args, kwargs))
         outer = (self.heap, self.facts, self.escaped, self.group_names, self.followed, self.saves)
-        outer_run = (self.inputs, self.events, self.inference_at)
+        outer_run = (self.inputs, self.events, self.inference_at, self.unsummarized)
         cut_before = self.cut
         self.heap, self.facts, self.escaped, self.group_names = Heap(), Facts(), set(), {}
         self.followed, self.saves = set(), {}
         self.inputs, self.events, self.inference_at = inputs, [], inference
+        self.unsummarized = {}
         self.runs.append(inputs)
         outer_cells = self.recorder[0]
         cells: set[Cell] = set()
@@ -1877,15 +1878,21 @@ class Interpreter(Objects):
                 root,
                 frozenset(cells),
                 self.saves,
+                self.unsummarized,
             )
         finally:
             self.call_stack.pop()
             self.runs.pop()
             self.recorder[0] = outer_cells
             self.heap, self.facts, self.escaped, self.group_names, self.followed, self.saves = outer
-            self.inputs, self.events, self.inference_at = outer_run
+            self.inputs, self.events, self.inference_at, self.unsummarized = outer_run
         inputs.done()
-        self.summaries.add(summary, self.model.def_key(fn) or fn.name)
+        def_key = self.model.def_key(fn)
+        own: Cell | None = None
+        if def_key and self.model.path is None:
+            owner, _, method = def_key.rpartition(".")
+            own = (("m", owner), method) if owner else ("f", def_key)
+        self.summaries.add(summary, def_key or fn.name, own, outer_cells is not None)
         return summary
 
     def _returned(
@@ -1956,6 +1963,8 @@ class Interpreter(Objects):
             self.facts.extend(summary.facts)
         self.followed |= summary.followed
         self.cut += summary.cut
+        for place, why in summary.unfollowed.items():
+            self.unsummarized.setdefault(place, why)
         return result
 
     def _replay(self, event: Event, use: Application, node: ast.AST, frame: Frame) -> None:
@@ -2010,11 +2019,8 @@ class Interpreter(Objects):
     def _too_deep(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int) -> None:
         """A call chain too deep to follow: the function is unknown there, and said so."""
         if self.model.path is None:
-            self.unsummarized.setdefault(
-                fn.lineno + start - 1,
-                f"`{self.model.def_key(fn) or fn.name}` is called more than {MAX_CALL_DEPTH} "
-                "calls deep here: what it does there is not analysed",
-            )
+            place = (fn.lineno + start - 1, fn.col_offset)
+            self.unsummarized.setdefault(place, self.model.def_key(fn) or fn.name)
 
     def _run_inline(
         self,

@@ -38,7 +38,7 @@ from inplace_lsp.analysis.domain import (
     unknown,
 )
 from inplace_lsp.analysis.model import ModuleModel
-from inplace_lsp.analysis.units import Cell
+from inplace_lsp.analysis.units import Cell, Table, Unit
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,15 @@ class Summary:
     root: Ctx  # the context it ran in: a call site's context takes its place
     cells: frozenset[Cell]  # what its run read of the document's definitions (units.Cell)
     saves: dict[int, Save]  # the saves its run made (and those of the summaries it applied)
+    # Functions its run did not follow (a call chain too deep): (line, column) of the def ->
+    # the function's name.
+    unfollowed: dict[tuple[int, int], str] = field(default_factory=dict)
+    # Kept across updates (SummaryCache.begin): the value of each cell its run read, the
+    # place of each unit whose lines its findings may name, and the last update it held in.
+    deps: dict[Cell, object] = field(default_factory=dict)
+    units: tuple[Unit, ...] = ()
+    layout: tuple[tuple[Hashable, int, int], ...] | None = None
+    verified: int = 0
 
 
 def _hashable(value: object) -> Hashable:
@@ -323,11 +332,57 @@ def arguments_key(args: list[Value], kwargs: dict[str, Value]) -> tuple[Hashable
 
 @dataclass
 class SummaryCache:
-    """The summaries of one analysis (a document's update: every entry point shares them),
-    and how often each function was run to make one."""
+    """The summaries of a document's analyses, shared by its entry points and kept from one
+    update to the next (as an entry point's findings are, engine._cached): a summary holds
+    while every definition its run read is unchanged and the units its findings may name have
+    not moved. `runs` counts how often each function was run to make one in this update."""
 
     by_function: dict[int, list[Summary]] = field(default_factory=dict)
     runs: dict[str, int] = field(default_factory=dict)  # "Net.forward" -> times interpreted
+    # The document's model by a name that outlives one update's ModuleModel object: what
+    # every summary of the document rests on besides the definitions it read (its imports).
+    document: Hashable = None
+    table: Table | None = None  # this update's units (None: one analysis, nothing kept)
+    revision: int = 0
+
+    def begin(
+        self, table: Table | None, document: Hashable, changes: frozenset[Cell] | None, moved: bool
+    ) -> None:
+        """A new update of the document: the summaries that no longer hold are dropped.
+        `changes`: the cells whose values differ from the last update's (None: not known);
+        `moved`: whether any unit is somewhere else now."""
+        self.revision += 1
+        self.runs = {}
+        if table is None or document != self.document:
+            self.by_function.clear()
+        self.table, self.document = table, document
+        if table is None:
+            return
+        for fn_id, summaries in list(self.by_function.items()):
+            kept = [s for s in summaries if self._holds(s, table, changes, moved)]
+            if kept:
+                self.by_function[fn_id] = kept
+            else:
+                del self.by_function[fn_id]
+
+    def _holds(
+        self, summary: Summary, table: Table, changes: frozenset[Cell] | None, moved: bool
+    ) -> bool:
+        if summary.layout is None:
+            return False
+        if summary.verified == self.revision - 1 and changes is not None:
+            if not changes.isdisjoint(summary.deps):
+                return False
+        elif not all(table.value(cell) == value for cell, value in summary.deps.items()):
+            return False
+        if moved and table.layout(summary.units) != summary.layout:
+            return False
+        summary.verified = self.revision
+        return True
+
+    def clear(self) -> None:
+        """What the summaries read of other files changed."""
+        self.by_function.clear()
 
     def find(
         self,
@@ -341,7 +396,7 @@ class SummaryCache:
         candidates = self.by_function.get(id(fn))
         if not candidates:
             return None
-        key = (id(model), state, arguments_key(args, kwargs))
+        key = (self.model_key(model), state, arguments_key(args, kwargs))
         for summary in candidates:
             if summary.key == key and all(
                 _facts_at(path, args, kwargs, resolve) == facts for path, facts in summary.reads
@@ -349,9 +404,28 @@ class SummaryCache:
                 return summary
         return None
 
-    def add(self, summary: Summary, name: str) -> None:
+    def model_key(self, model: ModuleModel) -> Hashable:
+        """The file whose function a summary is of: the document by its imports, another
+        file by its model (the workspace keeps one per version of the file)."""
+        return self.document if model.path is None else id(model)
+
+    def add(self, summary: Summary, name: str, own: Cell | None, recorded: bool) -> None:
+        """A summary made in this update. It is kept for the next ones where what its run
+        read was `recorded` (summary.cells) and its function is known by name: `own`, the
+        cell of its text in the document (None: a function of another file, whose version
+        keys everything, engine._check_other_files)."""
         self.by_function.setdefault(id(summary.fn), []).append(summary)
         self.runs[name] = self.runs.get(name, 0) + 1
+        summary.verified = self.revision
+        table = self.table
+        if table is None or not recorded:
+            return
+        cells = set(summary.cells)
+        if own is not None:
+            cells.add(own)
+        summary.deps = {cell: table.value(cell) for cell in cells}
+        summary.units = tuple(table.units_of(cells))
+        summary.layout = table.layout(summary.units)
 
 
 def resolve_path(
