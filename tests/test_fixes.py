@@ -86,6 +86,7 @@ NO_FIX = {
     "067_kv_cache_decode_loop": "the caller reads the cache the helper writes",
     "114_ema_teacher_updated_before_backward": "the EMA update itself: written out of place "
     "or on a clone, the teacher's weights would no longer change; it moves after backward()",
+    "140_trainer_optimizers_on_self_step_between_backwards": "IPL007: steps are reordered by hand",
     "118_forward_chosen_in_init_slices_conv_input": "the value written reads the slice it "
     "overwrites: a clone before the statement is what the conv saves; split and cat by hand",
 }

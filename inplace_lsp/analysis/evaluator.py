@@ -65,7 +65,12 @@ from inplace_lsp.analysis.domain import (
     unknown,
     unknown_call,
 )
-from inplace_lsp.analysis.frameworks import backpropagated_hook, python_values
+from inplace_lsp.analysis.frameworks import (
+    backpropagated_hook,
+    hook_annotations,
+    hook_call,
+    python_values,
+)
 from inplace_lsp.analysis.knowledge import (
     Knowledge,
 )
@@ -243,18 +248,34 @@ class Interpreter(Objects):
             for d in fn.decorator_list
         )
         in_module = owner is not None and owner.is_forward(fn.name)
+        # A hook the framework calls (a Trainer's compute_loss): what it does not pass keeps
+        # its default (`return_outputs=False`).
+        # and a parameter the override leaves unannotated is what the framework's own
+        # method says it is (`model: torch.nn.Module`).
+        called = hook_call(self.model, owner, fn.name) if owner is not None else None
+        annotations = hook_annotations(self.model, owner, fn.name) if owner is not None else {}
+        frame = Frame({}, start, grad_enabled=True, ctx=Ctx())
+
+        def value(index: int, arg: ast.arg, default: ast.expr | None) -> Value:
+            if called is not None and default is not None:
+                by_position, by_name = called
+                if index >= by_position and arg.arg not in by_name:
+                    return self._default_value(default, frame)
+            if arg.annotation is None and arg.arg in annotations:
+                arg = ast.arg(arg.arg, annotations[arg.arg])
+            return self._param_value(arg, default, assumed=in_module)
+
         args: list[Value] = []
         for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
             if i == 0 and is_method and owner is not None:
                 # An object of the class as its __init__ leaves it (its models, optimizers
                 # and tensors), from arguments the analysis does not know.
-                frame = Frame({}, start, grad_enabled=True, ctx=Ctx())
                 make = self.construct_module if owner.is_module else self.instance
                 args.append(make(owner, owner.name, [], {}, fn, frame))
                 continue
-            args.append(self._param_value(arg, default, assumed=in_module))
+            args.append(value(i - is_method, arg, default))
         kwargs = {
-            arg.arg: self._param_value(arg, default, assumed=in_module)
+            arg.arg: value(len(positional), arg, default)
             for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
         }
         for rest in (arguments.vararg, arguments.kwarg):

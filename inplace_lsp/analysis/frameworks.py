@@ -26,6 +26,8 @@ class Framework:
     model: ModuleModel
     python_values: bool  # its calls give Python values, never tensors
     backpropagated: tuple[str, ...]  # hooks whose result the framework runs backward() on
+    # How the framework calls a hook of a subclass: arguments by position, names by keyword.
+    calls: dict[str, tuple[int, frozenset[str]]]
 
 
 def _constant_names(tree: ast.Module, name: str) -> tuple[str, ...]:
@@ -60,6 +62,7 @@ def frameworks() -> tuple[Framework, ...]:
                     for s in tree.body
                 ),
                 _constant_names(tree, "__backpropagated__"),
+                _hook_calls(model),
             )
         )
     return tuple(found)
@@ -72,9 +75,8 @@ def python_values(qualname: str) -> bool:
     return framework is not None and framework.python_values
 
 
-def backpropagated_hook(model: ModuleModel, cls: ClassInfo, name: str) -> bool:
-    """Whether a framework runs backward() on what this method of a subclass returns
-    (Lightning's `training_step`, a Trainer's `compute_loss`)."""
+def framework_above(model: ModuleModel, cls: ClassInfo) -> Framework | None:
+    """The framework a class derives from (a LightningModule, a Trainer), if any."""
     stubs = {id(f.model): f for f in frameworks()}
     seen: set[int] = set()
     base = model.base_of(cls)
@@ -82,9 +84,63 @@ def backpropagated_hook(model: ModuleModel, cls: ClassInfo, name: str) -> bool:
         seen.add(id(base))
         framework = stubs.get(id(base.owner))
         if framework is not None:
-            return name in framework.backpropagated
+            return framework
         base = (base.owner or model).base_of(base)
-    return False
+    return None
+
+
+def backpropagated_hook(model: ModuleModel, cls: ClassInfo, name: str) -> bool:
+    """Whether a framework runs backward() on what this method of a subclass returns
+    (Lightning's `training_step`, a Trainer's `compute_loss`)."""
+    framework = framework_above(model, cls)
+    return framework is not None and name in framework.backpropagated
+
+
+def hook_call(model: ModuleModel, cls: ClassInfo, name: str) -> tuple[int, frozenset[str]] | None:
+    """How the framework itself calls this method of a subclass (`self.compute_loss(model,
+    inputs, num_items_in_batch=...)` in a Trainer's training_step): how many arguments it
+    passes by position and the names it passes by keyword; None where the stub shows no call.
+    A parameter it passes neither way keeps its default there."""
+    framework = framework_above(model, cls)
+    return framework.calls.get(name) if framework is not None else None
+
+
+def hook_annotations(model: ModuleModel, cls: ClassInfo, name: str) -> dict[str, ast.expr]:
+    """The annotations the framework's own method of this name gives its parameters
+    (`model: torch.nn.Module` in a Trainer's compute_loss): an override that does not
+    annotate them is called with what they say."""
+    framework = framework_above(model, cls)
+    if framework is None:
+        return {}
+    for info in dict.values(framework.model.classes):
+        method = info.methods.get(name)
+        if method is not None:
+            arguments = method.args
+            return {
+                a.arg: a.annotation
+                for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+                if a.annotation is not None
+            }
+    return {}
+
+
+def _hook_calls(stub: ModuleModel) -> dict[str, tuple[int, frozenset[str]]]:
+    """`self.name(...)` calls in a stub's methods, the first of each name."""
+    calls: dict[str, tuple[int, frozenset[str]]] = {}
+    for info in dict.values(stub.classes):
+        for method in info.methods.values():
+            for node in ast.walk(method):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "self"
+                    and not any(isinstance(a, ast.Starred) for a in node.args)
+                    and all(k.arg is not None for k in node.keywords)
+                ):
+                    keywords = frozenset(str(k.arg) for k in node.keywords)
+                    calls.setdefault(node.func.attr, (len(node.args), keywords))
+    return calls
 
 
 def framework_of(qualname: str) -> Framework | None:

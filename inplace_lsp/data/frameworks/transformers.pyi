@@ -9,6 +9,8 @@ __stands_for__ = ("transformers",)
 __backpropagated__ = ("compute_loss",)
 __drivers__ = ("training_step",)
 
+import torch
+
 class Trainer:
     def __init__(
         self,
@@ -22,12 +24,14 @@ class Trainer:
         self.model = model
         self.args = args
 
-    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+    def compute_loss(
+        self, model: torch.nn.Module, inputs, return_outputs=False, num_items_in_batch=None
+    ):
         outputs = model(**inputs)
         loss = outputs["loss"]
         return (loss, outputs) if return_outputs else loss
 
-    def training_step(self, model, inputs, num_items_in_batch=None):
+    def training_step(self, model: torch.nn.Module, inputs, num_items_in_batch=None):
         model.train()
         loss = self.compute_loss(model, inputs, num_items_in_batch=num_items_in_batch)
         loss.backward()
