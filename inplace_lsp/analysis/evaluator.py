@@ -1556,18 +1556,7 @@ class Interpreter(Objects):
             if name == "zero_grad" and sets_to_none(node):
                 self.clear_gradients(receiver.steps)
             if name == "step" and not (receiver.steps and receiver.steps <= self.heap.no_grads):
-                self.mutate(
-                    Value("tensor", receiver.steps, True, True, origin=receiver.origin),
-                    kind="step",
-                    op=f"{ast.unparse(node.func)}()",
-                    node=node,
-                    stmt=frame.stmt or node,
-                    frame=frame,
-                    target=None,
-                    fix=None,
-                    inputs=[],
-                    grad_mode=False,
-                )
+                self.write_parameters(receiver.steps, "step", node, frame, receiver.origin)
             return unknown()
         if receiver.kind == "params":
             return receiver

@@ -131,6 +131,24 @@ class Events:
         if self.inputs is not None and save.group in self.inputs.groups:
             self.events.append(SaveEvent(save))
 
+    def write_parameters(
+        self, groups: frozenset[int], kind: str, node: ast.Call, frame: Frame, origin: str = ""
+    ) -> None:
+        """A call that updates parameters in place under no_grad (`optimizer.step()`,
+        `model.load_state_dict(...)`): a graph that saved them before fails at its backward."""
+        self.mutate(
+            Value("tensor", groups, True, True, origin=origin),
+            kind=kind,
+            op=f"{ast.unparse(node.func)}()",
+            node=node,
+            stmt=frame.stmt or node,
+            frame=frame,
+            target=None,
+            fix=None,
+            inputs=[],
+            grad_mode=False,
+        )
+
     def mutate(
         self,
         value: Value,

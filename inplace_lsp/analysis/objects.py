@@ -486,20 +486,8 @@ class Objects(TorchOps):
             self.set_attr(ref, str(args[0].const), args[1])  # `self.add_module("g", g)`
             return unknown()
         if name == "load_state_dict":
-            # Copies into every parameter in place (under no_grad): a graph that saved them
-            # before fails at its backward, as after an optimizer step.
-            self.mutate(
-                Value("tensor", self.param_groups(ref), True, True),
-                kind="method",
-                op=f"{ast.unparse(node.func)}()",
-                node=node,
-                stmt=frame.stmt or node,
-                frame=frame,
-                target=None,
-                fix=None,
-                inputs=[],
-                grad_mode=False,
-            )
+            # Copies into every parameter in place (under no_grad), as an optimizer step does.
+            self.write_parameters(self.param_groups(ref), "method", node, frame)
             return unknown()
         if name in ("register_forward_hook", "register_forward_pre_hook") and node.args:
             # A hook of this file runs at every call of the module (`output.clamp_(...)` in a
