@@ -653,3 +653,50 @@ def test_a_class_broken_for_a_keystroke_comes_back_without_analysis() -> None:
     again = live.update(text)
     assert again.functions_analysed == 0
     assert again.findings == first.findings
+
+
+ACCUMULATING = """\
+import torch
+import torch.nn.functional as F
+
+
+def train(model: torch.nn.Module, loader, opt):
+    RESET_BEFORE
+    for epoch in range(3):
+        RESET_EPOCH
+        for step, (x, y) in enumerate(loader):
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            total += loss
+            if step % 4 == 3:
+                opt.step()
+                opt.zero_grad()
+                RESET_WINDOW
+        print(total)
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "epoch", "window", "reported"),
+    [
+        ("total = 0", "pass", "total = 0", False),  # each window's graphs, then let go
+        ("total = 0", "pass", "total = total.detach()", False),
+        ("total = 0", "pass", "pass", True),  # every step's graph, for the whole run
+        ("pass", "total = 0.0", "pass", True),  # set back per epoch: an epoch's graphs
+        ("total = 0", "pass", "total = total * 0.5", True),  # rebound, graph and all
+        ("total = 0", "pass", "total = 0 if epoch else total", True),  # on one path only
+    ],
+)
+def test_a_total_the_same_loop_sets_back_keeps_one_windows_graphs(
+    before: str, epoch: str, window: str, reported: bool
+) -> None:
+    """IPL004: `total += loss` holds every iteration's graph unless the loop it accumulates
+    across sets it back to a value without a graph (torch: with the reset after each window,
+    the graph behind the total stays one window's nodes; without it, it grows every step)."""
+    text = (
+        ACCUMULATING.replace("RESET_BEFORE", before)
+        .replace("RESET_EPOCH", epoch)
+        .replace("RESET_WINDOW", window)
+    )
+    found = [f.line for f in analyze(text) if f.code == "IPL004"]
+    assert (found == [12]) is reported, found

@@ -317,6 +317,9 @@ class Accumulation:
     value_text: str
     value: Value  # what is added (its grad as known when the analysis ends)
     trains: bool  # the loop calls backward() or step()
+    # The same loop also rebinds the name to a value without a graph (`running_loss = 0`
+    # after each optimizer step): the total spans a window of iterations, not the loop.
+    reset: bool = False
 
 
 @dataclass(eq=False)
@@ -415,6 +418,10 @@ class Frame:
     loop_depth: int = 0
     loop_names: list[set[str]] = field(default_factory=list)
     loop_has_backward: list[bool] = field(default_factory=list)
+    # Per enclosing loop: the names bound before it that its body rebinds to a value that
+    # carries no graph (an accumulator's reset), and the accumulations noted in its body.
+    loop_resets: list[set[str]] = field(default_factory=list)
+    loop_accumulations: list[list[Accumulation]] = field(default_factory=list)
     stmt: ast.stmt | None = None
     path: str | None = None  # the file the code comes from (None: the document analysed)
     # Reachability: the path being run ended (`return`, `raise`, `break`, `continue`); the

@@ -487,7 +487,11 @@ class Interpreter(Objects):
             loc = self.loc(stmt, frame)
             trains = bool(frame.loop_has_backward and frame.loop_has_backward[-1])
             text = ast.unparse(stmt.value)
-            self.facts.accumulations.append(Accumulation(name, loc, loc, text, rhs, trains))
+            acc = Accumulation(name, loc, loc, text, rhs, trains)
+            self.facts.accumulations.append(acc)
+            # The innermost loop the name was bound before: the iterations it spans.
+            level = max(i for i, names in enumerate(frame.loop_names) if name in names)
+            frame.loop_accumulations[level].append(acc)
 
     def inplace_binop(
         self,
@@ -664,6 +668,8 @@ class Interpreter(Objects):
         frame.loop_depth += 1
         frame.loop_names.append(set(frame.env))
         frame.loop_has_backward.append(has_backward(stmt, self.model.mentions_training))
+        frame.loop_resets.append(set())
+        frame.loop_accumulations.append([])
         frame.breaks.append([])
         completed = True
         for each in heads:
@@ -683,6 +689,12 @@ class Interpreter(Objects):
         breaks = frame.breaks.pop()
         frame.loop_names.pop()
         frame.loop_has_backward.pop()
+        resets = frame.loop_resets.pop()
+        for acc in frame.loop_accumulations.pop():
+            # `running_loss = 0` in the same loop (after each optimizer step): the graphs it
+            # holds are those of one window of iterations, which backward() has freed of
+            # their saved tensors; they do not grow with the loop.
+            acc.reset = acc.reset or acc.name in resets
         frame.loop_depth -= 1
         exits: list[State] = []
         if not endless:  # the condition ends it (or the iterable is empty): `else` runs
@@ -826,6 +838,12 @@ class Interpreter(Objects):
 
     def assign(self, target: ast.expr, value: Value, frame: Frame, stmt: ast.stmt) -> None:
         if isinstance(target, ast.Name):
+            if frame.loop_depth and (value.grad is False or value.detached):
+                # A name bound before a loop, rebound in its body to a value without a graph:
+                # whatever it accumulated is let go (IPL004).
+                for names, resets in zip(frame.loop_names, frame.loop_resets, strict=True):
+                    if target.id in names:
+                        resets.add(target.id)
             if (value.kind == "tensor" or value.kind == "unknown") and not value.partial:
                 for group in sorted(value.groups):
                     self.group_names.setdefault(group, set()).add(target.id)
