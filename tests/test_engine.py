@@ -700,3 +700,47 @@ def test_a_total_the_same_loop_sets_back_keeps_one_windows_graphs(
     )
     found = [f.line for f in analyze(text) if f.code == "IPL004"]
     assert (found == [12]) is reported, found
+
+
+RUNNING_MEAN = """\
+import torch
+import torch.nn as nn
+
+
+class RunningMean(nn.Module):
+    def __init__(self, beta: float, scale: int = 2):
+        super().__init__()
+        self.beta = beta
+        self.steps = nn.Parameter(torch.tensor(0.0), requires_grad=False)
+        self.total = nn.Parameter(torch.tensor(0.0), requires_grad=False)
+
+    def forward(self, x):
+        mean = self.total / (1 - self.beta**self.steps)
+        loss = ((x - mean) ** 2).mean()
+        self.total.mul_(self.beta)
+        self.steps.add_(1.0)
+        return loss
+"""
+
+
+@pytest.mark.parametrize(
+    ("signature", "named"),
+    [
+        ("beta: float, scale: int = 2", None),  # a Python number: nothing is saved
+        ("beta, scale: int = 2", "`beta` requires grad"),  # a tensor that requires grad?
+    ],
+)
+def test_a_constructor_argument_the_analysis_lacks_is_what_its_annotation_says(
+    signature: str, named: str | None
+) -> None:
+    """A class analysed on its own is built from constructor arguments nobody passed: a
+    `float` one is a Python number (torch: `t / (1 - 0.99 ** p)` with parameters made with
+    requires_grad=False saves nothing); an unannotated one may be a tensor that requires
+    grad, and the Warning that rests on that names it."""
+    text = RUNNING_MEAN.replace("beta: float, scale: int = 2", signature)
+    found = [f for f in analyze(text) if f.code == "IPL001" and f.severity != Severity.HINT]
+    if named is None:
+        assert not found, [f.message for f in found]
+    else:
+        assert [f.line for f in found] == [15, 16]
+        assert all(f.severity == Severity.WARNING and named in f.message for f in found)

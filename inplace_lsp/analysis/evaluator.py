@@ -2085,8 +2085,14 @@ class Interpreter(Objects):
             elif default is not None:
                 # Not passed: the default's value (`chunk_size=None` decides `if chunk_size:`).
                 callee.env[param.arg] = self._default_value(default, callee)
+            elif param.annotation is not None:
+                # Not passed, no default (an entry point's object, built from arguments the
+                # analysis does not have): what its annotation says (`beta: float` is a
+                # Python number, never a tensor that requires grad).
+                callee.env[param.arg] = self._param_value(param, None, assumed=False)
             else:
-                callee.env[param.arg] = unknown()
+                # (what rests on whether it requires grad names it)
+                callee.env[param.arg] = replace(unknown(), grad_from=param.arg)
         for param, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
             given = kwargs.get(param.arg)
             if given is None:
