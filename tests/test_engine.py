@@ -744,3 +744,45 @@ def test_a_constructor_argument_the_analysis_lacks_is_what_its_annotation_says(
     else:
         assert [f.line for f in found] == [15, 16]
         assert all(f.severity == Severity.WARNING and named in f.message for f in found)
+
+
+DETACHED = """\
+import torch
+
+
+class Holder:
+    def __init__(self):
+        self.last = None
+
+    def keep(self, x):
+        self.last = x * 2
+        return self.last
+
+
+def mask(x: torch.Tensor, holder: Holder, avail: torch.Tensor):
+    made = MADE
+    made[avail == 0] = -1e9
+    return x, holder.last, made
+"""
+
+
+@pytest.mark.parametrize(
+    ("made", "reported"),
+    [
+        ("x.clone().detach()", False),  # a copy no name holds: its only handle
+        ("torch.softmax(x, dim=-1).detach()", False),
+        ("(x * 2).detach()", False),
+        ("x.detach()", True),  # x itself changes
+        ("x.view(-1, 4).detach()", True),  # a view of x: x changes
+        ("Holder().keep(x).detach()", True),  # the holder's `last` is the tensor
+    ],
+)
+def test_a_write_through_a_detach_of_a_tensor_just_made_changes_nothing_else(
+    made: str, reported: bool
+) -> None:
+    """IPL005: `t.clone().detach()` is the only handle on the copy (torch: writing into it
+    leaves t, its version and its storage as they were); a detach of a name, of a view, or of
+    what a function of the code returns (and may keep) still changes what something else
+    reads."""
+    found = [f.line for f in analyze(DETACHED.replace("MADE", made)) if f.code == "IPL005"]
+    assert (found == [15]) is reported, found

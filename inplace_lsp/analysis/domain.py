@@ -129,7 +129,9 @@ class Value:
     grad_assumed: bool = False  # grad is an assumption (forward input), not proven
     leaf: bool = False
     graph: frozenset[int] = frozenset()
-    detached: str = ""  # "detach" (shares the version counter) or "data" (hides writes from it)
+    # "detach" (shares the version counter), "data" (hides writes from it) or "fresh" (a
+    # detach of a tensor just made, `t.clone().detach()`: nothing else reads what it writes)
+    detached: str = ""
     partial: bool = False  # a slice of a tensor, not the whole of it
     joined: bool = False
     origin: str = ""

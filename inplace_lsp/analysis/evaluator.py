@@ -1364,9 +1364,19 @@ class Interpreter(Objects):
         ):
             return self._super_call(func.attr, node, frame)
         if isinstance(func, ast.Attribute):
+            mark = new_id() if func.attr == "detach" else 0
             receiver = self._receiver(func, frame)
             if receiver is not None and receiver.kind != "symbol":
-                return self.method_call(receiver, func.attr, node, frame)
+                result = self.method_call(receiver, func.attr, node, frame)
+                if (
+                    mark
+                    and result.detached == "detach"
+                    and self._made_here(func.value, receiver, mark)
+                ):
+                    # `t.clone().detach()`: the only handle on a tensor just made; a write
+                    # through it changes nothing another name reads.
+                    result = replace(result, detached="fresh")
+                return result
         callee = self.eval(func, frame)
         args, kwargs = self.arguments(node, frame)
         if callee.module is not None:
@@ -1514,6 +1524,31 @@ class Interpreter(Objects):
         method = found[1]
         return self.inline(
             method, owner.start_of(method), [this, *args], kwargs, node, frame, owner
+        )
+
+    def _made_here(self, expr: ast.expr, value: Value, mark: int) -> bool:
+        """Whether `value`, what `expr` evaluated to, is a tensor that a torch op (a function
+        of torch, a tensor method, an operator) made while evaluating it: its version groups
+        are newer than `mark`, so no name, attribute, container or argument holds it (a
+        function of the code or a module might keep what it returns; a torch op does not)."""
+        if not (
+            value.kind == "tensor"
+            and value.groups
+            and min(value.groups) > mark
+            and not (value.leaf or value.detached or value.joined)
+        ):
+            return False
+        if isinstance(expr, ast.BinOp | ast.UnaryOp):
+            return True
+        if not isinstance(expr, ast.Call):
+            return False
+        qual = self.model.qualify(expr.func)
+        if qual is not None:
+            return qual.startswith("torch.") and (
+                self.kb.op(qual) is not None or qual in FACTS.factories
+            )
+        return isinstance(expr.func, ast.Attribute) and (
+            self.kb.op(f"Tensor.{expr.func.attr}") is not None
         )
 
     def _receiver(self, func: ast.Attribute, frame: Frame) -> Value | None:
