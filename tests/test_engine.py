@@ -786,3 +786,23 @@ def test_a_write_through_a_detach_of_a_tensor_just_made_changes_nothing_else(
     reads."""
     found = [f.line for f in analyze(DETACHED.replace("MADE", made)) if f.code == "IPL005"]
     assert (found == [15]) is reported, found
+
+
+def test_an_item_of_an_argument_names_the_argument_its_warning_rests_on() -> None:
+    """`torch.max(cls_probs[i], 0)` saves its indices only if `cls_probs` requires grad
+    (torch: d2l's multibox_detection, then a backward() through the scores it returns,
+    fails at MaxBackward0 once `class_id[non_keep] = -1` bumped the indices' version; under
+    no_grad nothing is saved): the Warning says which argument, not "on some paths"."""
+    text = (
+        "import torch\n"
+        "def detect(cls_probs, batch_size):\n"
+        "    out = []\n"
+        "    for i in range(batch_size):\n"
+        "        conf, class_id = torch.max(cls_probs[i][1:], 0)\n"
+        "        class_id[conf < 0.5] = -1\n"
+        "        out.append(torch.stack((class_id.float(), conf), dim=1))\n"
+        "    return torch.stack(out)\n"
+    )
+    (found,) = [f for f in analyze(text) if f.code == "IPL001"]
+    assert found.severity == Severity.WARNING and found.line == 6
+    assert "fails if `cls_probs` requires grad" in found.message, found.message

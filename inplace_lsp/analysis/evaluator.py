@@ -1110,9 +1110,19 @@ class Interpreter(Objects):
                 pieces=False,  # `h.chunk(2)[0]`: one piece
                 contiguous=base.contiguous if leading_index(node.slice) else None,
             )
+        # An item of a container or of an unknown: whether it requires grad rests on what
+        # the base's rests on (`cls_probs[i]` of an argument `cls_probs`), which says so.
+        grad_from = base.grad_from if base.grad is None else ""
         if base.kind == "container":
-            return Value("unknown", frozenset({new_id()}), None, base.grad, graph=base.graph)
-        return Value("unknown", frozenset({new_id()}), None, None)
+            return Value(
+                "unknown",
+                frozenset({new_id()}),
+                None,
+                base.grad,
+                graph=base.graph,
+                grad_from=grad_from,
+            )
+        return Value("unknown", frozenset({new_id()}), None, None, grad_from=grad_from)
 
     def expr_Tuple(self, node: ast.Tuple | ast.List | ast.Set, frame: Frame) -> Value:
         items = tuple(
