@@ -806,3 +806,52 @@ def test_an_item_of_an_argument_names_the_argument_its_warning_rests_on() -> Non
     (found,) = [f for f in analyze(text) if f.code == "IPL001"]
     assert found.severity == Severity.WARNING and found.line == 6
     assert "fails if `cls_probs` requires grad" in found.message, found.message
+
+
+BOUND_METHOD = """\
+import torch
+import torch.nn as nn
+
+
+class Agent:
+    def __init__(self, dim: int, use_topk: bool):
+        self.net = nn.Linear(dim, 1)
+        self.optim = torch.optim.Adam(self.net.parameters())
+        self.calc_pi_loss = self.calc_pi_loss_topk if use_topk else self.calc_pi_loss_all
+
+    def calc_pi_loss_all(self, states, advs):
+        psi = nn.functional.softmax(advs, dim=0).squeeze_()
+        return -(psi * self.net(states).squeeze(-1)).sum()
+
+    def calc_pi_loss_topk(self, states, advs):
+        top, idx = torch.topk(advs, advs.shape[0] // 2, dim=0)
+        psi = nn.functional.softmax(top, dim=0).squeeze_()
+        return -(psi * self.net(states).squeeze(-1)[idx]).sum()
+
+    def update(self, states, rewards):
+        with torch.no_grad():
+            advs = (rewards - self.net(states).squeeze(-1)).unsqueeze(-1)
+        loss = self.calc_pi_loss(states, advs)
+        self.optim.zero_grad()
+        loss.backward()
+        self.optim.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("grad_mode", "expected"),
+    [
+        ("with torch.no_grad():", []),  # the advantages need no grad: softmax saves nothing
+        ("if True:", [("error", 12), ("error", 17)]),  # they do: SoftmaxBackward0 fails
+    ],
+)
+def test_a_method_held_in_an_attribute_is_called_on_its_object(
+    grad_mode: str, expected: list[tuple[str, int]]
+) -> None:
+    """`self.calc_pi_loss = self.calc_pi_loss_topk if use_topk else self.calc_pi_loss_all`,
+    then `self.calc_pi_loss(states, advs)`: either method, on the object, with the caller's
+    arguments, whose facts win over each method's own analysis (torch: `softmax(advs).squeeze_()`
+    bumps the output's version, and backward() fails exactly when `advs` requires grad)."""
+    text = BOUND_METHOD.replace("with torch.no_grad():", grad_mode)
+    found = [(f.severity.value, f.line) for f in analyze(text) if f.code == "IPL001"]
+    assert sorted(found) == expected, found

@@ -48,6 +48,9 @@ class Function:
     node: ast.FunctionDef | ast.AsyncFunctionDef
     start: int
     model: ModuleModel
+    # A method read off an object (`self.calc_loss_a`, held in `self.calc_loss`): the object
+    # a call passes as its first argument.
+    bound: ModuleRef | None = None
 
 
 @dataclass(frozen=True)

@@ -1392,10 +1392,7 @@ class Interpreter(Objects):
         if callee.module is not None:
             return self.module_call(callee.module, args, node, frame)
         if callee.function is not None:
-            function = callee.function
-            return self.inline(
-                function.node, function.start, args, kwargs, node, frame, function.model
-            )
+            return self.call_function(callee.function, args, kwargs, node, frame)
         if callee.kind == "symbol" and callee.qualname:
             return self.symbol_call(callee.qualname, args, kwargs, node, frame)
         if callee.kind == "symbol" and callee.items:
@@ -1438,13 +1435,28 @@ class Interpreter(Objects):
         if callee.module is not None:
             return self.module_call(callee.module, args, node, frame)
         if callee.function is not None:
-            function = callee.function
-            return self.inline(
-                function.node, function.start, args, kwargs, node, frame, function.model
-            )
+            return self.call_function(callee.function, args, kwargs, node, frame)
         if callee.kind == "symbol" and callee.qualname:
             return self.symbol_call(callee.qualname, args, kwargs, node, frame)
+        if callee.kind == "symbol" and callee.items:
+            return self._call_one_of(callee.items, args, kwargs, node, frame)
         return unknown_call(args, kwargs)
+
+    def call_function(
+        self,
+        function: Function,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        """A call of a function of the code held as a value; a method read off an object
+        (`self.calc_loss = self.calc_loss_a`) gets the object as its first argument."""
+        if function.bound is not None:
+            kind = "module" if function.bound.is_module else "object"
+            this = Value(kind, tensor=False, grad=False, module=function.bound)
+            args = [this, *args]
+        return self.inline(function.node, function.start, args, kwargs, node, frame, function.model)
 
     def _call_one_of(
         self,
@@ -1464,7 +1476,10 @@ class Interpreter(Objects):
             frame.ctx = Ctx(
                 base_ctx, ("`{}` is `" + (choice.qualname or "") + "`{}", node.func, None)
             )
-            results.append(self.symbol_call(choice.qualname or "", args, kwargs, node, frame))
+            if choice.function is not None:
+                results.append(self.call_function(choice.function, args, kwargs, node, frame))
+            else:
+                results.append(self.symbol_call(choice.qualname or "", args, kwargs, node, frame))
             heaps.append(self.heap)
         frame.ctx = base_ctx
         self.heap = heaps[0]
