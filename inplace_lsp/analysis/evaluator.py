@@ -2145,14 +2145,15 @@ class Interpreter(Objects):
             elif default is not None:
                 # Not passed: the default's value (`chunk_size=None` decides `if chunk_size:`).
                 callee.env[param.arg] = self._default_value(default, callee)
-            elif param.annotation is not None:
-                # Not passed, no default (an entry point's object, built from arguments the
-                # analysis does not have): what its annotation says (`beta: float` is a
-                # Python number, never a tensor that requires grad).
-                callee.env[param.arg] = self._param_value(param, None, assumed=False)
             else:
-                # (what rests on whether it requires grad names it)
-                callee.env[param.arg] = replace(unknown(), grad_from=param.arg)
+                # Not passed, no default (an entry point's object, built from arguments the
+                # analysis does not have): a Python number or an integer tensor where its
+                # annotation says so (`beta: float` never requires grad), else unknown.
+                said = self._param_value(param, None, assumed=False) if param.annotation else None
+                grad_free = said is not None and (
+                    said.kind == "scalar" or (said.kind == "tensor" and said.grad is False)
+                )
+                callee.env[param.arg] = said if said is not None and grad_free else unknown()
         for param, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
             given = kwargs.get(param.arg)
             if given is None:
