@@ -668,3 +668,205 @@ def test_modules_never_become_their_own_parents() -> None:
     assert inner.parent is outer and outer.parent is None
     outer.training_flag = False
     assert not inner.training and not outer.training
+
+
+ACCUMULATING = """\
+import torch
+import torch.nn.functional as F
+
+
+def train(model: torch.nn.Module, loader, opt):
+    RESET_BEFORE
+    for epoch in range(3):
+        RESET_EPOCH
+        for step, (x, y) in enumerate(loader):
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            total += loss
+            if step % 4 == 3:
+                opt.step()
+                opt.zero_grad()
+                RESET_WINDOW
+        print(total)
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "epoch", "window", "reported"),
+    [
+        ("total = 0", "pass", "total = 0", False),  # each window's graphs, then let go
+        ("total = 0", "pass", "total = total.detach()", False),
+        ("total = 0", "pass", "pass", True),  # every step's graph, for the whole run
+        ("pass", "total = 0.0", "pass", True),  # set back per epoch: an epoch's graphs
+        ("total = 0", "pass", "total = total * 0.5", True),  # rebound, graph and all
+        ("total = 0", "pass", "total = 0 if epoch else total", True),  # on one path only
+    ],
+)
+def test_a_total_the_same_loop_sets_back_keeps_one_windows_graphs(
+    before: str, epoch: str, window: str, reported: bool
+) -> None:
+    """IPL004: `total += loss` holds every iteration's graph unless the loop it accumulates
+    across sets it back to a value without a graph (torch: with the reset after each window,
+    the graph behind the total stays one window's nodes; without it, it grows every step)."""
+    text = (
+        ACCUMULATING.replace("RESET_BEFORE", before)
+        .replace("RESET_EPOCH", epoch)
+        .replace("RESET_WINDOW", window)
+    )
+    found = [f.line for f in analyze(text) if f.code == "IPL004"]
+    assert (found == [12]) is reported, found
+
+
+RUNNING_MEAN = """\
+import torch
+import torch.nn as nn
+
+
+class RunningMean(nn.Module):
+    def __init__(self, beta: float, scale: int = 2):
+        super().__init__()
+        self.beta = beta
+        self.steps = nn.Parameter(torch.tensor(0.0), requires_grad=False)
+        self.total = nn.Parameter(torch.tensor(0.0), requires_grad=False)
+
+    def forward(self, x):
+        mean = self.total / (1 - self.beta**self.steps)
+        loss = ((x - mean) ** 2).mean()
+        self.total.mul_(self.beta)
+        self.steps.add_(1.0)
+        return loss
+"""
+
+
+@pytest.mark.parametrize(
+    ("signature", "reported"),
+    [
+        ("beta: float, scale: int = 2", False),  # a Python number: nothing is saved
+        ("beta, scale: int = 2", True),  # may be a tensor that requires grad
+    ],
+)
+def test_a_constructor_argument_the_analysis_lacks_is_what_its_annotation_says(
+    signature: str, reported: bool
+) -> None:
+    """A class analysed on its own is built from constructor arguments nobody passed: a
+    `float` one is a Python number (torch: `t / (1 - 0.99 ** p)` with parameters made with
+    requires_grad=False saves nothing); an unannotated one may be a tensor that requires
+    grad, and what rests on that stays a Warning."""
+    text = RUNNING_MEAN.replace("beta: float, scale: int = 2", signature)
+    found = [f for f in analyze(text) if f.code == "IPL001" and f.severity != Severity.HINT]
+    if not reported:
+        assert not found, [f.message for f in found]
+    else:
+        assert [f.line for f in found] == [15, 16]
+        assert all(f.severity == Severity.WARNING for f in found)
+
+
+DETACHED = """\
+import torch
+
+
+class Holder:
+    def __init__(self):
+        self.last = None
+
+    def keep(self, x):
+        self.last = x * 2
+        return self.last
+
+
+def mask(x: torch.Tensor, holder: Holder, avail: torch.Tensor):
+    made = MADE
+    made[avail == 0] = -1e9
+    return x, holder.last, made
+"""
+
+
+@pytest.mark.parametrize(
+    ("made", "reported"),
+    [
+        ("x.clone().detach()", False),  # a copy no name holds: its only handle
+        ("torch.softmax(x, dim=-1).detach()", False),
+        ("(x * 2).detach()", False),
+        ("x.detach()", True),  # x itself changes
+        ("x.view(-1, 4).detach()", True),  # a view of x: x changes
+        ("Holder().keep(x).detach()", True),  # the holder's `last` is the tensor
+    ],
+)
+def test_a_write_through_a_detach_of_a_tensor_just_made_changes_nothing_else(
+    made: str, reported: bool
+) -> None:
+    """IPL005: `t.clone().detach()` is the only handle on the copy (torch: writing into it
+    leaves t, its version and its storage as they were); a detach of a name, of a view, or of
+    what a function of the code returns (and may keep) still changes what something else
+    reads."""
+    found = [f.line for f in analyze(DETACHED.replace("MADE", made)) if f.code == "IPL005"]
+    assert (found == [15]) is reported, found
+
+
+def test_an_item_of_an_argument_names_the_argument_its_warning_rests_on() -> None:
+    """`torch.max(cls_probs[i], 0)` saves its indices only if `cls_probs` requires grad
+    (torch: d2l's multibox_detection, then a backward() through the scores it returns,
+    fails at MaxBackward0 once `class_id[non_keep] = -1` bumped the indices' version; under
+    no_grad nothing is saved): the Warning says which argument, not "on some paths"."""
+    text = (
+        "import torch\n"
+        "def detect(cls_probs, batch_size):\n"
+        "    out = []\n"
+        "    for i in range(batch_size):\n"
+        "        conf, class_id = torch.max(cls_probs[i][1:], 0)\n"
+        "        class_id[conf < 0.5] = -1\n"
+        "        out.append(torch.stack((class_id.float(), conf), dim=1))\n"
+        "    return torch.stack(out)\n"
+    )
+    (found,) = [f for f in analyze(text) if f.code == "IPL001"]
+    assert found.severity == Severity.WARNING and found.line == 6
+    assert "fails if `cls_probs` requires grad" in found.message, found.message
+
+
+BOUND_METHOD = """\
+import torch
+import torch.nn as nn
+
+
+class Agent:
+    def __init__(self, dim: int, use_topk: bool):
+        self.net = nn.Linear(dim, 1)
+        self.optim = torch.optim.Adam(self.net.parameters())
+        self.calc_pi_loss = self.calc_pi_loss_topk if use_topk else self.calc_pi_loss_all
+
+    def calc_pi_loss_all(self, states, advs):
+        psi = nn.functional.softmax(advs, dim=0).squeeze_()
+        return -(psi * self.net(states).squeeze(-1)).sum()
+
+    def calc_pi_loss_topk(self, states, advs):
+        top, idx = torch.topk(advs, advs.shape[0] // 2, dim=0)
+        psi = nn.functional.softmax(top, dim=0).squeeze_()
+        return -(psi * self.net(states).squeeze(-1)[idx]).sum()
+
+    def update(self, states, rewards):
+        with torch.no_grad():
+            advs = (rewards - self.net(states).squeeze(-1)).unsqueeze(-1)
+        loss = self.calc_pi_loss(states, advs)
+        self.optim.zero_grad()
+        loss.backward()
+        self.optim.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("grad_mode", "expected"),
+    [
+        ("with torch.no_grad():", []),  # the advantages need no grad: softmax saves nothing
+        ("if True:", [("error", 12), ("error", 17)]),  # they do: SoftmaxBackward0 fails
+    ],
+)
+def test_a_method_held_in_an_attribute_is_called_on_its_object(
+    grad_mode: str, expected: list[tuple[str, int]]
+) -> None:
+    """`self.calc_pi_loss = self.calc_pi_loss_topk if use_topk else self.calc_pi_loss_all`,
+    then `self.calc_pi_loss(states, advs)`: either method, on the object, with the caller's
+    arguments, whose facts win over each method's own analysis (torch: `softmax(advs).squeeze_()`
+    bumps the output's version, and backward() fails exactly when `advs` requires grad)."""
+    text = BOUND_METHOD.replace("with torch.no_grad():", grad_mode)
+    found = [(f.severity.value, f.line) for f in analyze(text) if f.code == "IPL001"]
+    assert sorted(found) == expected, found

@@ -48,6 +48,9 @@ class Function:
     node: ast.FunctionDef | ast.AsyncFunctionDef
     start: int
     model: ModuleModel
+    # A method read off an object (`self.calc_loss_a`, held in `self.calc_loss`): the object
+    # a call passes as its first argument.
+    bound: ModuleRef | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,9 @@ class Value:
     grad_assumed: bool = False  # grad is an assumption (forward input), not proven
     leaf: bool = False
     graph: frozenset[int] = frozenset()
-    detached: str = ""  # "detach" (shares the version counter) or "data" (hides writes from it)
+    # "detach" (shares the version counter), "data" (hides writes from it) or "fresh" (a
+    # detach of a tensor just made, `t.clone().detach()`: nothing else reads what it writes)
+    detached: str = ""
     partial: bool = False  # a slice of a tensor, not the whole of it
     joined: bool = False
     origin: str = ""
@@ -317,6 +322,9 @@ class Accumulation:
     value_text: str
     value: Value  # what is added (its grad as known when the analysis ends)
     trains: bool  # the loop calls backward() or step()
+    # The same loop also rebinds the name to a value without a graph (`running_loss = 0`
+    # after each optimizer step): the total spans a window of iterations, not the loop.
+    reset: bool = False
 
 
 @dataclass(eq=False)
@@ -415,6 +423,10 @@ class Frame:
     loop_depth: int = 0
     loop_names: list[set[str]] = field(default_factory=list)
     loop_has_backward: list[bool] = field(default_factory=list)
+    # Per enclosing loop: the names bound before it that its body rebinds to a value that
+    # carries no graph (an accumulator's reset), and the accumulations noted in its body.
+    loop_resets: list[set[str]] = field(default_factory=list)
+    loop_accumulations: list[list[Accumulation]] = field(default_factory=list)
     stmt: ast.stmt | None = None
     path: str | None = None  # the file the code comes from (None: the document analysed)
     # Reachability: the path being run ended (`return`, `raise`, `break`, `continue`); the

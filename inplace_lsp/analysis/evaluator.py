@@ -508,7 +508,11 @@ class Interpreter(Objects):
             loc = self.loc(stmt, frame)
             trains = bool(frame.loop_has_backward and frame.loop_has_backward[-1])
             text = ast.unparse(stmt.value)
-            self.facts.accumulations.append(Accumulation(name, loc, loc, text, rhs, trains))
+            acc = Accumulation(name, loc, loc, text, rhs, trains)
+            self.facts.accumulations.append(acc)
+            # The innermost loop the name was bound before: the iterations it spans.
+            level = max(i for i, names in enumerate(frame.loop_names) if name in names)
+            frame.loop_accumulations[level].append(acc)
 
     def inplace_binop(
         self,
@@ -685,6 +689,8 @@ class Interpreter(Objects):
         frame.loop_depth += 1
         frame.loop_names.append(set(frame.env))
         frame.loop_has_backward.append(has_backward(stmt, self.model.mentions_training))
+        frame.loop_resets.append(set())
+        frame.loop_accumulations.append([])
         frame.breaks.append([])
         completed = True
         for each in heads:
@@ -704,6 +710,12 @@ class Interpreter(Objects):
         breaks = frame.breaks.pop()
         frame.loop_names.pop()
         frame.loop_has_backward.pop()
+        resets = frame.loop_resets.pop()
+        for acc in frame.loop_accumulations.pop():
+            # `running_loss = 0` in the same loop (after each optimizer step): the graphs it
+            # holds are those of one window of iterations, which backward() has freed of
+            # their saved tensors; they do not grow with the loop.
+            acc.reset = acc.reset or acc.name in resets
         frame.loop_depth -= 1
         exits: list[State] = []
         if not endless:  # the condition ends it (or the iterable is empty): `else` runs
@@ -847,6 +859,12 @@ class Interpreter(Objects):
 
     def assign(self, target: ast.expr, value: Value, frame: Frame, stmt: ast.stmt) -> None:
         if isinstance(target, ast.Name):
+            if frame.loop_depth and (value.grad is False or value.detached):
+                # A name bound before a loop, rebound in its body to a value without a graph:
+                # whatever it accumulated is let go (IPL004).
+                for names, resets in zip(frame.loop_names, frame.loop_resets, strict=True):
+                    if target.id in names:
+                        resets.add(target.id)
             if (value.kind == "tensor" or value.kind == "unknown") and not value.partial:
                 for group in sorted(value.groups):
                     self.group_names.setdefault(group, set()).add(target.id)
@@ -1113,9 +1131,19 @@ class Interpreter(Objects):
                 pieces=False,  # `h.chunk(2)[0]`: one piece
                 contiguous=base.contiguous if leading_index(node.slice) else None,
             )
+        # An item of a container or of an unknown: whether it requires grad rests on what
+        # the base's rests on (`cls_probs[i]` of an argument `cls_probs`), which says so.
+        grad_from = base.grad_from if base.grad is None else ""
         if base.kind == "container":
-            return Value("unknown", frozenset({new_id()}), None, base.grad, graph=base.graph)
-        return Value("unknown", frozenset({new_id()}), None, None)
+            return Value(
+                "unknown",
+                frozenset({new_id()}),
+                None,
+                base.grad,
+                graph=base.graph,
+                grad_from=grad_from,
+            )
+        return Value("unknown", frozenset({new_id()}), None, None, grad_from=grad_from)
 
     def expr_Tuple(self, node: ast.Tuple | ast.List | ast.Set, frame: Frame) -> Value:
         items = tuple(
@@ -1367,18 +1395,25 @@ class Interpreter(Objects):
         ):
             return self._super_call(func.attr, node, frame)
         if isinstance(func, ast.Attribute):
+            mark = new_id() if func.attr == "detach" else 0
             receiver = self._receiver(func, frame)
             if receiver is not None and receiver.kind != "symbol":
-                return self.method_call(receiver, func.attr, node, frame)
+                result = self.method_call(receiver, func.attr, node, frame)
+                if (
+                    mark
+                    and result.detached == "detach"
+                    and self._made_here(func.value, receiver, mark)
+                ):
+                    # `t.clone().detach()`: the only handle on a tensor just made; a write
+                    # through it changes nothing another name reads.
+                    result = replace(result, detached="fresh")
+                return result
         callee = self.eval(func, frame)
         args, kwargs = self.arguments(node, frame)
         if callee.module is not None:
             return self.module_call(callee.module, args, node, frame)
         if callee.function is not None:
-            function = callee.function
-            return self.inline(
-                function.node, function.start, args, kwargs, node, frame, function.model
-            )
+            return self.call_function(callee.function, args, kwargs, node, frame)
         if callee.kind == "symbol" and callee.qualname:
             return self.symbol_call(callee.qualname, args, kwargs, node, frame)
         if callee.kind == "symbol" and callee.items:
@@ -1421,13 +1456,28 @@ class Interpreter(Objects):
         if callee.module is not None:
             return self.module_call(callee.module, args, node, frame)
         if callee.function is not None:
-            function = callee.function
-            return self.inline(
-                function.node, function.start, args, kwargs, node, frame, function.model
-            )
+            return self.call_function(callee.function, args, kwargs, node, frame)
         if callee.kind == "symbol" and callee.qualname:
             return self.symbol_call(callee.qualname, args, kwargs, node, frame)
+        if callee.kind == "symbol" and callee.items:
+            return self._call_one_of(callee.items, args, kwargs, node, frame)
         return unknown_call(args, kwargs)
+
+    def call_function(
+        self,
+        function: Function,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        """A call of a function of the code held as a value; a method read off an object
+        (`self.calc_loss = self.calc_loss_a`) gets the object as its first argument."""
+        if function.bound is not None:
+            kind = "module" if function.bound.is_module else "object"
+            this = Value(kind, tensor=False, grad=False, module=function.bound)
+            args = [this, *args]
+        return self.inline(function.node, function.start, args, kwargs, node, frame, function.model)
 
     def _call_one_of(
         self,
@@ -1447,7 +1497,10 @@ class Interpreter(Objects):
             frame.ctx = Ctx(
                 base_ctx, ("`{}` is `" + (choice.qualname or "") + "`{}", node.func, None)
             )
-            results.append(self.symbol_call(choice.qualname or "", args, kwargs, node, frame))
+            if choice.function is not None:
+                results.append(self.call_function(choice.function, args, kwargs, node, frame))
+            else:
+                results.append(self.symbol_call(choice.qualname or "", args, kwargs, node, frame))
             heaps.append(self.heap)
         frame.ctx = base_ctx
         self.heap = heaps[0]
@@ -1517,6 +1570,31 @@ class Interpreter(Objects):
         method = found[1]
         return self.inline(
             method, owner.start_of(method), [this, *args], kwargs, node, frame, owner
+        )
+
+    def _made_here(self, expr: ast.expr, value: Value, mark: int) -> bool:
+        """Whether `value`, what `expr` evaluated to, is a tensor that a torch op (a function
+        of torch, a tensor method, an operator) made while evaluating it: its version groups
+        are newer than `mark`, so no name, attribute, container or argument holds it (a
+        function of the code or a module might keep what it returns; a torch op does not)."""
+        if not (
+            value.kind == "tensor"
+            and value.groups
+            and min(value.groups) > mark
+            and not (value.leaf or value.detached or value.joined)
+        ):
+            return False
+        if isinstance(expr, ast.BinOp | ast.UnaryOp):
+            return True
+        if not isinstance(expr, ast.Call):
+            return False
+        qual = self.model.qualify(expr.func)
+        if qual is not None:
+            return qual.startswith("torch.") and (
+                self.kb.op(qual) is not None or qual in FACTS.factories
+            )
+        return isinstance(expr.func, ast.Attribute) and (
+            self.kb.op(f"Tensor.{expr.func.attr}") is not None
         )
 
     def _receiver(self, func: ast.Attribute, frame: Frame) -> Value | None:
@@ -2084,7 +2162,14 @@ class Interpreter(Objects):
                 # Not passed: the default's value (`chunk_size=None` decides `if chunk_size:`).
                 callee.env[param.arg] = self._default_value(default, callee)
             else:
-                callee.env[param.arg] = unknown()
+                # Not passed, no default (an entry point's object, built from arguments the
+                # analysis does not have): a Python number or an integer tensor where its
+                # annotation says so (`beta: float` never requires grad), else unknown.
+                said = self._param_value(param, None, assumed=False) if param.annotation else None
+                grad_free = said is not None and (
+                    said.kind == "scalar" or (said.kind == "tensor" and said.grad is False)
+                )
+                callee.env[param.arg] = said if said is not None and grad_free else unknown()
         for param, kw_default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
             given = kwargs.get(param.arg)
             if given is None:

@@ -205,7 +205,7 @@ class Events:
             if external:
                 self.events.append(WriteEvent(mutation, external, False, False))
             return mutation
-        if value.detached:
+        if value.detached == "detach":
             self.facts.detached_writes.append(mutation)
         # A write through a detached alias is tracked too: whether the tensor it aliases is
         # read again decides whether cloning the alias keeps what the program computes.

@@ -174,6 +174,9 @@ class Objects(TorchOps):
         getter = self._property(ref, attr)
         if getter is not None:
             return getter
+        method = self._bound_method(ref, attr)
+        if method is not None:
+            return method
         if attr == "training" and ref.is_module:
             # `if not self.training:` (an inference path) is decided by train() / eval().
             return constant(ref.training)
@@ -305,6 +308,24 @@ class Objects(TorchOps):
         this = Value("module" if ref.is_module else "object", tensor=False, grad=False, module=ref)
         frame = Frame({}, owner.start_of(method), True, Ctx(), path=owner.path)
         return self.inline(method, owner.start_of(method), [this], {}, method, frame, owner)
+
+    def _bound_method(self, ref: ModuleRef, attr: str) -> Value | None:
+        """`self.calc_loss_a` read, not called, where the class defines that method and no
+        instance attribute of that name: the method bound to the object (`self.calc_loss =
+        self.calc_loss_a if flag else self.calc_loss_b`, called later as `self.calc_loss(x)`)."""
+        cls = ref.cls
+        if cls is None or attr in cls.submodules or attr in cls.parameters:
+            return None
+        if attr in cls.buffers or attr in cls.plain_attrs:
+            return None
+        found = self.model.find_method(cls, attr)
+        if found is None or found[1].decorator_list:
+            return None  # a property, a staticmethod or classmethod, or wrapped by a decorator
+        owner = found[0].owner or self.model
+        method = found[1]
+        function = Function(method, owner.start_of(method), owner, bound=ref)
+        qualname = f"{found[0].name}.{attr}"
+        return Value("symbol", tensor=False, grad=False, qualname=qualname, function=function)
 
     @staticmethod
     def _builds_module(sub: Submodule, owner: ModuleModel) -> bool:
@@ -493,7 +514,7 @@ class Objects(TorchOps):
             # A hook of this file runs at every call of the module (`output.clamp_(...)` in a
             # hook on nn.Sigmoid writes the output Sigmoid saved).
             function = args[0].function if args else None
-            if function is not None:
+            if function is not None and function.bound is None:
                 self.add_hook(ref, Hook("pre" if name.endswith("pre_hook") else "post", function))
             return unknown()
         if ref.cls is not None:

@@ -194,6 +194,9 @@ class Inputs:
             sym.element = self.symbolize(real.element, (*path, ("element",)))
         if real.module is not None:
             sym.module = self.symbolize_ref(real.module, (*path, ("module",)))
+        if real.function is not None and real.function.bound is not None:
+            bound = self.symbolize_ref(real.function.bound, (*path, ("bound",)))
+            sym.function = dataclasses.replace(real.function, bound=bound)
         if name is not None:
             sym.name = name
         return sym
@@ -295,6 +298,9 @@ def value_facts(value: Value, depth: int = 0, groups: dict[int, int] | None = No
         value.origin,
         value.qualname,
         id(value.function.node) if value.function is not None else None,
+        module_facts(value.function.bound, depth)
+        if value.function is not None and value.function.bound is not None
+        else None,
         _hashable(value.keys),
         value_facts(value.element, depth + 1, groups)
         if value.element is not None and depth < _DEPTH
@@ -452,6 +458,9 @@ def resolve_path(
             current = items[index] if items is not None and index < len(items) else None
         elif kind == "module":
             current = current.module if isinstance(current, Value) else None
+        elif kind == "bound":
+            function = current.function if isinstance(current, Value) else None
+            current = function.bound if function is not None else None
         elif kind == "element":
             current = current.element if isinstance(current, Value) else None
         elif kind == "attr":
@@ -608,6 +617,10 @@ class Application:
             copy.element = self.value(value.element)
         if value.module is not None:
             copy.module = self.ref(value.module)
+        if value.function is not None and value.function.bound is not None:
+            copy.function = dataclasses.replace(
+                value.function, bound=self.ref(value.function.bound)
+            )
         return copy
 
     def ref(self, ref: ModuleRef) -> ModuleRef:

@@ -39,6 +39,22 @@ class InplaceOnSaved(Rule):
         "        h += 2.0\n"
         "        return h\n",
         "import torch\ndef f(x):\n    h = torch.sigmoid(x)\n    h = h + 1\n    return h\n",
+        # Parameters made with requires_grad=False and a `float` constructor argument: the
+        # division's operands need no grad, so it saves neither and the updates are safe.
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "class RunningMean(nn.Module):\n"
+        "    def __init__(self, beta: float):\n"
+        "        super().__init__()\n"
+        "        self.beta = beta\n"
+        "        self.steps = nn.Parameter(torch.tensor(0.0), requires_grad=False)\n"
+        "        self.total = nn.Parameter(torch.tensor(0.0), requires_grad=False)\n"
+        "    def forward(self, x):\n"
+        "        mean = self.total / (1 - self.beta**self.steps)\n"
+        "        loss = ((x - mean) ** 2).mean()\n"
+        "        self.total.mul_(self.beta).add_(x.mean().detach(), alpha=1 - self.beta)\n"
+        "        self.steps.add_(1.0)\n"
+        "        return loss\n",
     ]
     INVALID = [
         Invalid(

@@ -16,7 +16,10 @@ class GraphAccumulation(Rule):
     `loss` still carries its graph; adding it to a running total that lives across iterations
     chains all those graphs together, so memory grows every step until the loop ends (and
     logging the total reports a tensor, not a number). Only reported when the loop also calls
-    backward() or step() and the total itself is never backpropagated or returned.
+    backward() or step() and the total itself is never backpropagated or returned. A total
+    that the same loop sets back to a value without a graph (`running_loss = 0` after each
+    gradient-accumulation window's optimizer step) holds one window's graphs, not the loop's:
+    it does not grow, and is no finding.
 
     Fix: accumulate `loss.item()` (or `loss.detach()`).
     """
@@ -34,6 +37,18 @@ class GraphAccumulation(Rule):
         "        opt.step()\n"
         "        total += loss.item()\n"
         "    return total\n",
+        "import torch\n"
+        "def train(model: torch.nn.Module, loader, opt, accum: int):\n"
+        "    running_loss = 0\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        loss = torch.nn.functional.mse_loss(model(x), y) / accum\n"
+        "        running_loss += loss\n"
+        "        loss.backward()\n"
+        "        if (step + 1) % accum == 0:\n"
+        "            opt.step()\n"
+        "            opt.zero_grad()\n"
+        "            print(running_loss.item())\n"
+        "            running_loss = 0\n",
     ]
     INVALID = [
         Invalid(
@@ -58,6 +73,10 @@ class GraphAccumulation(Rule):
             # `env.step`'s reward or a value of unknown kind is no finding. A total that is
             # backpropagated itself is accumulated on purpose (gradient accumulation).
             if not acc.trains or value.grad is not True or value.detached:
+                continue
+            if acc.reset:
+                # Reset by the same loop (`running_loss = 0` after each optimizer step): the
+                # graphs kept are one window's, bounded, and backward() freed their buffers.
                 continue
             if value.kind not in ("tensor", "unknown") or acc.name in facts.backwarded:
                 continue

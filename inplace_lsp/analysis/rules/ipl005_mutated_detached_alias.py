@@ -23,7 +23,9 @@ class MutatedDetachedAlias(Rule):
     counter. Writing into them changes y itself; if an op saved y for backward, backward()
     fails (detach: an Error) or silently computes wrong gradients (`.data`, which hides the
     write from the version check: a Warning, since torch runs on and whether those gradients
-    are used is not known; `verify` sees the write and reports it).
+    are used is not known; `verify` sees the write and reports it). A detach of a tensor a
+    torch op has just made (`q.clone().detach()`) is the only handle on it: writing into it
+    changes nothing another name reads, and is no finding.
 
     Fix: `.detach().clone()` when you need an independent copy.
     """
@@ -38,6 +40,13 @@ class MutatedDetachedAlias(Rule):
         "    z = y.detach().clone()\n"
         "    z[0] = 9\n"
         "    return y, z\n",
+        # A detach of a copy just made: no other name reads what the write changes.
+        "import torch\n"
+        "def greedy(q, avail):\n"
+        "    with torch.no_grad():\n"
+        "        q_masked = q.clone().detach()\n"
+        "        q_masked[avail == 0] = -1e9\n"
+        "        return q_masked.argmax(dim=-1)\n",
     ]
     INVALID = [
         Invalid(
