@@ -5,7 +5,7 @@ what the docs call valid runs forward and backward, and an INVALID example the a
 an error fails with torch's in-place, leaf or refused-write error.
 
 Each example is executed as a module; then every nn.Module subclass it defines is built with no
-arguments and called on the input verify synthesizes for it (`torch.randn(2, 4)` where verify
+arguments (or those of its `example_args()`, as verify builds it) and called on the input verify synthesizes for it (`torch.randn(2, 4)` where verify
 cannot tell), and every function is called on `torch.randn(2, 4)` tensors; inputs require grad,
 the output is summed and backpropagated. Examples whose functions need other arguments (a
 model, a data loader) are run as far as their module-level code goes and listed in
@@ -78,7 +78,9 @@ def _outcome(code: str, rule: str) -> str:
                 continue
             if inspect.isclass(value) and issubclass(value, torch.nn.Module):
                 shape = _input_shape(code, _definitions(code)[name])
-                _backward(value()(torch.randn(shape, requires_grad=True)))
+                # Built as verify builds it: with example_args() where the class has one.
+                made = value(*value.example_args()) if hasattr(value, "example_args") else value()
+                _backward(made(torch.randn(shape, requires_grad=True)))
             elif inspect.isfunction(value):
                 count = len(inspect.signature(value).parameters)
                 _backward(value(*(torch.randn(2, 4, requires_grad=True) for _ in range(count))))

@@ -53,8 +53,18 @@ def record(path: str) -> dict[str, list[torch.Tensor | None]]:
         losses.extend(t.detach().clone() for t in tensors(roots))
         return original_backward(roots, *args, **kwargs)
 
+    inside: list[bool] = []
+
     def grad(*args: Any, **kwargs: Any) -> Any:
-        result = original_grad(*args, **kwargs)
+        # Under a TorchFunctionMode torch hands the call to the mode, which calls this same
+        # public function again: only the outer call records.
+        if inside:
+            return original_grad(*args, **kwargs)
+        inside.append(True)
+        try:
+            result = original_grad(*args, **kwargs)
+        finally:
+            inside.pop()
         losses.extend(t.detach().clone() for t in tensors(result))
         return result
 

@@ -54,7 +54,10 @@ class InplaceOnSaved(Rule):
         "        loss = ((x - mean) ** 2).mean()\n"
         "        self.total.mul_(self.beta).add_(x.mean().detach(), alpha=1 - self.beta)\n"
         "        self.steps.add_(1.0)\n"
-        "        return loss\n",
+        "        return loss\n"
+        "    @staticmethod\n"
+        "    def example_args():\n"
+        "        return (0.9,)\n",
     ]
     INVALID = [
         Invalid(
