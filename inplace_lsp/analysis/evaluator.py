@@ -1582,6 +1582,11 @@ class Interpreter(Objects):
                     self.escaped |= graph
                     # The list holds it: `torch.stack(outs)` reaches its graph, so the
                     # backward through the stack frees what it saved.
+                    if name == "extend" and a.items is not None and a.keys is None:
+                        # `layers.extend([nn.Linear(...), act])`: each item, in order.
+                        for item in a.items:
+                            self.append_item(receiver, item, frozenset(self._graph_of(item)))
+                        continue
                     self.append_item(receiver, a if name == "append" else None, graph)
             return unknown()
         if receiver.kind == "scalar":

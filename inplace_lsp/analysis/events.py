@@ -320,9 +320,13 @@ class Events:
 
     def append_item(self, container: Value, item: Value | None, graph: frozenset[int]) -> None:
         """`outs.append(h)` (or `extend`, `add`: `item` None): the container reaches its graph
-        and, for append, holds it as its last item."""
+        and, for append, holds it as its last item; after another change its items are no
+        longer known one by one."""
         container.graph = container.graph | graph
-        if container.items is not None and item is not None:
+        if item is None:
+            # What it holds now is not known one by one (`xs.extend(ys)`, `d.update(...)`).
+            container.items, container.keys = None, None
+        elif container.items is not None:
             held = (*container.items, item)
             container.items = held if len(held) <= HELD_ITEMS else None
         path = self._stand_in(container)
