@@ -868,7 +868,7 @@ class Interpreter(Objects):
                 self.set_grad(base, flag if isinstance(flag, bool) else None, toggled=True)
                 return
             self.escaped |= self._graph_of(value)
-            if base.module is not None:
+            if base.module is not None and not self._own_setattr(base, target.attr, value, frame):
                 self.set_attr(base.module, target.attr, value)
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value, frame)
@@ -902,6 +902,25 @@ class Interpreter(Objects):
                     self.set_item(base, const_index(target.slice), value, graph)
         elif STRICT:
             raise UnhandledNode(target)
+
+    def _own_setattr(self, base: Value, attr: str, value: Value, frame: Frame) -> bool:
+        """`obj.name = value` on an object whose class of the code defines `__setattr__`
+        without handing the name on to the usual one (a `Bunch(dict)` storing it as an
+        item): that method runs instead, and the object gets no such attribute. Whether it
+        did."""
+        ref = base.module
+        if ref is None or ref.cls is None or ref.is_module:
+            return False
+        found = self.model.find_method(ref.cls, "__setattr__")
+        if found is None or _delegates_setattr(found[1]):
+            return False
+        owner = found[0].owner or self.model
+        method = found[1]
+        node = frame.stmt or method
+        self.inline(
+            method, owner.start_of(method), [base, constant(attr), value], {}, node, frame, owner
+        )
+        return True
 
     def unpack(self, value: Value, count: int, frame: Frame) -> list[Value]:
         if value.items is not None:
@@ -2158,6 +2177,22 @@ def _widened(env: dict[str, Value], before: dict[str, Value]) -> dict[str, Value
         if value.kind == "scalar" and value.has_const and (old is None or old is not value):
             widened[name] = replace(value, has_const=False, const=None)
     return widened
+
+
+def _delegates_setattr(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a `__setattr__` sets the attribute after all: it calls another
+    `__setattr__` (`super().__setattr__(name, value)`, `object.__setattr__(...)`) or writes
+    into `self.__dict__`."""
+    for node in ast.walk(method):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "__setattr__"
+        ):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return True
+    return False
 
 
 def _parameter_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, count: int) -> list[str]:
