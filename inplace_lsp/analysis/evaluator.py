@@ -1408,6 +1408,10 @@ class Interpreter(Objects):
             return python_value()
         if isinstance(func, ast.Name) and func.id == "isinstance" and "isinstance" not in frame.env:
             return self._isinstance(args)
+        if isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in frame.env:
+            found = self._getattr(args)
+            if found is not None:
+                return found
         if (
             isinstance(func, ast.Name)
             and func.id == "eval"
@@ -1476,6 +1480,28 @@ class Interpreter(Objects):
         for other in results[1:]:
             result = join_values(result, other)
         return result
+
+    def _getattr(self, args: list[Value]) -> Value | None:
+        """`getattr(obj, "name")` of a module or an object is `obj.name`; so is
+        `getattr(obj, "name", default)` where the object surely has it (an attribute its
+        code set, a dataclass field). None: not known."""
+        if len(args) not in (2, 3) or not isinstance(args[1].const, str):
+            return None
+        ref, name = args[0].module, args[1].const
+        if ref is not None and (len(args) == 2 or self._has_attr(ref, name)):
+            return self.module_attr(ref, name)
+        return None
+
+    def _has_attr(self, ref: ModuleRef, name: str) -> bool:
+        """Whether the code set this attribute on the object (on the caller's object, for
+        the stand-in of an argument)."""
+        if name in ref.assigned and name in ref.attrs:
+            return True
+        for inputs in reversed(self.runs):
+            real = inputs.real.get(id(ref))
+            if isinstance(real, ModuleRef):
+                return self._has_attr(real, name)
+        return False
 
     def _isinstance(self, args: list[Value]) -> Value:
         """`isinstance(m, nn.ReLU)` of a module, decided by its class (and its bases);

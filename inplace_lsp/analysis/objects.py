@@ -84,7 +84,62 @@ class Objects(TorchOps):
             where = found[0].owner or self.model
             init = found[1]
             self.inline(init, where.start_of(init), [value, *args], kwargs, node, frame, where)
+            return value
+        fields = self._dataclass_fields(cls)
+        if fields is not None:
+            # A dataclass's own __init__: each field from its argument, else its default.
+            known, order = fields
+            for name, default in known.items():
+                if name in kwargs:
+                    self.set_attr(ref, name, kwargs[name])
+                elif order and name in order and order.index(name) < len(args):
+                    self.set_attr(ref, name, args[order.index(name)])
+                elif default is not None and (order or not args):
+                    self.set_attr(ref, name, default)
+            post = self.model.find_method(cls, "__post_init__")
+            if post is not None:
+                where = post[0].owner or self.model
+                self.inline(post[1], where.start_of(post[1]), [value], {}, node, frame, where)
         return value
+
+    def _dataclass_fields(self, cls: ClassInfo) -> tuple[dict[str, Value | None], list[str]] | None:
+        """The fields of a `@dataclass` (its bases' first), each with its default when that
+        is a constant (None: no default, or one made by a factory), and their order for
+        positional arguments ([] when a base that is not readable may have fields first);
+        None when it is no dataclass that gets the generated __init__."""
+        chain: list[ClassInfo] = []
+        current: ClassInfo | None = cls
+        readable = True
+        while current is not None and all(c is not current for c in chain):
+            chain.append(current)
+            owner = current.owner or self.model
+            base = owner.base_of(current)
+            if base is None and any(b not in ("object", "Generic") for b in current.bases):
+                readable = False  # a base class the analysis cannot read
+            current = base
+        fields: dict[str, Value | None] = {}
+        order: list[str] = []
+        is_dataclass = False
+        for info in reversed(chain):
+            owner = info.owner or self.model
+            generated = _generated_init(info.node, owner)
+            if generated is None:
+                continue
+            if not generated:
+                return None  # `@dataclass(init=False)`
+            is_dataclass = True
+            for stmt in info.node.body:
+                if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
+                    continue
+                if "ClassVar" in ast.unparse(stmt.annotation):
+                    continue
+                name = stmt.target.id
+                if name not in fields:
+                    order.append(name)
+                fields[name] = _field_default(stmt.value, owner)
+        if not is_dataclass:
+            return None
+        return fields, order if readable else []
 
     def construct_module(
         self,
@@ -662,6 +717,34 @@ def element_module(container: ModuleRef, key: object = None) -> Value:
     return Value(
         "module", tensor=False, grad=False, module=ModuleRef(None, None, container.params_group)
     )
+
+
+def _generated_init(node: ast.ClassDef, owner: ModuleModel) -> bool | None:
+    """Whether a class decorated `@dataclass` gets the generated __init__ (False for
+    `@dataclass(init=False)`); None when it is not a dataclass."""
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        if owner.qualify(target) not in ("dataclasses.dataclass", "dataclass"):
+            continue
+        if isinstance(dec, ast.Call):
+            for kw in dec.keywords:
+                if kw.arg == "init" and isinstance(kw.value, ast.Constant):
+                    return bool(kw.value.value)
+        return True
+    return None
+
+
+def _field_default(value: ast.expr | None, owner: ModuleModel) -> Value | None:
+    """A dataclass field's default, when it is a constant (`x: int = 0`,
+    `field(default=0)`); None otherwise."""
+    if isinstance(value, ast.Call) and owner.qualify(value.func) in (
+        "dataclasses.field",
+        "field",
+    ):
+        value = next((kw.value for kw in value.keywords if kw.arg == "default"), None)
+    if isinstance(value, ast.Constant):
+        return constant(value.value)
+    return None
 
 
 def bind_consts(cls: ClassInfo, args: list[Value], kwargs: dict[str, Value]) -> dict[str, object]:
