@@ -299,6 +299,9 @@ class Refusal:
     definite: bool
     grad_from: str = ""  # not definite: the argument whose requires-grad decides
     made_in: InferenceSite | None = None  # "inference": the block that made the tensor
+    # Not definite: met only from the second pass of a loop whose number of passes is not
+    # known (`if acc is None: acc = part` then `acc += part` on the next pass).
+    repeated: bool = False
 
 
 @dataclass(eq=False)
@@ -459,6 +462,8 @@ def join_values(a: Value, b: Value) -> Value:
         leaf=a.leaf and b.leaf,
         graph=a.graph | b.graph,
         detached=a.detached if a.detached == b.detached else "",
+        # Both views torch made the same way (two outputs of one split): either way, that.
+        view_kind=a.view_kind if a.view_kind == b.view_kind else "",
         joined=True,
         origin=a.origin or b.origin,
         producer=a.producer if a.producer == b.producer else "",

@@ -65,6 +65,7 @@ from inplace_lsp.analysis.domain import (
     unknown,
     unknown_call,
 )
+from inplace_lsp.analysis.events import REFUSED
 from inplace_lsp.analysis.frameworks import (
     backpropagated_hook,
     hook_annotations,
@@ -180,6 +181,7 @@ class Interpreter(Objects):
         self.call_stack: list[ast.AST] = []
         self.group_names: dict[int, set[str]] = {}
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
+        self.later_pass = 0  # > 0 in a second pass of a loop of unknown length (Events)
         self.work = 0
         # The summaries of the functions called (shared by the entry points of a document),
         # those applied here, and the summaries being made (innermost last).
@@ -687,14 +689,26 @@ class Interpreter(Objects):
         frame.loop_has_backward.append(has_backward(stmt, self.model.mentions_training))
         frame.breaks.append([])
         completed = True
-        for each in heads:
+        refused = False
+        for i, each in enumerate(heads):
             each()
             frame.continues.append([])
-            self.exec_body(stmt.body, frame)
+            # The second of two passes stands for any later one: what only it meets rests
+            # on the loop running again (not so for one pass per known element).
+            later = i > 0 and not isinstance(head, list)
+            self.later_pass += later
+            try:
+                self.exec_body(stmt.body, frame)
+            finally:
+                self.later_pass -= later
             going_on = frame.continues.pop() + ([] if frame.dead else [(frame.env, self.heap)])
+            ended = frame.dead
             frame.ctx, frame.dead = base_ctx, ""
             if not going_on:  # every path through the body returned, raised or broke out
                 completed = False
+                # torch refused a write on every path of this pass: the loop runs its body
+                # (as everywhere here), so only a `break` before it leaves the loop.
+                refused = ended == REFUSED
                 break
             frame.env, self.heap = join_states(going_on)
             if not isinstance(head, list):
@@ -706,7 +720,7 @@ class Interpreter(Objects):
         frame.loop_has_backward.pop()
         frame.loop_depth -= 1
         exits: list[State] = []
-        if not endless:  # the condition ends it (or the iterable is empty): `else` runs
+        if not endless and not refused:  # the condition ends it (or the iterable is empty)
             if not completed:
                 frame.env, self.heap = before
             self.exec_body(stmt.orelse, frame)
@@ -716,6 +730,8 @@ class Interpreter(Objects):
         exits += breaks
         if exits:
             frame.env, self.heap = join_states(exits)
+        elif refused:
+            frame.dead = REFUSED
         else:
             frame.dead = "loop"  # `while True` without a break
 
@@ -1920,6 +1936,7 @@ class Interpreter(Objects):
         self.inputs, self.events, self.inference_at = inputs, [], inference
         self.unsummarized = {}
         self.runs.append(inputs)
+        later_pass, self.later_pass = self.later_pass, 0  # a summary holds for any call
         outer_cells = self.recorder[0]
         cells: set[Cell] = set()
         self.recorder[0] = cells if outer_cells is not None else None
@@ -1952,6 +1969,7 @@ class Interpreter(Objects):
                 self.unsummarized,
             )
         finally:
+            self.later_pass = later_pass
             self.call_stack.pop()
             self.runs.pop()
             self.recorder[0] = outer_cells

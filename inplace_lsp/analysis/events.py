@@ -45,6 +45,8 @@ from inplace_lsp.analysis.summaries import (
 )
 
 HELD_ITEMS = 64  # the elements a list built by append() keeps track of
+# How a path ends where torch refuses an in-place write at once (Frame.dead).
+REFUSED = "refused"
 
 
 class Events:
@@ -59,6 +61,9 @@ class Events:
     escaped: set[int]
     group_names: dict[int, set[str]]
     uncertain: int  # > 0 while running code that may not run (a conditional submodule)
+    # > 0 while running a loop's second pass where the number of passes is not known: what
+    # only that pass meets rests on the loop running more than once.
+    later_pass: int
     inference_at: InferenceSite | None  # inside torch.inference_mode(): where it began
     # While a function is run to make its summary: its arguments' stand-ins, and what it does
     # to them, in order (None and unused when running an entry point itself).
@@ -174,7 +179,10 @@ class Events:
         if refusal is not None:
             self.facts.refusals.append(refusal)
             if refusal.definite:
-                return mutation  # torch raises here: nothing after the write runs
+                # torch raises here: nothing after the write runs on this path, as after
+                # `raise` (an `except` around it may run).
+                frame.dead = REFUSED
+                return mutation
         leafish = value.leaf or value.view_kind == "leaf"  # a leaf, or a view of one
         if leafish and value.grad and grad_on and kind != "step":
             self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
@@ -383,7 +391,8 @@ class Events:
     def _refusal(self, mutation: Mutation, grad_on: bool, inputs: list[Value]) -> Refusal | None:
         """Whether torch refuses this write at once (the Refusal kinds), and how sure."""
         value = mutation.value
-        sure = not mutation.possible
+        repeated = self.later_pass > 0
+        sure = not mutation.possible and not repeated
         if value.inference is not None and self.inference_at is None:
             return Refusal(mutation, "inference", sure, made_in=value.inference)
         if not grad_on:
@@ -404,7 +413,7 @@ class Events:
         ):
             reason = "multi_view" if value.view_kind == "multi" else "no_grad_view"
             if value.grad is True:
-                return Refusal(mutation, reason, sure)
+                return Refusal(mutation, reason, sure, repeated=repeated and not mutation.possible)
             if value.grad_from:  # it raises only if this argument requires grad: say which
                 return Refusal(mutation, reason, False, value.grad_from)
         return None
