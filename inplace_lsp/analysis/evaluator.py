@@ -38,6 +38,7 @@ from inplace_lsp.analysis.binder import (
     writes_in_place,
 )
 from inplace_lsp.analysis.domain import (
+    EITHER,
     Accumulation,
     AliasRead,
     Ctx,
@@ -182,6 +183,7 @@ class Interpreter(Objects):
         self.group_names: dict[int, set[str]] = {}
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
         self.later_pass = 0  # > 0 in a second pass of a loop of unknown length (Events)
+        self.flag_log: list[list[tuple[ModuleRef, bool | str | None]]] = []
         self.work = 0
         # The summaries of the functions called (shared by the entry points of a document),
         # those applied here, and the summaries being made (innermost last).
@@ -572,27 +574,63 @@ class Interpreter(Objects):
         results: list[State] = []
         ctxs: list[Ctx] = []
         ended: set[str] = set()
+        flags: list[dict[int, tuple[ModuleRef, bool | str | None]]] = []
         for i, body in enumerate(bodies):
             if not body:  # `if` without `else`: that path changes nothing, and is only read
                 results.append((base_env, base_heap))
                 ctxs.append(base_ctx)
+                flags.append({})
                 continue
             frame.env = dict(base_env)
             self.heap = base_heap.copy()
             frame.ctx = Ctx(base_ctx, labels[i] if labels and i < len(labels) else None)
-            self.exec_body(body, frame)
+            self.flag_log.append([])
+            try:
+                self.exec_body(body, frame)
+            finally:
+                changed = self._undo_flags(self.flag_log.pop())
+            if frame.dead not in ("raise", REFUSED):  # its flags reach the caller or loop
+                flags.append(changed)
             if frame.dead:
                 ended.add(frame.dead)
                 frame.dead = ""
                 continue
             results.append((frame.env, self.heap))
             ctxs.append(frame.ctx)
+        self._join_flags(flags)
         if not results:  # every body ended the path
             frame.env, self.heap, frame.ctx = base_env, base_heap, base_ctx
             frame.dead = ended.pop() if len(ended) == 1 else "mixed"
             return
         frame.ctx = ctxs[0] if len(ctxs) == 1 else base_ctx
         frame.env, self.heap = join_states(results)
+
+    @staticmethod
+    def _undo_flags(
+        log: list[tuple[ModuleRef, bool | str | None]],
+    ) -> dict[int, tuple[ModuleRef, bool | str | None]]:
+        """The train/eval flags a branch body left set, each module's flag put back as it
+        was before the body ran (for the next body)."""
+        changed = {id(ref): (ref, ref.training_flag) for ref, _ in log}
+        for ref, before in reversed(log):
+            ref.training_flag = before
+        return changed
+
+    def _join_flags(self, bodies: list[dict[int, tuple[ModuleRef, bool | str | None]]]) -> None:
+        """Where branch paths meet, a module in training mode on some of them and in eval
+        mode on others is in either (`if not self.training:` then runs both ways)."""
+        touched = {key: ref for changed in bodies for key, (ref, _) in changed.items()}
+        for key, ref in touched.items():
+            before = ref.training_flag
+            modes: set[bool | None] = set()
+            last: bool | str | None = before
+            for changed in bodies:
+                ref.training_flag = changed[key][1] if key in changed else before
+                modes.add(ref.training)
+                if key in changed:
+                    last = changed[key][1]
+            ref.training_flag = before
+            self.set_module_flag(ref, "training_flag", last if len(modes) == 1 else EITHER)
 
     def stmt_For(self, stmt: ast.For | ast.AsyncFor, frame: Frame) -> None:
         iterable = self.eval(stmt.iter, frame)
@@ -1937,6 +1975,7 @@ class Interpreter(Objects):
         self.unsummarized = {}
         self.runs.append(inputs)
         later_pass, self.later_pass = self.later_pass, 0  # a summary holds for any call
+        flag_log, self.flag_log = self.flag_log, []  # its flag changes come back as events
         outer_cells = self.recorder[0]
         cells: set[Cell] = set()
         self.recorder[0] = cells if outer_cells is not None else None
@@ -1969,7 +2008,7 @@ class Interpreter(Objects):
                 self.unsummarized,
             )
         finally:
-            self.later_pass = later_pass
+            self.later_pass, self.flag_log = later_pass, flag_log
             self.call_stack.pop()
             self.runs.pop()
             self.recorder[0] = outer_cells

@@ -64,6 +64,9 @@ class Events:
     # > 0 while running a loop's second pass where the number of passes is not known: what
     # only that pass meets rests on the loop running more than once.
     later_pass: int
+    # Per branch body being run (innermost last): the modules whose train/eval flag it set,
+    # with the flag as it was, so the paths can be joined (`if step % k == 0: model.eval()`).
+    flag_log: list[list[tuple[ModuleRef, bool | str | None]]]
     inference_at: InferenceSite | None  # inside torch.inference_mode(): where it began
     # While a function is run to make its summary: its arguments' stand-ins, and what it does
     # to them, in order (None and unused when running an entry point itself).
@@ -364,8 +367,10 @@ class Events:
         if path is not None:
             self.events.append(ValueEvent(path, "hook", flag=hook))
 
-    def set_module_flag(self, ref: ModuleRef, flag: str, value: bool | None) -> None:
+    def set_module_flag(self, ref: ModuleRef, flag: str, value: bool | str | None) -> None:
         """`model.eval()` (training_flag) or `model.requires_grad_(False)` (frozen)."""
+        if flag == "training_flag" and self.flag_log:
+            self.flag_log[-1].append((ref, ref.training_flag))  # the branch run restores it
         setattr(ref, flag, value)
         path = self._stand_in(ref)
         if path is not None:

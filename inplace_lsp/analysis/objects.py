@@ -231,7 +231,8 @@ class Objects(TorchOps):
             return getter
         if attr == "training" and ref.is_module:
             # `if not self.training:` (an inference path) is decided by train() / eval().
-            return constant(ref.training)
+            training = ref.training
+            return scalar() if training is None else constant(training)
         for inputs in reversed(self.runs):
             real = inputs.real.get(id(ref))
             if isinstance(real, ModuleRef):
