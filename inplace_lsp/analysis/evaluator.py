@@ -1610,6 +1610,10 @@ class Interpreter(Objects):
         this = frame.env.get(params[0].arg) if params else None
         base = self.model.base_of(cls) if cls is not None else None
         found = self.model.find_method(base, name) if base is not None else None
+        if found is None and this is not None and this.module is not None and name == "forward":
+            layer = self.torch_layer(this.module)
+            if layer is not None and not kwargs:  # `super().forward(x)` of an nn.Conv2d
+                return self.layer_call(layer, args, node, frame)
         if found is None or this is None:
             return unknown_call(args, kwargs)
         owner = found[0].owner or self.model

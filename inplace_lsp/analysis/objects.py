@@ -214,6 +214,9 @@ class Objects(TorchOps):
                 return self.inline(
                     found[1], owner.start_of(found[1]), [this, *args], {}, node, frame, owner
                 )
+            layer = self.torch_layer(ref) if ref.is_module else None
+            if layer is not None:  # `class Conv2d(nn.Conv2d)` with an __init__ of its own
+                return self.layer_call(layer, args, node, frame)
             return unknown_call(args, {})
         if ref.children is not None and self.list_kind(ref) == "torch.nn.Sequential":
             for child in ref.children:
@@ -222,6 +225,20 @@ class Objects(TorchOps):
         flag = self.module_attr(ref, "inplace") if ref.qualname in _INPLACE_LAYERS else None
         set_inplace = flag.const if flag is not None and isinstance(flag.const, bool) else None
         return self.layer_call(ref, args, node, frame, set_inplace)
+
+    def torch_layer(self, ref: ModuleRef) -> ModuleRef | None:
+        """A module of a class of the code derived from a torch.nn layer (`class
+        Conv2d(nn.Conv2d)`), as that layer: the same parameters, called as torch calls it
+        (its `forward` where the class does not override it, or `super().forward(x)`)."""
+        seen: set[int] = set()
+        cls = ref.cls
+        while cls is not None and id(cls) not in seen:
+            seen.add(id(cls))
+            for base in cls.bases:
+                if base.startswith("torch.nn.") and self.kb.module(base) is not None:
+                    return dataclasses.replace(ref, qualname=base, cls=None)
+            cls = (cls.owner or self.model).base_of(cls)
+        return None
 
     def module_attr(self, ref: ModuleRef, attr: str) -> Value:
         if attr in ref.attrs:
