@@ -1094,9 +1094,40 @@ class Interpreter(Objects):
         if isinstance(root, ast.Name) and root.id not in frame.env:
             qual = self.model.qualify(node)
             if qual is not None:
+                held = self._class_attribute(qual)
+                if held is not None:
+                    return held
                 return Value("symbol", tensor=False, grad=False, qualname=qual)
         base = self.eval(node.value, frame)
         return self.attribute(base, node.attr, node, frame)
+
+    def _class_attribute(self, qual: str) -> Value | None:
+        """`Flow.table` where the body of a class of the code binds `table = {...}`: what
+        that binds, where it is a constant, a name (`Conv2d = Conv2d` in a namespace class),
+        a lambda or a literal of those; None otherwise."""
+        owner_name, _, attr = qual.rpartition(".")
+        cls = self.model.lookup_class(owner_name) if owner_name else None
+        if cls is None or attr in cls.methods:
+            return None
+        for stmt in cls.node.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target, value = stmt.targets[0], stmt.value
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                target, value = stmt.target, stmt.value
+            else:
+                continue
+            if not (isinstance(target, ast.Name) and target.id == attr):
+                continue
+            if not _plain_class_value(value):
+                return None
+            model = cls.owner or self.model
+            frame = Frame({}, model.start_of(cls.node), True, Ctx(), path=model.path)
+            outer, self.model = self.model, model
+            try:
+                return self.eval(value, frame)
+            finally:
+                self.model = outer
+        return None
 
     def attribute(self, base: Value, attr: str, node: ast.AST, frame: Frame) -> Value:
         if base.kind == "symbol" and base.qualname:
@@ -1337,7 +1368,20 @@ class Interpreter(Objects):
         return result
 
     def expr_Lambda(self, node: ast.Lambda, frame: Frame) -> Value:
-        return unknown()
+        """A lambda: a function value, as a def returning its expression (what it reads of
+        the code around it is not known to it, as for a def inside a function)."""
+        fn: ast.FunctionDef | None = getattr(node, "_ipl_function", None)
+        if fn is None:
+            body = ast.copy_location(ast.Return(node.body), node.body)
+            fn = ast.copy_location(
+                ast.FunctionDef(
+                    name="<lambda>", args=node.args, body=[body], decorator_list=[], returns=None
+                ),
+                node,
+            )
+            node._ipl_function = fn  # type: ignore[attr-defined]  # one per lambda: its summaries
+        function = Function(fn, frame.start, self.model)
+        return Value("function", tensor=False, grad=False, function=function)
 
     def expr_ListComp(
         self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, frame: Frame
@@ -2264,6 +2308,23 @@ def _widened(env: dict[str, Value], before: dict[str, Value]) -> dict[str, Value
         if value.kind == "scalar" and value.has_const and (old is None or old is not value):
             widened[name] = replace(value, has_const=False, const=None)
     return widened
+
+
+def _plain_class_value(node: ast.AST) -> bool:
+    """Whether a class attribute's expression is one `_class_attribute` evaluates: a
+    constant, a name, a lambda (its body runs only when called) or a literal of those."""
+    if isinstance(node, (ast.Constant, ast.Name, ast.Lambda)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _plain_class_value(node.value)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_plain_class_value(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(
+            k is not None and _plain_class_value(k) and _plain_class_value(v)
+            for k, v in zip(node.keys, node.values, strict=True)
+        )
+    return False
 
 
 def _delegates_setattr(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
