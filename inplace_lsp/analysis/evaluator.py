@@ -194,7 +194,7 @@ class Interpreter(Objects):
         # The module-level variables (while module-level code runs, the functions it calls
         # read them), and how summaries take paths in the current world.
         self.module_frame: Frame | None = None
-        self.resolver = Resolver(self.module_attr, self.global_value)
+        self.resolver = Resolver(self.module_attr, self.global_value, self.frozen)
         self._applied: set[int] = set()
         self.inputs: Inputs | None = None
         self.events: list[Event] = []

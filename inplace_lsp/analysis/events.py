@@ -32,6 +32,7 @@ from inplace_lsp.analysis.domain import (
 from inplace_lsp.analysis.knowledge import Knowledge
 from inplace_lsp.analysis.model import ModuleModel
 from inplace_lsp.analysis.summaries import (
+    FROZEN,
     BackwardEvent,
     Event,
     FreezeEvent,
@@ -383,8 +384,20 @@ class Events:
             self.events.append(FreezeEvent(external))
 
     def frozen(self, ref: ModuleRef) -> bool:
-        """Whether a module's own parameters do not require grad."""
-        return ref.params_frozen or ref.params_group in self.frozen_groups
+        """Whether a module's own parameters do not require grad. Of the stand-in of a
+        caller's module, as the caller's module is (`for p in model.parameters():
+        p.requires_grad = False` before the call), and a fact the summary depends on."""
+        if ref.params_frozen or ref.params_group in self.frozen_groups:
+            return True
+        for inputs in reversed(self.runs):
+            real = inputs.real.get(id(ref))
+            if isinstance(real, ModuleRef):
+                found = self.frozen(real)
+                read = ((*inputs.refs[id(ref)], FROZEN), found)
+                if read not in inputs.reads:
+                    inputs.reads.append(read)
+                return found
+        return False
 
     def clear_gradients(self, groups: frozenset[int]) -> None:
         """zero_grad(): these parameters hold no gradient until a backward()."""
