@@ -1490,7 +1490,7 @@ class Interpreter(Objects):
         callee = self.eval(func, frame)
         args, kwargs = self.arguments(node, frame)
         if callee.module is not None:
-            return self.module_call(callee.module, args, node, frame)
+            return self.module_call(callee.module, args, node, frame, kwargs)
         if callee.function is not None:
             function = callee.function
             return self.inline(
@@ -1540,7 +1540,7 @@ class Interpreter(Objects):
         frame: Frame,
     ) -> Value:
         if callee.module is not None:
-            return self.module_call(callee.module, args, node, frame)
+            return self.module_call(callee.module, args, node, frame, kwargs)
         if callee.function is not None:
             function = callee.function
             return self.inline(

@@ -202,9 +202,15 @@ class Objects(TorchOps):
                 del ref.attrs[attr]
 
     def _module_call(
-        self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
+        self,
+        ref: ModuleRef,
+        args: list[Value],
+        node: ast.Call,
+        frame: Frame,
+        kwargs: dict[str, Value] | None = None,
     ) -> Value:
-        x = args[0] if args else unknown()
+        kwargs = kwargs or {}
+        x = args[0] if args else next(iter(kwargs.values()), None) or unknown()
         sequential = ref.children is not None and self.list_kind(ref) == "torch.nn.Sequential"
         if ref.cls is not None and not sequential:
             found = self.model.find_method(ref.cls, "forward" if ref.is_module else "__call__")
@@ -212,12 +218,12 @@ class Objects(TorchOps):
                 this = Value("module", tensor=False, grad=False, module=ref)
                 owner = found[0].owner or self.model
                 return self.inline(
-                    found[1], owner.start_of(found[1]), [this, *args], {}, node, frame, owner
+                    found[1], owner.start_of(found[1]), [this, *args], kwargs, node, frame, owner
                 )
             layer = self.torch_layer(ref) if ref.is_module else None
             if layer is not None:  # `class Conv2d(nn.Conv2d)` with an __init__ of its own
-                return self.layer_call(layer, args, node, frame)
-            return unknown_call(args, {})
+                return self.layer_call(layer, args or [x], node, frame)
+            return unknown_call(args, kwargs)
         if ref.children is not None and self.list_kind(ref) == "torch.nn.Sequential":
             for child in ref.children:
                 x = self.module_call(child, [x], node, frame)
@@ -537,7 +543,7 @@ class Objects(TorchOps):
         ):
             return receiver
         if name == "forward":
-            return self.module_call(ref, args, node, frame)
+            return self.module_call(ref, args, node, frame, kwargs)
         if name in ("append", "extend", "insert") and self.list_kind(ref) and args:
             # `self.blocks.append(Block(...))` in a loop: the list holds it, in order.
             added = (args[-1].items or ()) if name == "extend" else [args[-1]]
@@ -596,7 +602,7 @@ class Objects(TorchOps):
                 )
         attr = self.module_attr(ref, name)
         if attr.module is not None:
-            return self.module_call(attr.module, args, node, frame)
+            return self.module_call(attr.module, args, node, frame, kwargs)
         return unknown_call(args, kwargs)
 
     def _object_method(
@@ -621,7 +627,7 @@ class Objects(TorchOps):
             )
         attr = self.module_attr(ref, name)
         if attr.module is not None:
-            return self.module_call(attr.module, args, node, frame)
+            return self.module_call(attr.module, args, node, frame, kwargs)
         return self.call_value(attr, args, kwargs, node, frame)
 
     def _refreeze(self, ref: ModuleRef, depth: int = 0) -> None:
@@ -671,23 +677,36 @@ class Objects(TorchOps):
                 groups |= self.param_groups(value.module, depth + 1)
         return frozenset(groups)
 
-    def module_call(self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame) -> Value:
+    def module_call(
+        self,
+        ref: ModuleRef,
+        args: list[Value],
+        node: ast.Call,
+        frame: Frame,
+        kwargs: dict[str, Value] | None = None,
+    ) -> Value:
+        """A call of a module: its forward with these arguments (keywords too)."""
         if ref.conditional:
             self.uncertain += 1
             try:
-                return self._hooked_call(ref, args, node, frame)
+                return self._hooked_call(ref, args, node, frame, kwargs)
             finally:
                 self.uncertain -= 1
-        return self._hooked_call(ref, args, node, frame)
+        return self._hooked_call(ref, args, node, frame, kwargs)
 
     def _hooked_call(
-        self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
+        self,
+        ref: ModuleRef,
+        args: list[Value],
+        node: ast.Call,
+        frame: Frame,
+        kwargs: dict[str, Value] | None = None,
     ) -> Value:
         """The call with its hooks, as nn.Module.__call__ runs them: each pre-hook on
         (module, inputs), which may return new inputs; then forward; then each forward hook on
         (module, inputs, output), which may return a new output."""
         if not ref.hooks:
-            return self._module_call(ref, args, node, frame)
+            return self._module_call(ref, args, node, frame, kwargs)
         module = Value("module", tensor=False, grad=False, module=ref)
         for hook in ref.hooks:
             if hook.kind == "pre":
@@ -695,7 +714,7 @@ class Objects(TorchOps):
                 given = self._run_hook(hook.function, [module, inputs], node, frame)
                 if given.kind != "scalar":
                     args = list(given.items) if given.items is not None else [given]
-        output = self._module_call(ref, args, node, frame)
+        output = self._module_call(ref, args, node, frame, kwargs)
         for hook in ref.hooks:
             if hook.kind == "post":
                 inputs = Value("container", tensor=False, grad=None, items=tuple(args))
