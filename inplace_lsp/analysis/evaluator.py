@@ -636,8 +636,11 @@ class Interpreter(Objects):
         iterable = self.eval(stmt.iter, frame)
         listed = iterable
         numbered_layers = iterable.kind == "zip" and iterable.origin == "enumerate"
-        if numbered_layers and iterable.items:
-            listed = iterable.items[0]  # `for i, block in enumerate(self.blocks)`
+        zipped = iterable.kind == "zip" and not numbered_layers and bool(iterable.items)
+        if (numbered_layers or zipped) and iterable.items:
+            # `for i, block in enumerate(self.blocks)`, `for layer, shape in zip(self.layers,
+            # self.shapes)`
+            listed = iterable.items[0]
         children = listed.module.children if listed.module is not None else None
         if (
             children
@@ -649,7 +652,30 @@ class Interpreter(Objects):
             # torch runs them (two `nn.ELU(inplace=True)` in a row: the second writes the
             # output the first saved).
             layers = [Value("module", tensor=False, grad=False, module=c) for c in children]
-            if listed is not iterable:
+            if zipped and iterable.items:
+                # Each layer with the item of the other iterables at its position (or any
+                # of their items, where they are not known one by one).
+                others = [
+                    o.items if o.items is not None and len(o.items) == len(layers) else None
+                    for o in iterable.items[1:]
+                ]
+                anything = [self.element_of(o, stmt.iter, frame) for o in iterable.items[1:]]
+                layers = [
+                    Value(
+                        "container",
+                        tensor=False,
+                        grad=False,
+                        items=(
+                            layer,
+                            *(
+                                held[i] if held is not None else any_item
+                                for held, any_item in zip(others, anything, strict=True)
+                            ),
+                        ),
+                    )
+                    for i, layer in enumerate(layers)
+                ]
+            elif listed is not iterable:
                 layers = [
                     Value("container", tensor=False, grad=False, items=(constant(i), layer))
                     for i, layer in enumerate(layers)
