@@ -5,9 +5,10 @@ what the docs call valid runs forward and backward, and an INVALID example the a
 an error fails with torch's in-place, leaf or refused-write error.
 
 Each example is executed as a module; then every nn.Module subclass it defines is built with no
-arguments (or those of its `example_args()`, as verify builds it) and called on the input verify synthesizes for it (`torch.randn(2, 4)` where verify
-cannot tell), and every function is called on `torch.randn(2, 4)` tensors; inputs require grad,
-the output is summed and backpropagated. Examples whose functions need other arguments (a
+arguments (or those of its `example_args()`, as verify builds it) and called on the input
+verify synthesizes for it (`torch.randn(2, 4)` where verify cannot tell), and every function
+is called on `torch.randn(2, 4)` tensors; inputs require grad, the output is summed and
+backpropagated. Examples whose functions need other arguments (a
 model, a data loader) are run as far as their module-level code goes and listed in
 `NOT_CALLABLE`, so none is skipped silently.
 """

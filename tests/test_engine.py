@@ -870,3 +870,36 @@ def test_a_method_held_in_an_attribute_is_called_on_its_object(
     text = BOUND_METHOD.replace("with torch.no_grad():", grad_mode)
     found = [(f.severity.value, f.line) for f in analyze(text) if f.code == "IPL001"]
     assert sorted(found) == expected, found
+
+
+def test_a_refusal_only_a_later_pass_meets_rests_on_the_loop_running_again() -> None:
+    """`avg = part` on a loop's first pass and `avg.add_(part)` on the next ones: torch
+    refuses that write into a split view only if the loop runs more than once, which the
+    number of heads decides (a Warning that says so); the division after the loop writes
+    into the first view on every path (an Error), and torch raising there ends the path."""
+    text = (
+        "import torch\n"
+        "from torch import nn\n"
+        "class HeadAverage(nn.Module):\n"
+        "    def __init__(self, dim=6, heads=1):\n"
+        "        super().__init__()\n"
+        "        self.heads = heads\n"
+        "        self.score = nn.Linear(dim, dim * heads)\n"
+        "    def forward(self, x):\n"
+        "        maps = self.score(x).unsqueeze(1)\n"
+        "        per_head = [m.squeeze(1) for m in torch.split(maps, 1, dim=1)]\n"
+        "        avg = None\n"
+        "        for i in range(self.heads):\n"
+        "            if avg is None:\n"
+        "                avg = per_head[i]\n"
+        "            else:\n"
+        "                avg.add_(per_head[i])\n"
+        "        avg /= self.heads\n"
+        "        avg[0] *= 2\n"
+        "        return avg\n"
+    )
+    found = {(f.span.line, f.code): f for f in analyze(text) if f.code == "IPL009"}
+    assert set(found) == {(16, "IPL009"), (17, "IPL009")}
+    assert found[16, "IPL009"].severity is Severity.WARNING
+    assert "if the loop around it runs more than once" in found[16, "IPL009"].message
+    assert found[17, "IPL009"].severity is Severity.ERROR

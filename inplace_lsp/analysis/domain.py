@@ -59,6 +59,10 @@ class Hook:
     function: Function
 
 
+# A module flag set one way on some paths and the other way on others, where they meet.
+EITHER = "either"
+
+
 @dataclass(eq=False)
 class ModuleRef:
     """An object: an nn.Module instance (a local class, a torch.nn class, or unknown), or an
@@ -70,7 +74,9 @@ class ModuleRef:
     submodule: Submodule | None = None  # where it was constructed (`self.act = nn.ReLU(...)`)
     site_start: int = 1  # block start line of the constructor call
     parent: ModuleRef | None = None
-    training_flag: bool | None = None  # None: as its parent (model.eval() reaches every child)
+    # None: as its parent (model.eval() reaches every child); EITHER: train() on some paths
+    # that met, eval() on others.
+    training_flag: bool | str | None = None
     conditional: bool = False  # `self.act = A() if flag else B()`: which one runs is not known
     site_path: str | None = None  # the file of the constructor call (None: this document)
     consts: dict[str, object] = field(default_factory=dict)  # constant constructor arguments
@@ -92,17 +98,19 @@ class ModuleRef:
 
     @property
     def params_frozen(self) -> bool:
-        return self._inherited("frozen", False)
+        return bool(self._inherited("frozen", False))
 
     @property
-    def training(self) -> bool:
-        return self._inherited("training_flag", True)
+    def training(self) -> bool | None:
+        """Whether it is in training mode (None: in training mode on some paths only)."""
+        flag = self._inherited("training_flag", True)
+        return None if flag == EITHER else bool(flag)
 
-    def _inherited(self, flag: str, default: bool) -> bool:
+    def _inherited(self, flag: str, default: bool) -> bool | str:
         """A flag set on the module or, where it is None, on the nearest parent that has it
         (`model.eval()` and `model.requires_grad_(False)` reach every submodule)."""
         for ref in self.ancestry():
-            value: bool | None = getattr(ref, flag)
+            value: bool | str | None = getattr(ref, flag)
             if value is not None:
                 return value
         return default
@@ -304,6 +312,9 @@ class Refusal:
     definite: bool
     grad_from: str = ""  # not definite: the argument whose requires-grad decides
     made_in: InferenceSite | None = None  # "inference": the block that made the tensor
+    # Not definite: met only from the second pass of a loop whose number of passes is not
+    # known (`if acc is None: acc = part` then `acc += part` on the next pass).
+    repeated: bool = False
 
 
 @dataclass(eq=False)
@@ -471,6 +482,8 @@ def join_values(a: Value, b: Value) -> Value:
         leaf=a.leaf and b.leaf,
         graph=a.graph | b.graph,
         detached=a.detached if a.detached == b.detached else "",
+        # Both views torch made the same way (two outputs of one split): either way, that.
+        view_kind=a.view_kind if a.view_kind == b.view_kind else "",
         joined=True,
         origin=a.origin or b.origin,
         producer=a.producer if a.producer == b.producer else "",

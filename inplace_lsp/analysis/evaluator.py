@@ -38,6 +38,7 @@ from inplace_lsp.analysis.binder import (
     writes_in_place,
 )
 from inplace_lsp.analysis.domain import (
+    EITHER,
     Accumulation,
     AliasRead,
     Ctx,
@@ -65,6 +66,7 @@ from inplace_lsp.analysis.domain import (
     unknown,
     unknown_call,
 )
+from inplace_lsp.analysis.events import REFUSED
 from inplace_lsp.analysis.frameworks import (
     backpropagated_hook,
     hook_annotations,
@@ -180,6 +182,8 @@ class Interpreter(Objects):
         self.call_stack: list[ast.AST] = []
         self.group_names: dict[int, set[str]] = {}
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
+        self.later_pass = 0  # > 0 in a second pass of a loop of unknown length (Events)
+        self.flag_log: list[list[tuple[ModuleRef, bool | str | None]]] = []
         self.work = 0
         # The summaries of the functions called (shared by the entry points of a document),
         # those applied here, and the summaries being made (innermost last).
@@ -190,7 +194,7 @@ class Interpreter(Objects):
         # The module-level variables (while module-level code runs, the functions it calls
         # read them), and how summaries take paths in the current world.
         self.module_frame: Frame | None = None
-        self.resolver = Resolver(self.module_attr, self.global_value)
+        self.resolver = Resolver(self.module_attr, self.global_value, self.frozen)
         self._applied: set[int] = set()
         self.inputs: Inputs | None = None
         self.events: list[Event] = []
@@ -574,21 +578,30 @@ class Interpreter(Objects):
         results: list[State] = []
         ctxs: list[Ctx] = []
         ended: set[str] = set()
+        flags: list[dict[int, tuple[ModuleRef, bool | str | None]]] = []
         for i, body in enumerate(bodies):
             if not body:  # `if` without `else`: that path changes nothing, and is only read
                 results.append((base_env, base_heap))
                 ctxs.append(base_ctx)
+                flags.append({})
                 continue
             frame.env = dict(base_env)
             self.heap = base_heap.copy()
             frame.ctx = Ctx(base_ctx, labels[i] if labels and i < len(labels) else None)
-            self.exec_body(body, frame)
+            self.flag_log.append([])
+            try:
+                self.exec_body(body, frame)
+            finally:
+                changed = self._undo_flags(self.flag_log.pop())
+            if frame.dead not in ("raise", REFUSED):  # its flags reach the caller or loop
+                flags.append(changed)
             if frame.dead:
                 ended.add(frame.dead)
                 frame.dead = ""
                 continue
             results.append((frame.env, self.heap))
             ctxs.append(frame.ctx)
+        self._join_flags(flags)
         if not results:  # every body ended the path
             frame.env, self.heap, frame.ctx = base_env, base_heap, base_ctx
             frame.dead = ended.pop() if len(ended) == 1 else "mixed"
@@ -596,12 +609,42 @@ class Interpreter(Objects):
         frame.ctx = ctxs[0] if len(ctxs) == 1 else base_ctx
         frame.env, self.heap = join_states(results)
 
+    @staticmethod
+    def _undo_flags(
+        log: list[tuple[ModuleRef, bool | str | None]],
+    ) -> dict[int, tuple[ModuleRef, bool | str | None]]:
+        """The train/eval flags a branch body left set, each module's flag put back as it
+        was before the body ran (for the next body)."""
+        changed = {id(ref): (ref, ref.training_flag) for ref, _ in log}
+        for ref, before in reversed(log):
+            ref.training_flag = before
+        return changed
+
+    def _join_flags(self, bodies: list[dict[int, tuple[ModuleRef, bool | str | None]]]) -> None:
+        """Where branch paths meet, a module in training mode on some of them and in eval
+        mode on others is in either (`if not self.training:` then runs both ways)."""
+        touched = {key: ref for changed in bodies for key, (ref, _) in changed.items()}
+        for key, ref in touched.items():
+            before = ref.training_flag
+            modes: set[bool | None] = set()
+            last: bool | str | None = before
+            for changed in bodies:
+                ref.training_flag = changed[key][1] if key in changed else before
+                modes.add(ref.training)
+                if key in changed:
+                    last = changed[key][1]
+            ref.training_flag = before
+            self.set_module_flag(ref, "training_flag", last if len(modes) == 1 else EITHER)
+
     def stmt_For(self, stmt: ast.For | ast.AsyncFor, frame: Frame) -> None:
         iterable = self.eval(stmt.iter, frame)
         listed = iterable
         numbered_layers = iterable.kind == "zip" and iterable.origin == "enumerate"
-        if numbered_layers and iterable.items:
-            listed = iterable.items[0]  # `for i, block in enumerate(self.blocks)`
+        zipped = iterable.kind == "zip" and not numbered_layers and bool(iterable.items)
+        if (numbered_layers or zipped) and iterable.items:
+            # `for i, block in enumerate(self.blocks)`, `for layer, shape in zip(self.layers,
+            # self.shapes)`
+            listed = iterable.items[0]
         children = listed.module.children if listed.module is not None else None
         if (
             children
@@ -613,7 +656,30 @@ class Interpreter(Objects):
             # torch runs them (two `nn.ELU(inplace=True)` in a row: the second writes the
             # output the first saved).
             layers = [Value("module", tensor=False, grad=False, module=c) for c in children]
-            if listed is not iterable:
+            if zipped and iterable.items:
+                # Each layer with the item of the other iterables at its position (or any
+                # of their items, where they are not known one by one).
+                others = [
+                    o.items if o.items is not None and len(o.items) == len(layers) else None
+                    for o in iterable.items[1:]
+                ]
+                anything = [self.element_of(o, stmt.iter, frame) for o in iterable.items[1:]]
+                layers = [
+                    Value(
+                        "container",
+                        tensor=False,
+                        grad=False,
+                        items=(
+                            layer,
+                            *(
+                                held[i] if held is not None else any_item
+                                for held, any_item in zip(others, anything, strict=True)
+                            ),
+                        ),
+                    )
+                    for i, layer in enumerate(layers)
+                ]
+            elif listed is not iterable:
                 layers = [
                     Value("container", tensor=False, grad=False, items=(constant(i), layer))
                     for i, layer in enumerate(layers)
@@ -693,14 +759,26 @@ class Interpreter(Objects):
         frame.loop_accumulations.append([])
         frame.breaks.append([])
         completed = True
-        for each in heads:
+        refused = False
+        for i, each in enumerate(heads):
             each()
             frame.continues.append([])
-            self.exec_body(stmt.body, frame)
+            # The second of two passes stands for any later one: what only it meets rests
+            # on the loop running again (not so for one pass per known element).
+            later = i > 0 and not isinstance(head, list)
+            self.later_pass += later
+            try:
+                self.exec_body(stmt.body, frame)
+            finally:
+                self.later_pass -= later
             going_on = frame.continues.pop() + ([] if frame.dead else [(frame.env, self.heap)])
+            ended = frame.dead
             frame.ctx, frame.dead = base_ctx, ""
             if not going_on:  # every path through the body returned, raised or broke out
                 completed = False
+                # torch refused a write on every path of this pass: the loop runs its body
+                # (as everywhere here), so only a `break` before it leaves the loop.
+                refused = ended == REFUSED
                 break
             frame.env, self.heap = join_states(going_on)
             if not isinstance(head, list):
@@ -718,7 +796,7 @@ class Interpreter(Objects):
             acc.reset = acc.reset or acc.name in resets
         frame.loop_depth -= 1
         exits: list[State] = []
-        if not endless:  # the condition ends it (or the iterable is empty): `else` runs
+        if not endless and not refused:  # the condition ends it (or the iterable is empty)
             if not completed:
                 frame.env, self.heap = before
             self.exec_body(stmt.orelse, frame)
@@ -728,6 +806,8 @@ class Interpreter(Objects):
         exits += breaks
         if exits:
             frame.env, self.heap = join_states(exits)
+        elif refused:
+            frame.dead = REFUSED
         else:
             frame.dead = "loop"  # `while True` without a break
 
@@ -886,7 +966,7 @@ class Interpreter(Objects):
                 self.set_grad(base, flag if isinstance(flag, bool) else None, toggled=True)
                 return
             self.escaped |= self._graph_of(value)
-            if base.module is not None:
+            if base.module is not None and not self._own_setattr(base, target.attr, value, frame):
                 self.set_attr(base.module, target.attr, value)
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value, frame)
@@ -920,6 +1000,25 @@ class Interpreter(Objects):
                     self.set_item(base, const_index(target.slice), value, graph)
         elif STRICT:
             raise UnhandledNode(target)
+
+    def _own_setattr(self, base: Value, attr: str, value: Value, frame: Frame) -> bool:
+        """`obj.name = value` on an object whose class of the code defines `__setattr__`
+        without handing the name on to the usual one (a `Bunch(dict)` storing it as an
+        item): that method runs instead, and the object gets no such attribute. Whether it
+        did."""
+        ref = base.module
+        if ref is None or ref.cls is None or ref.is_module:
+            return False
+        found = self.model.find_method(ref.cls, "__setattr__")
+        if found is None or _delegates_setattr(found[1]):
+            return False
+        owner = found[0].owner or self.model
+        method = found[1]
+        node = frame.stmt or method
+        self.inline(
+            method, owner.start_of(method), [base, constant(attr), value], {}, node, frame, owner
+        )
+        return True
 
     def unpack(self, value: Value, count: int, frame: Frame) -> list[Value]:
         if value.items is not None:
@@ -1039,9 +1138,40 @@ class Interpreter(Objects):
         if isinstance(root, ast.Name) and root.id not in frame.env:
             qual = self.model.qualify(node)
             if qual is not None:
+                held = self._class_attribute(qual)
+                if held is not None:
+                    return held
                 return Value("symbol", tensor=False, grad=False, qualname=qual)
         base = self.eval(node.value, frame)
         return self.attribute(base, node.attr, node, frame)
+
+    def _class_attribute(self, qual: str) -> Value | None:
+        """`Flow.table` where the body of a class of the code binds `table = {...}`: what
+        that binds, where it is a constant, a name (`Conv2d = Conv2d` in a namespace class),
+        a lambda or a literal of those; None otherwise."""
+        owner_name, _, attr = qual.rpartition(".")
+        cls = self.model.lookup_class(owner_name) if owner_name else None
+        if cls is None or attr in cls.methods:
+            return None
+        for stmt in cls.node.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target, value = stmt.targets[0], stmt.value
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                target, value = stmt.target, stmt.value
+            else:
+                continue
+            if not (isinstance(target, ast.Name) and target.id == attr):
+                continue
+            if not _plain_class_value(value):
+                return None
+            model = cls.owner or self.model
+            frame = Frame({}, model.start_of(cls.node), True, Ctx(), path=model.path)
+            outer, self.model = self.model, model
+            try:
+                return self.eval(value, frame)
+            finally:
+                self.model = outer
+        return None
 
     def attribute(self, base: Value, attr: str, node: ast.AST, frame: Frame) -> Value:
         if base.kind == "symbol" and base.qualname:
@@ -1292,7 +1422,20 @@ class Interpreter(Objects):
         return result
 
     def expr_Lambda(self, node: ast.Lambda, frame: Frame) -> Value:
-        return unknown()
+        """A lambda: a function value, as a def returning its expression (what it reads of
+        the code around it is not known to it, as for a def inside a function)."""
+        fn: ast.FunctionDef | None = getattr(node, "_ipl_function", None)
+        if fn is None:
+            body = ast.copy_location(ast.Return(node.body), node.body)
+            fn = ast.copy_location(
+                ast.FunctionDef(
+                    name="<lambda>", args=node.args, body=[body], decorator_list=[], returns=None
+                ),
+                node,
+            )
+            node._ipl_function = fn  # type: ignore[attr-defined]  # one per lambda: its summaries
+        function = Function(fn, frame.start, self.model)
+        return Value("function", tensor=False, grad=False, function=function)
 
     def expr_ListComp(
         self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, frame: Frame
@@ -1411,7 +1554,7 @@ class Interpreter(Objects):
         callee = self.eval(func, frame)
         args, kwargs = self.arguments(node, frame)
         if callee.module is not None:
-            return self.module_call(callee.module, args, node, frame)
+            return self.module_call(callee.module, args, node, frame, kwargs)
         if callee.function is not None:
             return self.call_function(callee.function, args, kwargs, node, frame)
         if callee.kind == "symbol" and callee.qualname:
@@ -1424,6 +1567,10 @@ class Interpreter(Objects):
             return python_value()
         if isinstance(func, ast.Name) and func.id == "isinstance" and "isinstance" not in frame.env:
             return self._isinstance(args)
+        if isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in frame.env:
+            found = self._getattr(args)
+            if found is not None:
+                return found
         if (
             isinstance(func, ast.Name)
             and func.id == "eval"
@@ -1454,7 +1601,7 @@ class Interpreter(Objects):
         frame: Frame,
     ) -> Value:
         if callee.module is not None:
-            return self.module_call(callee.module, args, node, frame)
+            return self.module_call(callee.module, args, node, frame, kwargs)
         if callee.function is not None:
             return self.call_function(callee.function, args, kwargs, node, frame)
         if callee.kind == "symbol" and callee.qualname:
@@ -1511,6 +1658,28 @@ class Interpreter(Objects):
             result = join_values(result, other)
         return result
 
+    def _getattr(self, args: list[Value]) -> Value | None:
+        """`getattr(obj, "name")` of a module or an object is `obj.name`; so is
+        `getattr(obj, "name", default)` where the object surely has it (an attribute its
+        code set, a dataclass field). None: not known."""
+        if len(args) not in (2, 3) or not isinstance(args[1].const, str):
+            return None
+        ref, name = args[0].module, args[1].const
+        if ref is not None and (len(args) == 2 or self._has_attr(ref, name)):
+            return self.module_attr(ref, name)
+        return None
+
+    def _has_attr(self, ref: ModuleRef, name: str) -> bool:
+        """Whether the code set this attribute on the object (on the caller's object, for
+        the stand-in of an argument)."""
+        if name in ref.assigned and name in ref.attrs:
+            return True
+        for inputs in reversed(self.runs):
+            real = inputs.real.get(id(ref))
+            if isinstance(real, ModuleRef):
+                return self._has_attr(real, name)
+        return False
+
     def _isinstance(self, args: list[Value]) -> Value:
         """`isinstance(m, nn.ReLU)` of a module, decided by its class (and its bases);
         `isinstance(x, torch.Tensor)` of a tensor or of a Python value."""
@@ -1564,6 +1733,10 @@ class Interpreter(Objects):
         this = frame.env.get(params[0].arg) if params else None
         base = self.model.base_of(cls) if cls is not None else None
         found = self.model.find_method(base, name) if base is not None else None
+        if found is None and this is not None and this.module is not None and name == "forward":
+            layer = self.torch_layer(this.module)
+            if layer is not None and not kwargs:  # `super().forward(x)` of an nn.Conv2d
+                return self.layer_call(layer, args, node, frame)
         if found is None or this is None:
             return unknown_call(args, kwargs)
         owner = found[0].owner or self.model
@@ -1649,6 +1822,11 @@ class Interpreter(Objects):
                     self.escaped |= graph
                     # The list holds it: `torch.stack(outs)` reaches its graph, so the
                     # backward through the stack frees what it saved.
+                    if name == "extend" and a.items is not None and a.keys is None:
+                        # `layers.extend([nn.Linear(...), act])`: each item, in order.
+                        for item in a.items:
+                            self.append_item(receiver, item, frozenset(self._graph_of(item)))
+                        continue
                     self.append_item(receiver, a if name == "append" else None, graph)
             return unknown()
         if receiver.kind == "scalar":
@@ -1937,6 +2115,8 @@ class Interpreter(Objects):
         self.inputs, self.events, self.inference_at = inputs, [], inference
         self.unsummarized = {}
         self.runs.append(inputs)
+        later_pass, self.later_pass = self.later_pass, 0  # a summary holds for any call
+        flag_log, self.flag_log = self.flag_log, []  # its flag changes come back as events
         outer_cells = self.recorder[0]
         cells: set[Cell] = set()
         self.recorder[0] = cells if outer_cells is not None else None
@@ -1969,6 +2149,7 @@ class Interpreter(Objects):
                 self.unsummarized,
             )
         finally:
+            self.later_pass, self.flag_log = later_pass, flag_log
             self.call_stack.pop()
             self.runs.pop()
             self.recorder[0] = outer_cells
@@ -2227,6 +2408,39 @@ def _widened(env: dict[str, Value], before: dict[str, Value]) -> dict[str, Value
         if value.kind == "scalar" and value.has_const and (old is None or old is not value):
             widened[name] = replace(value, has_const=False, const=None)
     return widened
+
+
+def _plain_class_value(node: ast.AST) -> bool:
+    """Whether a class attribute's expression is one `_class_attribute` evaluates: a
+    constant, a name, a lambda (its body runs only when called) or a literal of those."""
+    if isinstance(node, (ast.Constant, ast.Name, ast.Lambda)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _plain_class_value(node.value)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_plain_class_value(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(
+            k is not None and _plain_class_value(k) and _plain_class_value(v)
+            for k, v in zip(node.keys, node.values, strict=True)
+        )
+    return False
+
+
+def _delegates_setattr(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a `__setattr__` sets the attribute after all: it calls another
+    `__setattr__` (`super().__setattr__(name, value)`, `object.__setattr__(...)`) or writes
+    into `self.__dict__`."""
+    for node in ast.walk(method):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "__setattr__"
+        ):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return True
+    return False
 
 
 def _parameter_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, count: int) -> list[str]:

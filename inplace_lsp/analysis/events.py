@@ -32,6 +32,7 @@ from inplace_lsp.analysis.domain import (
 from inplace_lsp.analysis.knowledge import Knowledge
 from inplace_lsp.analysis.model import ModuleModel
 from inplace_lsp.analysis.summaries import (
+    FROZEN,
     BackwardEvent,
     Event,
     FreezeEvent,
@@ -45,6 +46,8 @@ from inplace_lsp.analysis.summaries import (
 )
 
 HELD_ITEMS = 64  # the elements a list built by append() keeps track of
+# How a path ends where torch refuses an in-place write at once (Frame.dead).
+REFUSED = "refused"
 
 
 class Events:
@@ -59,6 +62,12 @@ class Events:
     escaped: set[int]
     group_names: dict[int, set[str]]
     uncertain: int  # > 0 while running code that may not run (a conditional submodule)
+    # > 0 while running a loop's second pass where the number of passes is not known: what
+    # only that pass meets rests on the loop running more than once.
+    later_pass: int
+    # Per branch body being run (innermost last): the modules whose train/eval flag it set,
+    # with the flag as it was, so the paths can be joined (`if step % k == 0: model.eval()`).
+    flag_log: list[list[tuple[ModuleRef, bool | str | None]]]
     inference_at: InferenceSite | None  # inside torch.inference_mode(): where it began
     # While a function is run to make its summary: its arguments' stand-ins, and what it does
     # to them, in order (None and unused when running an entry point itself).
@@ -192,7 +201,10 @@ class Events:
         if refusal is not None:
             self.facts.refusals.append(refusal)
             if refusal.definite:
-                return mutation  # torch raises here: nothing after the write runs
+                # torch raises here: nothing after the write runs on this path, as after
+                # `raise` (an `except` around it may run).
+                frame.dead = REFUSED
+                return mutation
         leafish = value.leaf or value.view_kind == "leaf"  # a leaf, or a view of one
         if leafish and value.grad and grad_on and kind != "step":
             self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
@@ -338,9 +350,13 @@ class Events:
 
     def append_item(self, container: Value, item: Value | None, graph: frozenset[int]) -> None:
         """`outs.append(h)` (or `extend`, `add`: `item` None): the container reaches its graph
-        and, for append, holds it as its last item."""
+        and, for append, holds it as its last item; after another change its items are no
+        longer known one by one."""
         container.graph = container.graph | graph
-        if container.items is not None and item is not None:
+        if item is None:
+            # What it holds now is not known one by one (`xs.extend(ys)`, `d.update(...)`).
+            container.items, container.keys = None, None
+        elif container.items is not None:
             held = (*container.items, item)
             container.items = held if len(held) <= HELD_ITEMS else None
         path = self._stand_in(container)
@@ -370,8 +386,10 @@ class Events:
         if path is not None:
             self.events.append(ValueEvent(path, "hook", flag=hook))
 
-    def set_module_flag(self, ref: ModuleRef, flag: str, value: bool | None) -> None:
+    def set_module_flag(self, ref: ModuleRef, flag: str, value: bool | str | None) -> None:
         """`model.eval()` (training_flag) or `model.requires_grad_(False)` (frozen)."""
+        if flag == "training_flag" and self.flag_log:
+            self.flag_log[-1].append((ref, ref.training_flag))  # the branch run restores it
         setattr(ref, flag, value)
         path = self._stand_in(ref)
         if path is not None:
@@ -384,8 +402,20 @@ class Events:
             self.events.append(FreezeEvent(external))
 
     def frozen(self, ref: ModuleRef) -> bool:
-        """Whether a module's own parameters do not require grad."""
-        return ref.params_frozen or ref.params_group in self.frozen_groups
+        """Whether a module's own parameters do not require grad. Of the stand-in of a
+        caller's module, as the caller's module is (`for p in model.parameters():
+        p.requires_grad = False` before the call), and a fact the summary depends on."""
+        if ref.params_frozen or ref.params_group in self.frozen_groups:
+            return True
+        for inputs in reversed(self.runs):
+            real = inputs.real.get(id(ref))
+            if isinstance(real, ModuleRef):
+                found = self.frozen(real)
+                read = ((*inputs.refs[id(ref)], FROZEN), found)
+                if read not in inputs.reads:
+                    inputs.reads.append(read)
+                return found
+        return False
 
     def clear_gradients(self, groups: frozenset[int]) -> None:
         """zero_grad(): these parameters hold no gradient until a backward()."""
@@ -397,7 +427,8 @@ class Events:
     def _refusal(self, mutation: Mutation, grad_on: bool, inputs: list[Value]) -> Refusal | None:
         """Whether torch refuses this write at once (the Refusal kinds), and how sure."""
         value = mutation.value
-        sure = not mutation.possible
+        repeated = self.later_pass > 0
+        sure = not mutation.possible and not repeated
         if value.inference is not None and self.inference_at is None:
             return Refusal(mutation, "inference", sure, made_in=value.inference)
         if not grad_on:
@@ -418,7 +449,7 @@ class Events:
         ):
             reason = "multi_view" if value.view_kind == "multi" else "no_grad_view"
             if value.grad is True:
-                return Refusal(mutation, reason, sure)
+                return Refusal(mutation, reason, sure, repeated=repeated and not mutation.possible)
             if value.grad_from:  # it raises only if this argument requires grad: say which
                 return Refusal(mutation, reason, False, value.grad_from)
         return None

@@ -140,10 +140,26 @@ class ModuleModel:
                     self._def_keys[id(method)] = f"{class_name}.{method_name}"
         return self._def_keys.get(id(fn), "")
 
-    def lookup_class(self, qualname: str) -> ClassInfo | None:
-        """A class defined in this file, or imported from another file of the workspace."""
+    def lookup_class(self, qualname: str, depth: int = 0) -> ClassInfo | None:
+        """A class defined in this file, or imported from another file of the workspace, or
+        bound in the body of a class of this file (`class modules: Conv2d = Conv2d`)."""
         found = self._lookup(qualname, "classes")
-        return cast(ClassInfo, found[1]) if found is not None else None
+        if found is not None:
+            return cast(ClassInfo, found[1])
+        holder, _, attr = qualname.rpartition(".")
+        info = self.classes.get(holder) if holder and depth < 4 else None
+        if info is None:
+            return None
+        for stmt in info.node.body:
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id == attr
+            ):
+                alias = self.qualify(stmt.value)
+                return self.lookup_class(alias, depth + 1) if alias is not None else None
+        return None
 
     def lookup_function(
         self, qualname: str

@@ -84,7 +84,62 @@ class Objects(TorchOps):
             where = found[0].owner or self.model
             init = found[1]
             self.inline(init, where.start_of(init), [value, *args], kwargs, node, frame, where)
+            return value
+        fields = self._dataclass_fields(cls)
+        if fields is not None:
+            # A dataclass's own __init__: each field from its argument, else its default.
+            known, order = fields
+            for name, default in known.items():
+                if name in kwargs:
+                    self.set_attr(ref, name, kwargs[name])
+                elif order and name in order and order.index(name) < len(args):
+                    self.set_attr(ref, name, args[order.index(name)])
+                elif default is not None and (order or not args):
+                    self.set_attr(ref, name, default)
+            post = self.model.find_method(cls, "__post_init__")
+            if post is not None:
+                where = post[0].owner or self.model
+                self.inline(post[1], where.start_of(post[1]), [value], {}, node, frame, where)
         return value
+
+    def _dataclass_fields(self, cls: ClassInfo) -> tuple[dict[str, Value | None], list[str]] | None:
+        """The fields of a `@dataclass` (its bases' first), each with its default when that
+        is a constant (None: no default, or one made by a factory), and their order for
+        positional arguments ([] when a base that is not readable may have fields first);
+        None when it is no dataclass that gets the generated __init__."""
+        chain: list[ClassInfo] = []
+        current: ClassInfo | None = cls
+        readable = True
+        while current is not None and all(c is not current for c in chain):
+            chain.append(current)
+            owner = current.owner or self.model
+            base = owner.base_of(current)
+            if base is None and any(b not in ("object", "Generic") for b in current.bases):
+                readable = False  # a base class the analysis cannot read
+            current = base
+        fields: dict[str, Value | None] = {}
+        order: list[str] = []
+        is_dataclass = False
+        for info in reversed(chain):
+            owner = info.owner or self.model
+            generated = _generated_init(info.node, owner)
+            if generated is None:
+                continue
+            if not generated:
+                return None  # `@dataclass(init=False)`
+            is_dataclass = True
+            for stmt in info.node.body:
+                if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
+                    continue
+                if "ClassVar" in ast.unparse(stmt.annotation):
+                    continue
+                name = stmt.target.id
+                if name not in fields:
+                    order.append(name)
+                fields[name] = _field_default(stmt.value, owner)
+        if not is_dataclass:
+            return None
+        return fields, order if readable else []
 
     def construct_module(
         self,
@@ -147,9 +202,15 @@ class Objects(TorchOps):
                 del ref.attrs[attr]
 
     def _module_call(
-        self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
+        self,
+        ref: ModuleRef,
+        args: list[Value],
+        node: ast.Call,
+        frame: Frame,
+        kwargs: dict[str, Value] | None = None,
     ) -> Value:
-        x = args[0] if args else unknown()
+        kwargs = kwargs or {}
+        x = args[0] if args else next(iter(kwargs.values()), None) or unknown()
         sequential = ref.children is not None and self.list_kind(ref) == "torch.nn.Sequential"
         if ref.cls is not None and not sequential:
             found = self.model.find_method(ref.cls, "forward" if ref.is_module else "__call__")
@@ -157,9 +218,12 @@ class Objects(TorchOps):
                 this = Value("module", tensor=False, grad=False, module=ref)
                 owner = found[0].owner or self.model
                 return self.inline(
-                    found[1], owner.start_of(found[1]), [this, *args], {}, node, frame, owner
+                    found[1], owner.start_of(found[1]), [this, *args], kwargs, node, frame, owner
                 )
-            return unknown_call(args, {})
+            layer = self.torch_layer(ref) if ref.is_module else None
+            if layer is not None:  # `class Conv2d(nn.Conv2d)` with an __init__ of its own
+                return self.layer_call(layer, args or [x], node, frame)
+            return unknown_call(args, kwargs)
         if ref.children is not None and self.list_kind(ref) == "torch.nn.Sequential":
             for child in ref.children:
                 x = self.module_call(child, [x], node, frame)
@@ -167,6 +231,20 @@ class Objects(TorchOps):
         flag = self.module_attr(ref, "inplace") if ref.qualname in _INPLACE_LAYERS else None
         set_inplace = flag.const if flag is not None and isinstance(flag.const, bool) else None
         return self.layer_call(ref, args, node, frame, set_inplace)
+
+    def torch_layer(self, ref: ModuleRef) -> ModuleRef | None:
+        """A module of a class of the code derived from a torch.nn layer (`class
+        Conv2d(nn.Conv2d)`), as that layer: the same parameters, called as torch calls it
+        (its `forward` where the class does not override it, or `super().forward(x)`)."""
+        seen: set[int] = set()
+        cls = ref.cls
+        while cls is not None and id(cls) not in seen:
+            seen.add(id(cls))
+            for base in cls.bases:
+                if base.startswith("torch.nn.") and self.kb.module(base) is not None:
+                    return dataclasses.replace(ref, qualname=base, cls=None)
+            cls = (cls.owner or self.model).base_of(cls)
+        return None
 
     def module_attr(self, ref: ModuleRef, attr: str) -> Value:
         if attr in ref.attrs:
@@ -179,7 +257,8 @@ class Objects(TorchOps):
             return method
         if attr == "training" and ref.is_module:
             # `if not self.training:` (an inference path) is decided by train() / eval().
-            return constant(ref.training)
+            training = ref.training
+            return scalar() if training is None else constant(training)
         for inputs in reversed(self.runs):
             real = inputs.real.get(id(ref))
             if isinstance(real, ModuleRef):
@@ -485,7 +564,7 @@ class Objects(TorchOps):
         ):
             return receiver
         if name == "forward":
-            return self.module_call(ref, args, node, frame)
+            return self.module_call(ref, args, node, frame, kwargs)
         if name in ("append", "extend", "insert") and self.list_kind(ref) and args:
             # `self.blocks.append(Block(...))` in a loop: the list holds it, in order.
             added = (args[-1].items or ()) if name == "extend" else [args[-1]]
@@ -532,7 +611,7 @@ class Objects(TorchOps):
                 )
         attr = self.module_attr(ref, name)
         if attr.module is not None:
-            return self.module_call(attr.module, args, node, frame)
+            return self.module_call(attr.module, args, node, frame, kwargs)
         return unknown_call(args, kwargs)
 
     def _object_method(
@@ -557,7 +636,7 @@ class Objects(TorchOps):
             )
         attr = self.module_attr(ref, name)
         if attr.module is not None:
-            return self.module_call(attr.module, args, node, frame)
+            return self.module_call(attr.module, args, node, frame, kwargs)
         return self.call_value(attr, args, kwargs, node, frame)
 
     def _refreeze(self, ref: ModuleRef, depth: int = 0) -> None:
@@ -607,23 +686,36 @@ class Objects(TorchOps):
                 groups |= self.param_groups(value.module, depth + 1)
         return frozenset(groups)
 
-    def module_call(self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame) -> Value:
+    def module_call(
+        self,
+        ref: ModuleRef,
+        args: list[Value],
+        node: ast.Call,
+        frame: Frame,
+        kwargs: dict[str, Value] | None = None,
+    ) -> Value:
+        """A call of a module: its forward with these arguments (keywords too)."""
         if ref.conditional:
             self.uncertain += 1
             try:
-                return self._hooked_call(ref, args, node, frame)
+                return self._hooked_call(ref, args, node, frame, kwargs)
             finally:
                 self.uncertain -= 1
-        return self._hooked_call(ref, args, node, frame)
+        return self._hooked_call(ref, args, node, frame, kwargs)
 
     def _hooked_call(
-        self, ref: ModuleRef, args: list[Value], node: ast.Call, frame: Frame
+        self,
+        ref: ModuleRef,
+        args: list[Value],
+        node: ast.Call,
+        frame: Frame,
+        kwargs: dict[str, Value] | None = None,
     ) -> Value:
         """The call with its hooks, as nn.Module.__call__ runs them: each pre-hook on
         (module, inputs), which may return new inputs; then forward; then each forward hook on
         (module, inputs, output), which may return a new output."""
         if not ref.hooks:
-            return self._module_call(ref, args, node, frame)
+            return self._module_call(ref, args, node, frame, kwargs)
         module = Value("module", tensor=False, grad=False, module=ref)
         for hook in ref.hooks:
             if hook.kind == "pre":
@@ -631,7 +723,7 @@ class Objects(TorchOps):
                 given = self._run_hook(hook.function, [module, inputs], node, frame)
                 if given.kind != "scalar":
                     args = list(given.items) if given.items is not None else [given]
-        output = self._module_call(ref, args, node, frame)
+        output = self._module_call(ref, args, node, frame, kwargs)
         for hook in ref.hooks:
             if hook.kind == "post":
                 inputs = Value("container", tensor=False, grad=None, items=tuple(args))
@@ -671,6 +763,34 @@ def element_module(container: ModuleRef, key: object = None) -> Value:
     return Value(
         "module", tensor=False, grad=False, module=ModuleRef(None, None, container.params_group)
     )
+
+
+def _generated_init(node: ast.ClassDef, owner: ModuleModel) -> bool | None:
+    """Whether a class decorated `@dataclass` gets the generated __init__ (False for
+    `@dataclass(init=False)`); None when it is not a dataclass."""
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        if owner.qualify(target) not in ("dataclasses.dataclass", "dataclass"):
+            continue
+        if isinstance(dec, ast.Call):
+            for kw in dec.keywords:
+                if kw.arg == "init" and isinstance(kw.value, ast.Constant):
+                    return bool(kw.value.value)
+        return True
+    return None
+
+
+def _field_default(value: ast.expr | None, owner: ModuleModel) -> Value | None:
+    """A dataclass field's default, when it is a constant (`x: int = 0`,
+    `field(default=0)`); None otherwise."""
+    if isinstance(value, ast.Call) and owner.qualify(value.func) in (
+        "dataclasses.field",
+        "field",
+    ):
+        value = next((kw.value for kw in value.keywords if kw.arg == "default"), None)
+    if isinstance(value, ast.Constant):
+        return constant(value.value)
+    return None
 
 
 def bind_consts(cls: ClassInfo, args: list[Value], kwargs: dict[str, Value]) -> dict[str, object]:

@@ -49,6 +49,12 @@ class Resolver:
 
     attr: Callable[[ModuleRef, str], Value]
     global_value: Callable[[str], Value | None]
+    frozen: Callable[[ModuleRef], bool]
+
+
+# The last step of a read's path that stands for whether the module there is frozen (its
+# parameters do not require grad), not for a part of it.
+FROZEN = ("frozen",)
 
 
 Path = tuple[Hashable, ...]  # ("arg", 0) or ("kw", "x"), then steps ("item", 1), ("attr", "fc")
@@ -489,6 +495,9 @@ def resolve_path(
 def _facts_at(
     path: Path, args: list[Value], kwargs: dict[str, Value], resolver: Resolver
 ) -> Hashable:
+    if path[-1] == FROZEN:
+        ref = resolve_path(path[:-1], args, kwargs, resolver)
+        return resolver.frozen(ref) if isinstance(ref, ModuleRef) else None
     found = resolve_path(path, args, kwargs, resolver)
     return value_facts(found) if isinstance(found, Value) else None
 

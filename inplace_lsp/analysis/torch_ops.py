@@ -345,7 +345,7 @@ class TorchOps(Events):
             inplace = set_inplace
             if inplace and ref.submodule is not None and keyword is None:
                 keyword = ref.submodule.call
-        if info.eval_alias and not ref.training:
+        if info.eval_alias and ref.training is False:
             return x
         if info.view:
             return self._view(x, frame)

@@ -111,6 +111,8 @@ class InplaceRefused(Rule):
             when = "torch raises a RuntimeError here"
         elif refusal.grad_from:
             when = f"torch raises here if {requires_grad(refusal.grad_from)}"
+        elif refusal.repeated:
+            when = "torch raises here if the loop around it runs more than once"
         else:
             when = "torch may raise here (on some paths)"
         if refusal.reason == "inference":
