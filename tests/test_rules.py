@@ -7,6 +7,7 @@ here they pin what the analyzer reports.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 from pathlib import Path
@@ -126,3 +127,24 @@ def test_messages_spell_the_op_as_the_code_does() -> None:
     assert by_line[6].related[0].message.startswith("saved by F.softmax here")
     assert by_line[8].message.startswith("sm (torch.nn.functional.softmax) saved its output")
     assert by_line[10].message.startswith("torch.sigmoid saved its output")
+
+
+def test_the_accumulation_message_names_valid_python() -> None:
+    """IPL004 says what to accumulate instead: `.item()` of the whole expression, valid
+    Python (`(loss ** 2).item()`, not `loss ** 2.item()`)."""
+    code = (
+        "import torch\n"
+        "def train(model, batches, optimizer):\n"
+        "    total = 0.0\n"
+        "    for x, y in batches:\n"
+        "        loss = ((model(x) - y) ** 2).mean()\n"
+        "        optimizer.zero_grad()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        total += loss ** 2\n"
+        "    return total\n"
+    )
+    (finding,) = [f for f in analyze(code) if f.code == "IPL004"]
+    suggested = finding.message.split("Accumulate `")[1].split("` instead")[0]
+    assert suggested == "(loss ** 2).item()"
+    ast.parse(suggested)

@@ -155,7 +155,12 @@ _RETURNS_ITS_MODULE = frozenset(
 # A call this many calls deep below the entry point is not followed (and said so): each
 # function is summarised once per argument facts, so depth costs little, but a chain of
 # wrappers this long is not worth following.
-MAX_CALL_DEPTH = 8
+MAX_CALL_DEPTH = 16
+# Functions of other files (a library's base classes: transformers' PreTrainedModel) are
+# followed this many calls deep; below that, a call of another file's function is unknown, as
+# a function of a package outside the workspace is (checking attention backends and
+# initialisation hooks inside post_init() tells nothing about the file being analysed).
+LIBRARY_DEPTH = 2
 
 
 # Strict mode (the test suite sets INPLACE_LSP_STRICT=1): a syntax node without a handler
@@ -211,6 +216,7 @@ class Interpreter(Objects):
         # Inside torch.inference_mode(): where the block or decorator is (None: outside).
         self.inference_at: InferenceSite | None = None
         self.too_deep_line: int | None = None  # the statement Python's stack could not take
+        self.library_calls = 0  # functions of other files on the call stack
 
     # ------------------------------------------------------------------ entry points
 
@@ -710,6 +716,9 @@ class Interpreter(Objects):
             steps is None
             and iterable.kind == "container"
             and iterable.items
+            # (in another file's code, a long one is any of its modules: that code is read
+            # for what it does to the caller's objects, not module by module)
+            and (self.model.path is None or len(iterable.items) <= UNROLLED_LAYERS)
             and all(
                 item.module is not None or (item.items and item.items[-1].module is not None)
                 for item in iterable.items
@@ -2067,15 +2076,23 @@ class Interpreter(Objects):
             self.cut += 1
             self._too_deep(fn, start)
             return unknown_call(args, kwargs)
+        library = self.model.path is not None
+        if library and self.library_calls >= LIBRARY_DEPTH:
+            return unknown_call(args, kwargs)
         if any(a.kind == "fnctx" for a in args):
             # An autograd.Function's forward: its ctx.save_for_backward feeds this call.
             return self._run_inline(fn, start, args, kwargs, frame)
         grad_enabled = frame.grad_enabled and not self._decorated_no_grad(fn)
         inference = self.inference_at or self._decorated_inference(fn, start)
-        state = (grad_enabled, self.uncertain > 0, inference)
+        # (how deep in other files' code it runs decides which of its calls it follows)
+        state = (grad_enabled, self.uncertain > 0, inference, self.library_calls)
         summary = self.summaries.find(fn, self.model, state, args, kwargs, self.resolver)
         if summary is None:
-            summary = self._summarize(fn, start, args, kwargs, grad_enabled, inference, state)
+            self.library_calls += library
+            try:
+                summary = self._summarize(fn, start, args, kwargs, grad_enabled, inference, state)
+            finally:
+                self.library_calls -= library
         return self._apply(summary, args, kwargs, node, frame)
 
     def global_value(self, name: str) -> Value | None:

@@ -669,21 +669,32 @@ class Objects(TorchOps):
             return groups
         return value.groups
 
-    def param_groups(self, ref: ModuleRef, depth: int = 0) -> frozenset[int]:
-        """The version groups of every parameter of a module and its submodules."""
-        groups = {ref.params_group}
-        if depth > 8:
-            return frozenset(groups)
-        for child in ref.children or ():
-            groups |= self.param_groups(child, depth + 1)
-        if ref.cls is not None and ref.is_module:
-            for name in ref.cls.submodules:
-                attr = self.module_attr(ref, name)
-                if attr.module is not None:
-                    groups |= self.param_groups(attr.module, depth + 1)
-        for value in list(ref.attrs.values()):  # and the modules assigned to it
-            if value.module is not None and value.module.is_module:
-                groups |= self.param_groups(value.module, depth + 1)
+    def param_groups(self, ref: ModuleRef) -> frozenset[int]:
+        """The version groups of every parameter of a module and its submodules (each module
+        once: one reached both as a declared submodule and as an attribute is one module)."""
+        groups: set[int] = set()
+        seen: set[int] = set()
+        todo = [(ref, 0)]
+        while todo:
+            current, depth = todo.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            groups.add(current.params_group)
+            if depth > 8:
+                continue
+            below = list(current.children or ())
+            if current.cls is not None and current.is_module:
+                for name in current.cls.submodules:
+                    attr = self.module_attr(current, name)
+                    if attr.module is not None:
+                        below.append(attr.module)
+            below += [  # and the modules assigned to it
+                v.module
+                for v in list(current.attrs.values())
+                if v.module is not None and v.module.is_module
+            ]
+            todo += [(module, depth + 1) for module in below]
         return frozenset(groups)
 
     def module_call(
