@@ -12,6 +12,7 @@ import ast
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule
 
@@ -191,9 +192,13 @@ class Value:
         return self.kind in ("tensor", "unknown") and self.tensor is not False
 
 
-def replace(value: Value, **changes: object) -> Value:
-    """A shallow copy of a Value with some fields changed (dataclasses.replace is slow)."""
-    clone = object.__new__(Value)
+Copied = TypeVar("Copied", "Value", "ModuleRef", "Save", "Mutation", "Function")
+
+
+def replace(value: Copied, **changes: object) -> Copied:
+    """A shallow copy of a Value (or a module, a save, a write, a function) with some fields
+    changed: dataclasses.replace is slow, and none of these has a __post_init__."""
+    clone = object.__new__(type(value))
     clone.__dict__.update(value.__dict__)
     clone.__dict__.update(changes)
     return clone

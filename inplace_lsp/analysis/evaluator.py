@@ -99,7 +99,6 @@ from inplace_lsp.analysis.summaries import (
     SummaryCache,
     ValueEvent,
     WriteEvent,
-    arguments_key,
 )
 from inplace_lsp.analysis.torch_ops import (
     ALIAS_METHODS,
@@ -2086,11 +2085,12 @@ class Interpreter(Objects):
         inference = self.inference_at or self._decorated_inference(fn, start)
         # (how deep in other files' code it runs decides which of its calls it follows)
         state = (grad_enabled, self.uncertain > 0, inference, self.library_calls)
-        summary = self.summaries.find(fn, self.model, state, args, kwargs, self.resolver)
+        key = self.summaries.key(self.model, state, args, kwargs)
+        summary = self.summaries.find(fn, key, args, kwargs, self.resolver)
         if summary is None:
             self.library_calls += library
             try:
-                summary = self._summarize(fn, start, args, kwargs, grad_enabled, inference, state)
+                summary = self._summarize(fn, start, args, kwargs, grad_enabled, inference, key)
             finally:
                 self.library_calls -= library
         return self._apply(summary, args, kwargs, node, frame)
@@ -2112,7 +2112,7 @@ class Interpreter(Objects):
         kwargs: dict[str, Value],
         grad_enabled: bool,
         inference: InferenceSite | None,
-        state: Hashable,
+        key: Hashable,
     ) -> Summary:
         """Runs the function on stand-ins of its arguments, from a state of its own: what it
         does to them is recorded as events, what it makes stays in its heap."""
@@ -2123,7 +2123,6 @@ class Interpreter(Objects):
             for i, a in enumerate(args)
         ]
         stand_in_kwargs = {k: inputs.symbolize(v, (("kw", k),), k) for k, v in kwargs.items()}
-        key = (self.summaries.model_key(self.model), state, arguments_key(args, kwargs))
         outer = (self.heap, self.facts, self.escaped, self.group_names, self.followed, self.saves)
         outer_run = (self.inputs, self.events, self.inference_at, self.unsummarized)
         cut_before = self.cut

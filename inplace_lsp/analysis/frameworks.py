@@ -143,6 +143,7 @@ def _hook_calls(stub: ModuleModel) -> dict[str, tuple[int, frozenset[str]]]:
     return calls
 
 
+@functools.lru_cache(maxsize=4096)
 def framework_of(qualname: str) -> Framework | None:
     """The stub answering for an imported name (`pytorch_lightning.LightningModule`)."""
     for framework in frameworks():

@@ -6,7 +6,6 @@ parameter groups they step, constructor constants and the submodule a flag choos
 from __future__ import annotations
 
 import ast
-import dataclasses
 from abc import abstractmethod
 
 from inplace_lsp.analysis.binder import is_static
@@ -20,6 +19,7 @@ from inplace_lsp.analysis.domain import (
     constant,
     new_id,
     owning_instance,
+    replace,
     scalar,
     unknown,
     unknown_call,
@@ -242,7 +242,7 @@ class Objects(TorchOps):
             seen.add(id(cls))
             for base in cls.bases:
                 if base.startswith("torch.nn.") and self.kb.module(base) is not None:
-                    return dataclasses.replace(ref, qualname=base, cls=None)
+                    return replace(ref, qualname=base, cls=None)
             cls = (cls.owner or self.model).base_of(cls)
         return None
 
@@ -750,7 +750,7 @@ class Objects(TorchOps):
 def twin_module(ref: ModuleRef, parent: ModuleRef | None = None, depth: int = 0) -> ModuleRef:
     """`copy.deepcopy(module)`: the same modules, each with parameters of its own (a Sequential's
     children too); the copy's hooks and attributes set after construction are not followed."""
-    twin = dataclasses.replace(
+    twin = replace(
         ref, params_group=new_id(), attrs={}, hooks=[], children=None, parent=parent, assigned=set()
     )
     if ref.children is not None and depth < 8:

@@ -20,7 +20,6 @@ ids, and grafts the function's branch contexts under the caller's.
 from __future__ import annotations
 
 import ast
-import dataclasses
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
@@ -202,7 +201,7 @@ class Inputs:
             sym.module = self.symbolize_ref(real.module, (*path, ("module",)))
         if real.function is not None and real.function.bound is not None:
             bound = self.symbolize_ref(real.function.bound, (*path, ("bound",)))
-            sym.function = dataclasses.replace(real.function, bound=bound)
+            sym.function = replace(real.function, bound=bound)
         if name is not None:
             sym.name = name
         return sym
@@ -222,7 +221,7 @@ class Inputs:
         if made is not None:
             assert isinstance(made, ModuleRef)
             return made
-        sym = dataclasses.replace(ref, attrs={}, hooks=list(ref.hooks), assigned=set())
+        sym = replace(ref, attrs={}, hooks=list(ref.hooks), assigned=set())
         self._made[id(ref)] = sym
         self.keep.append(sym)
         self.refs[id(sym)] = path
@@ -262,7 +261,12 @@ class Inputs:
         return frozenset(g for g in groups if g in self.groups)
 
 
-def value_facts(value: Value, depth: int = 0, groups: dict[int, int] | None = None) -> Hashable:
+def value_facts(
+    value: Value,
+    depth: int = 0,
+    groups: dict[int, int] | None = None,
+    modules: dict[tuple[int, int], Hashable] | None = None,
+) -> Hashable:
     """What a value is, as far as a function's analysis can tell it apart: its kind, grad,
     dtype, layout, constant, where it came from, its items and its module (not its ids, but
     which of the arguments share a version group)."""
@@ -273,7 +277,7 @@ def value_facts(value: Value, depth: int = 0, groups: dict[int, int] | None = No
     if value.items is not None:
         items = (
             len(value.items),
-            tuple(value_facts(i, depth + 1, groups) for i in value.items[:_ITEMS])
+            tuple(value_facts(i, depth + 1, groups, modules) for i in value.items[:_ITEMS])
             if depth < _DEPTH
             else (),
         )
@@ -304,21 +308,29 @@ def value_facts(value: Value, depth: int = 0, groups: dict[int, int] | None = No
         value.origin,
         value.qualname,
         id(value.function.node) if value.function is not None else None,
-        module_facts(value.function.bound, depth)
+        module_facts(value.function.bound, depth, modules)
         if value.function is not None and value.function.bound is not None
         else None,
         _hashable(value.keys),
-        value_facts(value.element, depth + 1, groups)
+        value_facts(value.element, depth + 1, groups, modules)
         if value.element is not None and depth < _DEPTH
         else None,
         value.name if depth else None,
         items,
-        module_facts(value.module, depth) if value.module is not None else None,
+        module_facts(value.module, depth, modules) if value.module is not None else None,
     )
 
 
-def module_facts(ref: ModuleRef, depth: int = 0) -> Hashable:
-    return (
+def module_facts(
+    ref: ModuleRef, depth: int = 0, memo: dict[tuple[int, int], Hashable] | None = None
+) -> Hashable:
+    """What a module is, as far as a function's analysis can tell it apart (`memo`: those
+    already said in one key, a module and its parents being in many values)."""
+    if memo is not None:
+        known = memo.get((id(ref), depth))
+        if known is not None:
+            return known
+    facts = (
         id(ref.cls),
         ref.qualname,
         id(ref.submodule),
@@ -330,15 +342,21 @@ def module_facts(ref: ModuleRef, depth: int = 0) -> Hashable:
         tuple(sorted((k, _hashable(v)) for k, v in ref.consts.items())),
         tuple((hook.kind, id(hook.function.node)) for hook in ref.hooks),
         len(ref.children) if ref.children is not None else None,
-        module_facts(ref.parent, depth + 1) if ref.parent is not None and depth < _DEPTH else None,
+        module_facts(ref.parent, depth + 1, memo)
+        if ref.parent is not None and depth < _DEPTH
+        else None,
     )
+    if memo is not None:
+        memo[(id(ref), depth)] = facts
+    return facts
 
 
 def arguments_key(args: list[Value], kwargs: dict[str, Value]) -> tuple[Hashable, ...]:
     groups: dict[int, int] = {}
+    modules: dict[tuple[int, int], Hashable] = {}
     return (
-        tuple(value_facts(a, 0, groups) for a in args),
-        tuple(sorted((k, value_facts(v, 0, groups)) for k, v in kwargs.items())),
+        tuple(value_facts(a, 0, groups, modules) for a in args),
+        tuple(sorted((k, value_facts(v, 0, groups, modules)) for k, v in kwargs.items())),
     )
 
 
@@ -396,11 +414,16 @@ class SummaryCache:
         """What the summaries read of other files changed."""
         self.by_function.clear()
 
+    def key(
+        self, model: ModuleModel, state: Hashable, args: list[Value], kwargs: dict[str, Value]
+    ) -> Hashable:
+        """What a summary of a function of this file, run in this state, rests on."""
+        return (self.model_key(model), state, arguments_key(args, kwargs))
+
     def find(
         self,
         fn: ast.AST,
-        model: ModuleModel,
-        state: Hashable,
+        key: Hashable,
         args: list[Value],
         kwargs: dict[str, Value],
         resolve: Resolver,
@@ -408,7 +431,6 @@ class SummaryCache:
         candidates = self.by_function.get(id(fn))
         if not candidates:
             return None
-        key = (self.model_key(model), state, arguments_key(args, kwargs))
         for summary in candidates:
             if summary.key == key and all(
                 _facts_at(path, args, kwargs, resolve) == facts for path, facts in summary.reads
@@ -580,7 +602,7 @@ class Application:
         if known is not None:
             return self.saves[known]
         (group,) = self.groups([save.group]) or (save.group,)
-        copy = dataclasses.replace(save, id=new_id(), group=group, ctx=self.ctx(save.ctx))
+        copy = replace(save, id=new_id(), group=group, ctx=self.ctx(save.ctx))
         self.saves[copy.id] = copy
         self.own_sids[save.id] = copy.id
         self._sids[save.id] = frozenset({copy.id})
@@ -598,7 +620,7 @@ class Application:
     def mutation(self, mutation: Mutation) -> Mutation:
         known = self._mutations.get(mutation.id)
         if known is None:
-            known = dataclasses.replace(
+            known = replace(
                 mutation, ctx=self.ctx(mutation.ctx), aliases_read=mutation.aliases_read
             )
             self._mutations[mutation.id] = known
@@ -627,9 +649,7 @@ class Application:
         if value.module is not None:
             copy.module = self.ref(value.module)
         if value.function is not None and value.function.bound is not None:
-            copy.function = dataclasses.replace(
-                value.function, bound=self.ref(value.function.bound)
-            )
+            copy.function = replace(value.function, bound=self.ref(value.function.bound))
         return copy
 
     def ref(self, ref: ModuleRef) -> ModuleRef:
@@ -640,7 +660,7 @@ class Application:
         known = self._refs.get(id(ref))
         if known is not None:
             return known
-        copy = dataclasses.replace(ref, attrs={}, hooks=list(ref.hooks), assigned=set(ref.assigned))
+        copy = replace(ref, attrs={}, hooks=list(ref.hooks), assigned=set(ref.assigned))
         self._refs[id(ref)] = copy
         (copy.params_group,) = self.groups([ref.params_group])
         if ref.parent is not None:
