@@ -1561,14 +1561,9 @@ class Interpreter(Objects):
                 return result
         callee = self.eval(func, frame)
         args, kwargs = self.arguments(node, frame)
-        if callee.module is not None:
-            return self.module_call(callee.module, args, node, frame, kwargs)
-        if callee.function is not None:
-            return self.call_function(callee.function, args, kwargs, node, frame)
-        if callee.kind == "symbol" and callee.qualname:
-            return self.symbol_call(callee.qualname, args, kwargs, node, frame)
-        if callee.kind == "symbol" and callee.items:
-            return self._call_one_of(callee.items, args, kwargs, node, frame)
+        called = self._call_of(callee, args, kwargs, node, frame)
+        if called is not None:
+            return called
         if callee.kind == "optimizer":
             return unknown()
         if callee.kind == "scalar":
@@ -1608,6 +1603,19 @@ class Interpreter(Objects):
         node: ast.Call,
         frame: Frame,
     ) -> Value:
+        called = self._call_of(callee, args, kwargs, node, frame)
+        return called if called is not None else unknown_call(args, kwargs)
+
+    def _call_of(
+        self,
+        callee: Value,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value | None:
+        """A call of a module, a function of the code or a known symbol (one of several,
+        where the callee is one of them); None for any other callee."""
         if callee.module is not None:
             return self.module_call(callee.module, args, node, frame, kwargs)
         if callee.function is not None:
@@ -1616,7 +1624,7 @@ class Interpreter(Objects):
             return self.symbol_call(callee.qualname, args, kwargs, node, frame)
         if callee.kind == "symbol" and callee.items:
             return self._call_one_of(callee.items, args, kwargs, node, frame)
-        return unknown_call(args, kwargs)
+        return None
 
     def call_function(
         self,
