@@ -144,3 +144,6 @@ def test_case_collection() -> None:
     assert sum(case.outcome == "refused-error" for case in CASES) >= 3
     assert sum(case.far_apart for case in CASES) >= 10
     assert len({case.name.split("_", 1)[0] for case in CASES}) == len(CASES), "duplicate numbers"
+    # pytest would collect a case (and its twin, under the same module name) as a test module
+    collected = [c.name for c in CASES if c.name.startswith("test_") or c.name.endswith("_test")]
+    assert not collected, collected

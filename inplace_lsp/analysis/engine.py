@@ -242,6 +242,7 @@ class DocumentAnalysis:
             (common, alone),
             self._changes,
             not self._unmoved,
+            frozenset(id(fn) for block in parsed for fn in _defined(block)),
         )
         used_keys: set[Hashable] = set()
         for block in parsed:
@@ -957,6 +958,20 @@ def _comment_start(line: str, tree: ast.Module, lineno: int) -> int | None:
         if char not in _BEFORE_COMMENT:
             return None
     return None
+
+
+def _defined(block: Block) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions a block defines at its top level and in its classes."""
+    assert block.tree is not None
+    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    for stmt in block.tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(stmt)
+        elif isinstance(stmt, ast.ClassDef):
+            found.extend(
+                s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            )
+    return found
 
 
 def _unfollowed(interp: Interpreter) -> tuple[Note, ...]:

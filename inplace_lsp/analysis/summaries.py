@@ -141,6 +141,8 @@ class Summary:
     units: tuple[Unit, ...] = ()
     layout: tuple[tuple[Hashable, int, int], ...] | None = None
     verified: int = 0
+    used: int = 0  # the last update that found or made it
+    named: bool = False  # of a function the document defines at its top level or in a class
 
 
 def _hashable(value: object) -> Hashable:
@@ -376,11 +378,19 @@ class SummaryCache:
     revision: int = 0
 
     def begin(
-        self, table: Table | None, document: Hashable, changes: frozenset[Cell] | None, moved: bool
+        self,
+        table: Table | None,
+        document: Hashable,
+        changes: frozenset[Cell] | None,
+        moved: bool,
+        defined: frozenset[int] = frozenset(),
     ) -> None:
         """A new update of the document: the summaries that no longer hold are dropped.
         `changes`: the cells whose values differ from the last update's (None: not known);
-        `moved`: whether any unit is somewhere else now."""
+        `moved`: whether any unit is somewhere else now; `defined`: the functions and methods
+        the document defines now (a block parsed again defines new ones: the summaries of the
+        old ones are never found again). Summaries of other functions (nested ones, those of
+        other files) go when the last two updates did not use them."""
         self.revision += 1
         self.runs = {}
         if table is None or document != self.document:
@@ -389,7 +399,12 @@ class SummaryCache:
         if table is None:
             return
         for fn_id, summaries in list(self.by_function.items()):
-            kept = [s for s in summaries if self._holds(s, table, changes, moved)]
+            kept = [
+                s
+                for s in summaries
+                if (fn_id in defined if s.named else s.used >= self.revision - 2)
+                and self._holds(s, table, changes, moved)
+            ]
             if kept:
                 self.by_function[fn_id] = kept
             else:
@@ -435,6 +450,7 @@ class SummaryCache:
             if summary.key == key and all(
                 _facts_at(path, args, kwargs, resolve) == facts for path, facts in summary.reads
             ):
+                summary.used = self.revision
                 return summary
         return None
 
@@ -450,7 +466,8 @@ class SummaryCache:
         keys everything, engine._check_other_files)."""
         self.by_function.setdefault(id(summary.fn), []).append(summary)
         self.runs[name] = self.runs.get(name, 0) + 1
-        summary.verified = self.revision
+        summary.verified = summary.used = self.revision
+        summary.named = own is not None
         table = self.table
         if table is None or not recorded:
             return

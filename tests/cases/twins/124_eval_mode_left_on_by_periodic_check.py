@@ -1,4 +1,4 @@
-"""Twin of 124_eval_mode_left_on_by_periodic_test.py, written out of place by hand: the one-hot is scattered into a new tensor."""
+"""Twin of 124_eval_mode_left_on_by_periodic_check.py, written out of place by hand: the one-hot is scattered into a new tensor."""
 import torch
 import torch.nn.functional as F
 from torch import nn
