@@ -116,6 +116,9 @@ class DocumentAnalysis:
         self.parse_cache = parse_cache or ParseCache()
         self.splitter = Splitter(self.parse_cache)
         self._fragments: dict[tuple[str, int, int], model_mod.Fragment] = {}
+        # The last update's fragments by place (start, lines, imports) with their classes'
+        # shapes (see _model).
+        self._places: dict[tuple[int, int, int], tuple[model_mod.Fragment, dict[str, int]]] = {}
         self._imports: dict[str, list[tuple[str, str]]] = {}
         # The findings of each entry point (keyed by its name, its own text and what every
         # analysis rests on), of each block's module-level checks and of the script.
@@ -242,7 +245,6 @@ class DocumentAnalysis:
             (common, alone),
             self._changes,
             not self._unmoved,
-            frozenset(id(fn) for block in parsed for fn in _defined(block)),
         )
         used_keys: set[Hashable] = set()
         for block in parsed:
@@ -699,15 +701,24 @@ class DocumentAnalysis:
                     model.imports.setdefault(alias, qual)
         imports_key = hash(tuple(sorted(model.imports.items())))
         live: dict[tuple[str, int, int], model_mod.Fragment] = {}
+        places: dict[tuple[int, int, int], tuple[model_mod.Fragment, dict[str, int]]] = {}
         for block in blocks:
             key = (block.key, block.start, imports_key)
+            shapes = {name: c.shape for name, c in self._block_units(block).classes.items()}
             frag = self._fragments.get(key)
             if frag is None:
                 assert block.tree is not None
                 frag = model_mod.fragment(block.tree, block.start, model, self._box)
+                # A block parsed again at the same place, its classes' shapes unchanged (a
+                # keystroke in a method body): each class keeps its ClassInfo, with the new
+                # nodes, so what holds objects of it (kept summaries) still matches.
+                before = self._places.get((block.start_line, block.line_count, imports_key))
+                if before is not None:
+                    model_mod.keep_classes(frag, before[0], shapes, before[1])
             live[key] = frag
+            places[(block.start_line, block.line_count, imports_key)] = (frag, shapes)
             model_mod.add_fragment(model, frag)
-        self._fragments = live
+        self._fragments, self._places = live, places
         model_mod.finalize(model)
         return model
 
@@ -960,20 +971,6 @@ def _comment_start(line: str, tree: ast.Module, lineno: int) -> int | None:
     return None
 
 
-def _defined(block: Block) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """The functions a block defines at its top level and in its classes."""
-    assert block.tree is not None
-    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-    for stmt in block.tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found.append(stmt)
-        elif isinstance(stmt, ast.ClassDef):
-            found.extend(
-                s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-            )
-    return found
-
-
 def _unfollowed(interp: Interpreter) -> tuple[Note, ...]:
     """The functions an analysis did not follow where they are called (a call chain too
     deep), each said on its `def`: what they do there is unknown, never silently."""
@@ -1058,12 +1055,14 @@ def _followed_from_call_sites(follows: list[tuple[str, frozenset[str]]]) -> set[
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:
-    """One finding per (code, range): the most severe, with related locations merged."""
+    """One finding per (code, range): the most severe; of equally severe ones (a write
+    reached from several calls, each naming its own saver) the one whose saver comes first,
+    whichever call was analysed first (an edit reuses some calls' summaries)."""
     best: dict[tuple[str, int, int, int, int], Finding] = {}
     for f in findings:
         key = (f.code, f.span.line, f.span.col, f.span.end_line, f.span.end_col)
         other = best.get(key)
-        if other is None or _SEVERITY_RANK[f.severity] < _SEVERITY_RANK[other.severity]:
+        if other is None or _rank(f) < _rank(other):
             best[key] = f
     # An Error on a line makes a Warning of another code at the same range redundant.
     errors = {(f.span.line, f.span.col) for f in best.values() if f.severity is Severity.ERROR}
@@ -1075,6 +1074,11 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
         or f.code in ("IPL004", "IPL006")
     ]
     return sorted(_one_safety_per_edit(result), key=lambda f: (f.span.line, f.span.col, f.code))
+
+
+def _rank(f: Finding) -> tuple[object, ...]:
+    related = tuple((r.path or "", r.span.line, r.span.col, r.message) for r in f.related)
+    return (_SEVERITY_RANK[f.severity], related, f.message)
 
 
 def _one_safety_per_edit(findings: list[Finding]) -> list[Finding]:

@@ -94,6 +94,7 @@ from inplace_lsp.analysis.summaries import (
     NoGradsEvent,
     Resolver,
     SaveEvent,
+    Slot,
     StepEvent,
     Summary,
     SummaryCache,
@@ -2094,11 +2095,14 @@ class Interpreter(Objects):
         # (how deep in other files' code it runs decides which of its calls it follows)
         state = (grad_enabled, self.uncertain > 0, inference, self.library_calls)
         key = self.summaries.key(self.model, state, args, kwargs)
-        summary = self.summaries.find(fn, key, args, kwargs, self.resolver)
+        slot = self.summaries.slot(fn, self.model)
+        summary = self.summaries.find(slot[0], key, args, kwargs, self.resolver)
         if summary is None:
             self.library_calls += library
             try:
-                summary = self._summarize(fn, start, args, kwargs, grad_enabled, inference, key)
+                summary = self._summarize(
+                    fn, start, args, kwargs, grad_enabled, inference, key, slot
+                )
             finally:
                 self.library_calls -= library
         return self._apply(summary, args, kwargs, node, frame)
@@ -2121,6 +2125,7 @@ class Interpreter(Objects):
         grad_enabled: bool,
         inference: InferenceSite | None,
         key: Hashable,
+        slot: Slot,
     ) -> Summary:
         """Runs the function on stand-ins of its arguments, from a state of its own: what it
         does to them is recorded as events, what it makes stays in its heap."""
@@ -2180,12 +2185,8 @@ class Interpreter(Objects):
             self.heap, self.facts, self.escaped, self.group_names, self.followed, self.saves = outer
             self.inputs, self.events, self.inference_at, self.unsummarized = outer_run
         inputs.done()
-        def_key = self.model.def_key(fn)
-        own: Cell | None = None
-        if def_key and self.model.path is None:
-            owner, _, method = def_key.rpartition(".")
-            own = (("m", owner), method) if owner else ("f", def_key)
-        self.summaries.add(summary, def_key or fn.name, own, outer_cells is not None)
+        name = self.model.def_key(fn) or fn.name
+        self.summaries.add(summary, name, slot, outer_cells is not None)
         return summary
 
     def _returned(

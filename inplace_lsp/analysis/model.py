@@ -515,6 +515,48 @@ def fragment(
     return frag
 
 
+def keep_classes(
+    frag: Fragment, before: Fragment, shapes: dict[str, int], shapes_before: dict[str, int]
+) -> None:
+    """Each class of `frag` whose shape (its text but the bodies of its methods other than
+    `__init__`, units.ClassUnits) and place are those of the same class in `before` goes on
+    as the ClassInfo (and Submodules) of `before`, holding what `frag` found: what holds
+    objects of the class (kept summaries, keyed by their identity) still matches them."""
+    for name, info in frag.classes.items():
+        old = before.classes.get(name)
+        if (
+            old is None
+            or name not in shapes
+            or shapes[name] != shapes_before.get(name)
+            or old.node.lineno + old.block_start != info.node.lineno + info.block_start
+        ):
+            continue
+        kept: dict[int, Submodule] = {}
+
+        def same(new_sub: Submodule, old_sub: Submodule) -> Submodule:
+            found = kept.get(id(new_sub))
+            if found is not None:
+                return found
+            kept[id(new_sub)] = old_sub
+            children = [
+                same(n, o) if n.name == o.name else n
+                for n, o in zip(new_sub.children, old_sub.children)
+            ]
+            old_sub.__dict__.update(new_sub.__dict__)
+            old_sub.children = children + new_sub.children[len(children) :]
+            return old_sub
+
+        for attr, sub in info.submodules.items():
+            if attr in old.submodules:
+                info.submodules[attr] = same(sub, old.submodules[attr])
+        for attr, options in info.submodule_options.items():
+            before_options = old.submodule_options.get(attr, [])
+            if len(before_options) == len(options):
+                options[:] = [same(n, o) for n, o in zip(options, before_options)]
+        old.__dict__.update(info.__dict__)
+        frag.classes[name] = old
+
+
 def _kernels_registered(stmt: ast.stmt, model: ModuleModel) -> set[str]:
     """The functions of this file a module-level statement registers as an operator's
     kernel (`torch.library.custom_op("ns::op", fn, mutates_args=())`, called as a

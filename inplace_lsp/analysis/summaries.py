@@ -57,8 +57,10 @@ FROZEN = ("frozen",)
 
 
 Path = tuple[Hashable, ...]  # ("arg", 0) or ("kw", "x"), then steps ("item", 1), ("attr", "fc")
+Slot = tuple[Hashable, "Cell | None"]  # where a function's summaries are, the cell of its text
 _DEPTH = 4  # how deep argument facts are compared (items of items, attributes of attributes)
 _ITEMS = 16  # and how many items of a container
+_UNUSED = 2  # a summary this many updates did not use is dropped
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,6 @@ class Summary:
     layout: tuple[tuple[Hashable, int, int], ...] | None = None
     verified: int = 0
     used: int = 0  # the last update that found or made it
-    named: bool = False  # of a function the document defines at its top level or in a class
 
 
 def _hashable(value: object) -> Hashable:
@@ -336,7 +337,9 @@ def module_facts(
         id(ref.cls),
         ref.qualname,
         id(ref.submodule),
-        ref.site_start,
+        # where its constructor call is (a block's lines are numbered from its start when it
+        # is parsed alone, from the file's when with the whole text: site_start says which)
+        ref.site_start + ref.submodule.call.lineno if ref.submodule is not None else None,
         ref.site_path,
         ref.training,
         ref.params_frozen,
@@ -369,7 +372,8 @@ class SummaryCache:
     while every definition its run read is unchanged and the units its findings may name have
     not moved. `runs` counts how often each function was run to make one in this update."""
 
-    by_function: dict[int, list[Summary]] = field(default_factory=dict)
+    # Where each function's summaries are kept (see slot).
+    by_function: dict[Hashable, list[Summary]] = field(default_factory=dict)
     runs: dict[str, int] = field(default_factory=dict)  # "Net.forward" -> times interpreted
     # The document's model by a name that outlives one update's ModuleModel object: what
     # every summary of the document rests on besides the definitions it read (its imports).
@@ -378,19 +382,12 @@ class SummaryCache:
     revision: int = 0
 
     def begin(
-        self,
-        table: Table | None,
-        document: Hashable,
-        changes: frozenset[Cell] | None,
-        moved: bool,
-        defined: frozenset[int] = frozenset(),
+        self, table: Table | None, document: Hashable, changes: frozenset[Cell] | None, moved: bool
     ) -> None:
         """A new update of the document: the summaries that no longer hold are dropped.
         `changes`: the cells whose values differ from the last update's (None: not known);
-        `moved`: whether any unit is somewhere else now; `defined`: the functions and methods
-        the document defines now (a block parsed again defines new ones: the summaries of the
-        old ones are never found again). Summaries of other functions (nested ones, those of
-        other files) go when the last two updates did not use them."""
+        `moved`: whether any unit is somewhere else now. A summary the last updates did not
+        use goes too (its key may hold objects no later update has)."""
         self.revision += 1
         self.runs = {}
         if table is None or document != self.document:
@@ -398,17 +395,29 @@ class SummaryCache:
         self.table, self.document = table, document
         if table is None:
             return
-        for fn_id, summaries in list(self.by_function.items()):
+        for slot, summaries in list(self.by_function.items()):
             kept = [
                 s
                 for s in summaries
-                if (fn_id in defined if s.named else s.used >= self.revision - 2)
-                and self._holds(s, table, changes, moved)
+                if s.used >= self.revision - _UNUSED and self._holds(s, table, changes, moved)
             ]
             if kept:
-                self.by_function[fn_id] = kept
+                self.by_function[slot] = kept
             else:
-                del self.by_function[fn_id]
+                del self.by_function[slot]
+
+    def slot(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, model: ModuleModel) -> Slot:
+        """Where a function's summaries are kept, and the cell of its text: a function or
+        method the document defines by its name, text and line (a block parsed again gives
+        it a new node; its summaries hold while it is the same), any other by its node."""
+        name = model.def_key(fn) if model.path is None else ""
+        if not name:
+            return id(fn), None
+        owner, _, method = name.rpartition(".")
+        own: Cell = (("m", owner), method) if owner else ("f", name)
+        if self.table is None:
+            return id(fn), own
+        return ("def", name, self.table.value(own), fn.lineno + model.start_of(fn) - 1), own
 
     def _holds(
         self, summary: Summary, table: Table, changes: frozenset[Cell] | None, moved: bool
@@ -437,13 +446,13 @@ class SummaryCache:
 
     def find(
         self,
-        fn: ast.AST,
+        slot: Hashable,
         key: Hashable,
         args: list[Value],
         kwargs: dict[str, Value],
         resolve: Resolver,
     ) -> Summary | None:
-        candidates = self.by_function.get(id(fn))
+        candidates = self.by_function.get(slot)
         if not candidates:
             return None
         for summary in candidates:
@@ -459,15 +468,15 @@ class SummaryCache:
         file by its model (the workspace keeps one per version of the file)."""
         return self.document if model.path is None else id(model)
 
-    def add(self, summary: Summary, name: str, own: Cell | None, recorded: bool) -> None:
-        """A summary made in this update. It is kept for the next ones where what its run
-        read was `recorded` (summary.cells) and its function is known by name: `own`, the
-        cell of its text in the document (None: a function of another file, whose version
-        keys everything, engine._check_other_files)."""
-        self.by_function.setdefault(id(summary.fn), []).append(summary)
+    def add(self, summary: Summary, name: str, slot: Slot, recorded: bool) -> None:
+        """A summary made in this update, kept (see slot) for the next ones where what its
+        run read was `recorded` (summary.cells). `slot[1]` is the cell of its function's text
+        (None: another file's function, whose version keys everything,
+        engine._check_other_files, or a nested one)."""
+        where, own = slot
+        self.by_function.setdefault(where, []).append(summary)
         self.runs[name] = self.runs.get(name, 0) + 1
         summary.verified = summary.used = self.revision
-        summary.named = own is not None
         table = self.table
         if table is None or not recorded:
             return
