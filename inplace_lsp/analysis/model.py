@@ -532,29 +532,34 @@ def keep_classes(
         ):
             continue
         kept: dict[int, Submodule] = {}
-
-        def same(new_sub: Submodule, old_sub: Submodule) -> Submodule:
-            found = kept.get(id(new_sub))
-            if found is not None:
-                return found
-            kept[id(new_sub)] = old_sub
-            children = [
-                same(n, o) if n.name == o.name else n
-                for n, o in zip(new_sub.children, old_sub.children)
-            ]
-            old_sub.__dict__.update(new_sub.__dict__)
-            old_sub.children = children + new_sub.children[len(children) :]
-            return old_sub
-
         for attr, sub in info.submodules.items():
             if attr in old.submodules:
-                info.submodules[attr] = same(sub, old.submodules[attr])
+                info.submodules[attr] = _same_submodule(sub, old.submodules[attr], kept)
         for attr, options in info.submodule_options.items():
             before_options = old.submodule_options.get(attr, [])
             if len(before_options) == len(options):
-                options[:] = [same(n, o) for n, o in zip(options, before_options)]
+                options[:] = [
+                    _same_submodule(n, o, kept)
+                    for n, o in zip(options, before_options, strict=True)
+                ]
         old.__dict__.update(info.__dict__)
         frag.classes[name] = old
+
+
+def _same_submodule(
+    new_sub: Submodule, old_sub: Submodule, kept: dict[int, Submodule]
+) -> Submodule:
+    """`old_sub` holding what `new_sub` found, its children matched by name and order
+    (`kept`: the Submodules already matched, by the identity of the new one)."""
+    found = kept.get(id(new_sub))
+    if found is not None:
+        return found
+    kept[id(new_sub)] = old_sub
+    pairs = zip(new_sub.children, old_sub.children, strict=False)  # the longer keeps its tail
+    children = [_same_submodule(n, o, kept) if n.name == o.name else n for n, o in pairs]
+    old_sub.__dict__.update(new_sub.__dict__)
+    old_sub.children = children + new_sub.children[len(children) :]
+    return old_sub
 
 
 def _kernels_registered(stmt: ast.stmt, model: ModuleModel) -> set[str]:
