@@ -597,6 +597,32 @@ def test_the_unit_is_the_function_and_what_ran_it(
     assert result.findings == DocumentAnalysis().update(edited).findings
 
 
+def test_summaries_outlive_edits_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keystrokes in one function leave the summaries of other functions in place: back in
+    `Net.forward` after three edits of `unrelated`, the edit runs `Net.forward` again, not
+    the `Block.forward` it calls (whose summary those edits did not use)."""
+    live = DocumentAnalysis()
+    live.update(UNITS)
+    for n in (2, 3, 4):
+        live.update(UNITS.replace("t.add_(1)", f"t.add_({n})"))
+    summarized: list[str] = []
+    original = evaluator.Interpreter._summarize
+
+    def counting(self, fn, *args):  # type: ignore[no-untyped-def]
+        summarized.append(self.model.def_key(fn))
+        return original(self, fn, *args)
+
+    edited = UNITS.replace("t.add_(1)", "t.add_(4)").replace(
+        "return self.head(self.block(x))", "return (self.head(self.block(x)))"
+    )
+    monkeypatch.setattr(evaluator.Interpreter, "_summarize", counting)
+    result = live.update(edited)
+    monkeypatch.undo()
+    assert result.functions_analysed == 1  # Net.forward
+    assert summarized == ["Net.forward"]
+    assert result.findings == DocumentAnalysis().update(edited).findings
+
+
 BASE_ATTRIBUTES = """\
 import torch
 import torch.nn as nn

@@ -60,7 +60,8 @@ Path = tuple[Hashable, ...]  # ("arg", 0) or ("kw", "x"), then steps ("item", 1)
 Slot = tuple[Hashable, "Cell | None"]  # where a function's summaries are, the cell of its text
 _DEPTH = 4  # how deep argument facts are compared (items of items, attributes of attributes)
 _ITEMS = 16  # and how many items of a container
-_UNUSED = 2  # a summary this many updates did not use is dropped
+_UNUSED = 2  # a summary of another file's function this many updates did not use is dropped
+_KEPT = 4  # and of a document function's, those beyond the 4 its last updates used
 
 
 @dataclass(frozen=True)
@@ -386,8 +387,10 @@ class SummaryCache:
     ) -> None:
         """A new update of the document: the summaries that no longer hold are dropped.
         `changes`: the cells whose values differ from the last update's (None: not known);
-        `moved`: whether any unit is somewhere else now. A summary the last updates did not
-        use goes too (its key may hold objects no later update has)."""
+        `moved`: whether any unit is somewhere else now. Of a document function's, those
+        beyond the _KEPT its last updates used go too (a key may hold objects no later update
+        has); of another file's, one the last updates did not use (edits of the document
+        re-run the functions that use it: an edit elsewhere does not)."""
         self.revision += 1
         self.runs = {}
         if table is None or document != self.document:
@@ -396,11 +399,15 @@ class SummaryCache:
         if table is None:
             return
         for slot, summaries in list(self.by_function.items()):
-            kept = [
-                s
-                for s in summaries
-                if s.used >= self.revision - _UNUSED and self._holds(s, table, changes, moved)
-            ]
+            if isinstance(slot, tuple):  # a document function's: other edits did not use it
+                kept = [s for s in summaries if self._holds(s, table, changes, moved)]
+                kept = sorted(kept, key=lambda s: -s.used)[:_KEPT]
+            else:
+                kept = [
+                    s
+                    for s in summaries
+                    if s.used >= self.revision - _UNUSED and self._holds(s, table, changes, moved)
+                ]
             if kept:
                 self.by_function[slot] = kept
             else:
