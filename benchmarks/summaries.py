@@ -12,9 +12,12 @@ whole-file analysis interprets each function, and what an edit inside a helper a
    calls, that the whole-file analysis ran), one edit that keeps the
    helper's meaning and its lines (`; pass` after its first simple statement), made to the
    server's analysis of the file (`DocumentAnalysis.update`). Printed: the functions that
-   edit interpreted again and the entry points analysed again; the helper itself is always
-   among them. The summary of a function whose text, and whose callees' texts, did not change
-   is kept from the last update, so the rest are the helper's callers (whose analysis ran it).
+   edit interpreted again (with how many interpretations) and the entry points analysed
+   again; the helper itself is always among them. A caller's summary is kept from the last
+   update when each changed callee, interpreted again for the arguments it gave it, says the
+   same (early cutoff): those are printed as kept; the others are the callers whose summary
+   input changed (an `__init__` edit changes its class's shape, which every key of an object
+   of the class holds).
 
 The figures are counts, not times: they do not depend on the machine.
 """
@@ -112,12 +115,15 @@ def edit_helper(text: str, name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef
     analysis = DocumentAnalysis()
     analysis.update(text)
     result = analysis.update(edited)
-    again = sorted(analysis._summaries.runs)
+    runs = analysis._summaries.runs
+    again = sorted(runs)
     others = [f for f in again if f != name]
+    kept = sorted(analysis._summaries.kept)
     return (
-        f"  {name}: {len(again)} function(s) interpreted again"
+        f"  {name}: {len(again)} function(s) interpreted again, {sum(runs.values())} time(s)"
         f" ({'itself' if name in again else 'not itself'}"
-        f"{', and ' + ', '.join(others) if others else ''}),"
+        f"{', and ' + ', '.join(others) if others else ''});"
+        f" callers kept: {', '.join(kept) if kept else 'none'};"
         f" {result.functions_analysed} entry point(s) analysed again"
     )
 

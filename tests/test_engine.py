@@ -623,6 +623,58 @@ def test_summaries_outlive_edits_elsewhere(monkeypatch: pytest.MonkeyPatch) -> N
     assert result.findings == DocumentAnalysis().update(edited).findings
 
 
+@pytest.mark.parametrize(
+    ("new", "summarized"),
+    [
+        # the same events, result and findings: Net.forward's summary still holds
+        ("h += 1; pass", ["Block.forward", "Block.forward"]),
+        ("h += 1  # shift", []),
+        # another write: what Net.forward's summary applied changed, so it is made again
+        # (and Block.forward for it: the one made to check it served only the check)
+        ("h *= 2", ["Block.forward", "Block.forward", "Block.forward", "Net.forward"]),
+    ],
+)
+def test_an_edited_callee_that_says_the_same_keeps_its_callers(
+    new: str, summarized: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Early cutoff: an edit in `Block.forward` analyses it again (as an entry point and for
+    the arguments `Net.forward` gave it); `Net.forward` is analysed again only when the
+    callee's new summary differs from the one its summary applied."""
+    live = DocumentAnalysis()
+    live.update(UNITS)
+    made: list[str] = []
+    original = evaluator.Interpreter._summarize
+
+    def counting(self, fn, *args):  # type: ignore[no-untyped-def]
+        made.append(self.model.def_key(fn))
+        return original(self, fn, *args)
+
+    edited = UNITS.replace("h += 1", new)
+    monkeypatch.setattr(evaluator.Interpreter, "_summarize", counting)
+    result = live.update(edited)
+    monkeypatch.undo()
+    assert sorted(made) == summarized
+    assert result.findings == DocumentAnalysis().update(edited).findings
+    again = UNITS.replace("h += 1", "h += 1; h = h * 1")  # and a later edit that changes it
+    assert live.update(again).findings == DocumentAnalysis().update(again).findings
+
+
+def test_objects_kept_in_summaries_run_the_methods_their_class_has_now() -> None:
+    """A line dropped in a method parses its class's block again: the object a kept
+    summary made (`get_loss_f()` returns a FactorKLoss) must run the method as it is now,
+    not the old one at its old lines (the step was reported one line too low)."""
+    text = Path(__file__).resolve().parent / "realworld" / "015_factor_vae_step_inside_loss.py"
+    text = text.read_text(encoding="utf-8")
+    line = "        vae_loss = rec_loss + kl_loss + anneal_reg * self.gamma * tc_loss\n"
+    edited = text.replace(line, "")
+    assert edited != text
+    live = DocumentAnalysis()
+    live.update(text)
+    fresh = DocumentAnalysis().update(edited).findings
+    assert [f.code for f in fresh if f.severity is Severity.ERROR] == ["IPL007"]
+    assert live.update(edited).findings == fresh
+
+
 BASE_ATTRIBUTES = """\
 import torch
 import torch.nn as nn

@@ -74,6 +74,9 @@ class ModuleRef:
     params_group: int
     submodule: Submodule | None = None  # where it was constructed (`self.act = nn.ReLU(...)`)
     site_start: int = 1  # block start line of the constructor call
+    # The constructor call as parsed when the module was built (its lines numbered from
+    # site_start): a class kept through an edit (model.keep_classes) gets new nodes.
+    call: ast.Call | None = None
     parent: ModuleRef | None = None
     # None: as its parent (model.eval() reaches every child); EITHER: train() on some paths
     # that met, eval() on others.

@@ -118,7 +118,7 @@ class DocumentAnalysis:
         self._fragments: dict[tuple[str, int, int], model_mod.Fragment] = {}
         # The last update's fragments by place (start, lines, imports) with their classes'
         # shapes (see _model).
-        self._places: dict[tuple[int, int, int], tuple[model_mod.Fragment, dict[str, int]]] = {}
+        self._places: dict[tuple[int, int], tuple[model_mod.Fragment, dict[str, int]]] = {}
         self._imports: dict[str, list[tuple[str, str]]] = {}
         # The findings of each entry point (keyed by its name, its own text and what every
         # analysis rests on), of each block's module-level checks and of the script.
@@ -472,7 +472,7 @@ class DocumentAnalysis:
         ran = 0
         meaning = self._meaning[block.key]
         if "anomaly" in block.text:
-            key: Hashable = ("anomaly", meaning)
+            key: Hashable = ("anomaly", meaning, common)  # (what `torch` names: the imports)
             place = ((meaning, block.start_line, block.start_line + block.line_count - 1),)
             result = self._reused(self._results.get(key), place)
             if result is None:
@@ -701,7 +701,7 @@ class DocumentAnalysis:
                     model.imports.setdefault(alias, qual)
         imports_key = hash(tuple(sorted(model.imports.items())))
         live: dict[tuple[str, int, int], model_mod.Fragment] = {}
-        places: dict[tuple[int, int, int], tuple[model_mod.Fragment, dict[str, int]]] = {}
+        places: dict[tuple[int, int], tuple[model_mod.Fragment, dict[str, int]]] = {}
         for block in blocks:
             key = (block.key, block.start, imports_key)
             shapes = {name: c.shape for name, c in self._block_units(block).classes.items()}
@@ -712,11 +712,12 @@ class DocumentAnalysis:
                 # A block parsed again at the same place, its classes' shapes unchanged (a
                 # keystroke in a method body): each class keeps its ClassInfo, with the new
                 # nodes, so what holds objects of it (kept summaries) still matches.
-                before = self._places.get((block.start_line, block.line_count, imports_key))
+                # (a line added or removed in a method leaves the class where it was)
+                before = self._places.get((block.start_line, imports_key))
                 if before is not None:
                     model_mod.keep_classes(frag, before[0], shapes, before[1])
             live[key] = frag
-            places[(block.start_line, block.line_count, imports_key)] = (frag, shapes)
+            places[(block.start_line, imports_key)] = (frag, shapes)
             model_mod.add_fragment(model, frag)
         self._fragments, self._places = live, places
         model_mod.finalize(model)

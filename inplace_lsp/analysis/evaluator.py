@@ -88,6 +88,7 @@ from inplace_lsp.analysis.objects import Objects, element_module, twin_module
 from inplace_lsp.analysis.summaries import (
     Application,
     BackwardEvent,
+    Call,
     Event,
     FreezeEvent,
     Inputs,
@@ -100,6 +101,9 @@ from inplace_lsp.analysis.summaries import (
     SummaryCache,
     ValueEvent,
     WriteEvent,
+    fingerprint,
+    functions_held,
+    snapshot,
 )
 from inplace_lsp.analysis.torch_ops import (
     ALIAS_METHODS,
@@ -217,6 +221,7 @@ class Interpreter(Objects):
         self.inference_at: InferenceSite | None = None
         self.too_deep_line: int | None = None  # the statement Python's stack could not take
         self.library_calls = 0  # functions of other files on the call stack
+        self._checking: set[int] = set()  # suspect summaries being checked (_still_holds)
 
     # ------------------------------------------------------------------ entry points
 
@@ -2096,7 +2101,7 @@ class Interpreter(Objects):
         state = (grad_enabled, self.uncertain > 0, inference, self.library_calls)
         key = self.summaries.key(self.model, state, args, kwargs)
         slot = self.summaries.slot(fn, self.model)
-        summary = self.summaries.find(slot[0], key, args, kwargs, self.resolver)
+        summary = self._found(slot[0], key, args, kwargs)
         if summary is None:
             self.library_calls += library
             try:
@@ -2105,7 +2110,104 @@ class Interpreter(Objects):
                 )
             finally:
                 self.library_calls -= library
+        if self.inputs is not None and slot[1] is not None:
+            at_call = snapshot(args, kwargs)
+            self.inputs.calls.append(
+                Call(
+                    self.model.def_key(fn),
+                    fn,
+                    *at_call,
+                    key,
+                    grad_enabled,
+                    inference,
+                    self.uncertain,
+                    self.library_calls,
+                    tuple(self.call_stack),
+                    summary,
+                    summary.cells | {slot[1]},
+                )
+            )
         return self._apply(summary, args, kwargs, node, frame)
+
+    def _found(
+        self, slot: Hashable, key: Hashable, args: list[Value], kwargs: dict[str, Value]
+    ) -> Summary | None:
+        """The kept summary for these arguments, if it still holds."""
+        summary = self.summaries.find(slot, key, args, kwargs, self.resolver)
+        if summary is not None and summary.suspect and not self._still_holds(summary):
+            self.summaries.drop(slot, summary)
+            return None
+        return summary
+
+    def _still_holds(self, summary: Summary) -> bool:
+        """A summary kept from an earlier update, some of whose callees changed since: it
+        holds if each changed callee, given the arguments the summary's run gave it, has a
+        summary that says the same as the one that run applied (salsa's early cutoff: the
+        callee is analysed again, the caller not)."""
+        if self.model.path is not None or id(summary) in self._checking:
+            return False
+        self._checking.add(id(summary))
+        try:
+            changed = [c for c in summary.inputs.calls if not c.cells.isdisjoint(summary.suspect)]
+            if not functions_held(summary).isdisjoint(id(c.fn) for c in changed):
+                return False  # it keeps the old function itself (`self.helper` as a value)
+            for call in changed:
+                now = self._summary_again(call)
+                if now is None:
+                    return False
+                if now is call.summary:
+                    continue
+                if not now.cells <= summary.deps.keys():
+                    return False  # it reads a definition the caller would not be checked on
+                if fingerprint(now) != fingerprint(call.summary):
+                    return False
+                call.fn, call.summary = now.fn, now
+        finally:
+            self._checking.discard(id(summary))
+        self.summaries.confirm(summary)
+        return True
+
+    def _summary_again(self, call: Call) -> Summary | None:
+        """The summary of a call's callee as it is now, for the call's arguments (kept, or
+        made now as the call made it), or None when the callee or the facts are gone."""
+        owner, _, method = call.name.rpartition(".")
+        if owner:
+            info = dict.get(self.model.classes, owner)
+            fn = dict.get(info.methods, method) if info is not None else None
+        else:
+            fn = dict.get(self.model.functions, call.name)
+        if fn is None:
+            return None
+        state = (call.grad_enabled, call.uncertain > 0, call.inference, call.library_calls)
+        key = self.summaries.key(self.model, state, call.args, call.kwargs)
+        if key != call.key:
+            return None
+        slot = self.summaries.slot(fn, self.model)
+        found = self._found(slot[0], key, call.args, call.kwargs)
+        if found is not None:
+            return found
+        outer = (self.call_stack, self.uncertain, self.library_calls, self.runs)
+        # what the check applies goes into a summary that serves only the check: the facts
+        # of those summaries are still to be taken into this run's, its cuts not counted
+        applied, cut = set(self._applied), self.cut
+        self.call_stack, self.uncertain = list(call.stack), call.uncertain
+        self.library_calls, self.runs = call.library_calls, []
+        self.summaries.checking += 1
+        try:
+            return self._summarize(
+                fn,
+                self.model.start_of(fn),
+                call.args,
+                call.kwargs,
+                call.grad_enabled,
+                call.inference,
+                key,
+                slot,
+            )
+        finally:
+            self.summaries.checking -= 1
+            self._applied, self.cut = applied, cut
+            self.call_stack, self.uncertain, self.library_calls, self.runs = outer
 
     def global_value(self, name: str) -> Value | None:
         """A module-level variable as a function sees it here: in a summary being made, its

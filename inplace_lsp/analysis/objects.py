@@ -457,7 +457,13 @@ class Objects(TorchOps):
         if cls is not None and not cls.is_module:
             cls = None
         ref = ModuleRef(
-            qualname, cls, params_group, submodule=sub, site_start=site_start, parent=parent
+            qualname,
+            cls,
+            params_group,
+            submodule=sub,
+            site_start=site_start,
+            parent=parent,
+            call=sub.call if sub is not None else None,
         )
         ref.site_path = site_model.path
         ref.conditional = bool(parent is not None and parent.conditional)

@@ -20,6 +20,7 @@ ids, and grafts the function's branch contexts under the caller's.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
@@ -27,6 +28,7 @@ from inplace_lsp.analysis.domain import (
     Ctx,
     Facts,
     Heap,
+    InferenceSite,
     Loc,
     ModuleRef,
     Mutation,
@@ -36,7 +38,7 @@ from inplace_lsp.analysis.domain import (
     replace,
     unknown,
 )
-from inplace_lsp.analysis.model import ModuleModel
+from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule
 from inplace_lsp.analysis.units import Cell, Table, Unit
 
 
@@ -145,6 +147,32 @@ class Summary:
     layout: tuple[tuple[Hashable, int, int], ...] | None = None
     verified: int = 0
     used: int = 0  # the last update that found or made it
+    # The cells its deps hold through the functions it called (their own and what their
+    # runs read), and those of them changed since it was made: it holds if each changed
+    # callee's summary for the same arguments says the same (Interpreter._still_holds).
+    inherited: frozenset[Cell] = frozenset()
+    suspect: frozenset[Cell] = frozenset()
+    name: str = ""  # "Net.forward"
+
+
+@dataclass
+class Call:
+    """A call of one of the document's functions in a summary's run (Inputs.calls): what a
+    later update needs to get the callee's summary for the same arguments again, and the one
+    the run applied, to tell whether they say the same."""
+
+    name: str  # the callee: "helper", "Block.forward"
+    fn: ast.FunctionDef | ast.AsyncFunctionDef  # its node in the update the run was in
+    args: list[Value]
+    kwargs: dict[str, Value]
+    key: Hashable
+    grad_enabled: bool
+    inference: InferenceSite | None
+    uncertain: int
+    library_calls: int
+    stack: tuple[ast.AST, ...]
+    summary: Summary
+    cells: frozenset[Cell]  # the callee's own cell and what its run read
 
 
 def _hashable(value: object) -> Hashable:
@@ -177,6 +205,7 @@ class Inputs:
         self._group_of: dict[int, int] = {}  # real group -> stand-in group
         self.reads: list[tuple[Path, Hashable]] = []  # lazily read paths and their facts
         self._globals: dict[str, Value | None] = {}  # module-level variables read
+        self.calls: list[Call] = []  # the document's functions the run called
 
     # making stand-ins ------------------------------------------------------------
     def symbolize(self, real: Value, path: Path, name: str | None = None) -> Value:
@@ -340,7 +369,7 @@ def module_facts(
         id(ref.submodule),
         # where its constructor call is (a block's lines are numbered from its start when it
         # is parsed alone, from the file's when with the whole text: site_start says which)
-        ref.site_start + ref.submodule.call.lineno if ref.submodule is not None else None,
+        ref.site_start + ref.call.lineno if ref.call is not None else None,
         ref.site_path,
         ref.training,
         ref.params_frozen,
@@ -376,11 +405,19 @@ class SummaryCache:
     # Where each function's summaries are kept (see slot).
     by_function: dict[Hashable, list[Summary]] = field(default_factory=dict)
     runs: dict[str, int] = field(default_factory=dict)  # "Net.forward" -> times interpreted
+    # and how many of its summaries held although a callee had changed (early cutoff)
+    kept: dict[str, int] = field(default_factory=dict)
     # The document's model by a name that outlives one update's ModuleModel object: what
     # every summary of the document rests on besides the definitions it read (its imports).
     document: Hashable = None
     table: Table | None = None  # this update's units (None: one analysis, nothing kept)
     revision: int = 0
+    # Summaries made while checking a suspect one (Interpreter._still_holds), from the
+    # arguments its run gave a callee as they were then: what the callee reads lazily of them
+    # (an object's attributes) is not all there, so they serve only such checks, which
+    # compare them with the summaries they stand for, and go at the next update.
+    checking: int = 0
+    provisional: dict[Hashable, list[Summary]] = field(default_factory=dict)
 
     def begin(
         self, table: Table | None, document: Hashable, changes: frozenset[Cell] | None, moved: bool
@@ -392,7 +429,8 @@ class SummaryCache:
         has); of another file's, one the last updates did not use (edits of the document
         re-run the functions that use it: an edit elsewhere does not)."""
         self.revision += 1
-        self.runs = {}
+        self.runs, self.kept = {}, {}
+        self.provisional.clear()
         if table is None or document != self.document:
             self.by_function.clear()
         self.table, self.document = table, document
@@ -429,17 +467,48 @@ class SummaryCache:
     def _holds(
         self, summary: Summary, table: Table, changes: frozenset[Cell] | None, moved: bool
     ) -> bool:
+        """Whether a summary may be used in this update: every cell its run read unchanged,
+        or those changed only through the functions it called (then it is suspect until
+        checked), and its units where they were."""
         if summary.layout is None:
             return False
         if summary.verified == self.revision - 1 and changes is not None:
-            if not changes.isdisjoint(summary.deps):
+            changed = [cell for cell in changes if cell in summary.deps]
+        else:
+            changed = [cell for cell, value in summary.deps.items() if table.value(cell) != value]
+        if changed:
+            if not summary.inherited.issuperset(changed):
                 return False
-        elif not all(table.value(cell) == value for cell, value in summary.deps.items()):
-            return False
+            summary.suspect = summary.suspect.union(changed)
         if moved and table.layout(summary.units) != summary.layout:
-            return False
+            if not summary.suspect:
+                return False
+            # a changed callee's unit has a new text hash, in the same place
+            units = tuple(table.units_of(summary.deps))
+            layout = table.layout(units)
+            if layout is None or _places(layout) != _places(summary.layout):
+                return False
+            summary.units, summary.layout = units, layout
         summary.verified = self.revision
         return True
+
+    def confirm(self, summary: Summary) -> None:
+        """A suspect summary found to hold: its deps are this update's values."""
+        table = self.table
+        if table is not None:
+            for cell in summary.suspect:
+                summary.deps[cell] = table.value(cell)
+        summary.suspect = frozenset()
+        self.kept[summary.name] = self.kept.get(summary.name, 0) + 1
+
+    def drop(self, slot: Hashable, summary: Summary) -> None:
+        """A suspect summary found not to hold."""
+        for store in (self.by_function, self.provisional):
+            kept = [s for s in store.get(slot, ()) if s is not summary]
+            if kept:
+                store[slot] = kept
+            else:
+                store.pop(slot, None)
 
     def clear(self) -> None:
         """What the summaries read of other files changed."""
@@ -459,9 +528,9 @@ class SummaryCache:
         kwargs: dict[str, Value],
         resolve: Resolver,
     ) -> Summary | None:
-        candidates = self.by_function.get(slot)
-        if not candidates:
-            return None
+        candidates = self.by_function.get(slot, [])
+        if self.checking:
+            candidates = [*candidates, *self.provisional.get(slot, ())]
         for summary in candidates:
             if summary.key == key and all(
                 _facts_at(path, args, kwargs, resolve) == facts for path, facts in summary.reads
@@ -481,8 +550,10 @@ class SummaryCache:
         (None: another file's function, whose version keys everything,
         engine._check_other_files, or a nested one)."""
         where, own = slot
-        self.by_function.setdefault(where, []).append(summary)
+        store = self.provisional if self.checking else self.by_function
+        store.setdefault(where, []).append(summary)
         self.runs[name] = self.runs.get(name, 0) + 1
+        summary.name = name
         summary.verified = summary.used = self.revision
         table = self.table
         if table is None or not recorded:
@@ -490,9 +561,17 @@ class SummaryCache:
         cells = set(summary.cells)
         if own is not None:
             cells.add(own)
+        # the objects of a class it made or read hold that class's ClassInfo
+        cells.update(("ci", name) for tag, name in summary.cells if tag == "c")
         summary.deps = {cell: table.value(cell) for cell in cells}
         summary.units = tuple(table.units_of(cells))
         summary.layout = table.layout(summary.units)
+        summary.inherited = frozenset().union(*(call.cells for call in summary.inputs.calls))
+
+
+def _places(layout: tuple[tuple[Hashable, int, int], ...]) -> tuple[Hashable, ...]:
+    """Where each unit of a layout is, by its class and name (not its text)."""
+    return tuple((unit[:2], first, last) for unit, first, last in layout)  # type: ignore[index]
 
 
 def resolve_path(
@@ -702,3 +781,152 @@ class Application:
             copy.children = [self.ref(child) for child in ref.children]
         copy.attrs = {name: self.value(v) for name, v in ref.attrs.items()}
         return copy
+
+
+# Fields whose ints are ids from new_id (version groups, saves, mutations): two runs of the
+# same code number them differently, so a fingerprint names them in the order it meets them.
+_ID_FIELDS = frozenset(
+    {
+        "id",
+        "group",
+        "groups",
+        "steps",
+        "graph",
+        "graphs",
+        "own",
+        "params_group",
+        "live",
+        "stale",
+        "freed",
+        "pending_alias",
+        "no_grads",
+        "silent",
+    }
+)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_fields: dict[type, tuple[str, ...]] = {}
+
+
+class _Canon:
+    """A summary as plain data with its ids and objects numbered in the order met: two
+    summaries that say the same (the callee's events, result, findings and heap, of code that
+    differs only where it does not change them) give equal fingerprints."""
+
+    def __init__(self, summary: Summary) -> None:
+        self.names: dict[int, Hashable] = {}
+        self.memo: dict[int, Hashable] = {id(summary.root): "root"}
+        self.functions: set[int] = set()  # the def nodes of the values met
+        self.count = 0  # objects met
+        inputs = summary.inputs
+        for group, path in (*inputs.groups.items(), *inputs.graphs.items()):
+            self.names[group] = ("in", path)
+        for made in inputs.keep:
+            path = inputs.values.get(id(made)) or inputs.refs.get(id(made)) or ()
+            self.memo[id(made)] = ("in", path)
+
+    def ident(self, raw: int) -> Hashable:
+        name = self.names.get(raw)
+        if name is None:
+            name = self.names[raw] = len(self.names)
+        return name
+
+    def ids(self, value: object) -> Hashable:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return self.ident(value)
+        if isinstance(value, (set, frozenset)):
+            return frozenset(self.ids(v) for v in sorted(value))
+        if isinstance(value, dict):
+            return tuple((self.ids(k), self.ids(v)) for k, v in value.items())
+        if isinstance(value, (tuple, list)):
+            return tuple(self.ids(v) for v in value)
+        return self.walk(value)
+
+    def walk(self, value: object) -> Hashable:
+        if value is None or isinstance(value, (bool, int, float, str, bytes, complex)):
+            return value
+        if isinstance(value, (tuple, list)):
+            return tuple(self.walk(v) for v in value)
+        if isinstance(value, dict):
+            return ("dict", tuple((self.walk(k), self.walk(v)) for k, v in value.items()))
+        if isinstance(value, (set, frozenset)):
+            return frozenset(self.walk(v) for v in value)
+        if isinstance(value, _FUNCTIONS):
+            self.functions.add(id(value))
+            return ("def", id(value))  # a def parsed again is another function
+        if isinstance(value, ast.AST):
+            return ("ast", ast.dump(value, include_attributes=True))
+        if isinstance(value, ModuleModel):
+            return ("model", value.path)
+        if isinstance(value, (ClassInfo, Submodule)) or not dataclasses.is_dataclass(value):
+            return ("object", id(value))  # the same object, or not the same
+        known = self.memo.get(id(value))
+        if known is not None:
+            return ("ref", known)
+        self.count += 1
+        number = self.memo[id(value)] = self.count
+        names = _fields.get(type(value))
+        if names is None:
+            names = _fields[type(value)] = tuple(f.name for f in dataclasses.fields(value))
+        return (type(value).__name__, number, tuple(self.field(value, name) for name in names))
+
+    def field(self, value: object, name: str) -> Hashable:
+        if name in _ID_FIELDS:
+            return self.ids(getattr(value, name))
+        if isinstance(value, ModuleRef) and name in ("submodule", "site_start", "call"):
+            # where its constructor call is (as module_facts says it): a block parsed again
+            # has new nodes
+            sub, call = value.submodule, value.call
+            if sub is None or call is None or name != "submodule":
+                return None
+            return (sub.name, sub.qualname, value.site_start + call.lineno, ast.dump(call))
+        return self.walk(getattr(value, name))
+
+
+def snapshot(args: list[Value], kwargs: dict[str, Value]) -> tuple[list[Value], dict[str, Value]]:
+    """A call's arguments as they are at the call (Call), for its callee to run on again in a
+    later update: the caller goes on to change them (`self.inplanes = ...` set by the callee
+    itself). Their modules keep the attributes they have now."""
+    copies: dict[int, Value] = {}
+    refs: dict[int, ModuleRef] = {}
+
+    def copy(value: Value) -> Value:
+        made = copies.get(id(value))
+        if made is None:
+            made = copies[id(value)] = replace(value)
+            module = value.module
+            if module is not None:
+                ref = refs.get(id(module))
+                if ref is None:
+                    ref = refs[id(module)] = replace(
+                        module, attrs=dict(module.attrs), assigned=set(module.assigned)
+                    )
+                made.module = ref
+        return made
+
+    return [copy(a) for a in args], {k: copy(v) for k, v in kwargs.items()}
+
+
+def fingerprint(summary: Summary) -> Hashable:
+    """What a summary says, without its ids (see _Canon); not what its run read of the
+    document (Interpreter._still_holds checks that the caller depends on it)."""
+    canon = _Canon(summary)
+    return (
+        summary.key,
+        summary.reads,
+        canon.walk(summary.events),
+        canon.walk(summary.result),
+        canon.walk(summary.facts),
+        canon.walk(summary.exit),
+        canon.ids(summary.escaped),
+        canon.ids(summary.saves),
+        summary.followed,
+        summary.cut,
+        tuple(sorted(summary.unfollowed.items())),
+    )
+
+
+def functions_held(summary: Summary) -> set[int]:
+    """The def nodes a summary's values hold (a method read off `self` and kept)."""
+    canon = _Canon(summary)
+    canon.walk((summary.events, summary.result, summary.exit, summary.facts))
+    return canon.functions

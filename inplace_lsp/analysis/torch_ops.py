@@ -331,20 +331,21 @@ class TorchOps(Events):
             return result
         inplace = info.inplace_default
         keyword: ast.AST | None = None  # the `inplace=` keyword, or `True` in `nn.ReLU(True)`
-        if ref.submodule is not None:
-            keyword = ref.submodule.keyword("inplace")
+        call = ref.call  # (numbered as ref.site_start says)
+        if call is not None:
+            keyword = next((kw for kw in call.keywords if kw.arg == "inplace"), None)
             given = keyword.value if isinstance(keyword, ast.keyword) else None
             position = info.inplace_position
-            if keyword is None and position is not None and len(ref.submodule.call.args) > position:
-                keyword = given = ref.submodule.call.args[position]
+            if keyword is None and position is not None and len(call.args) > position:
+                keyword = given = call.args[position]
             if given is not None:
                 inplace = isinstance(given, ast.Constant) and given.value is True
         if set_inplace is not None and info.inplace_position is not None:
             # `m.inplace = True` set after construction (a loop over `self.modules()`): the
             # finding goes on the module's constructor, as the detector names it.
             inplace = set_inplace
-            if inplace and ref.submodule is not None and keyword is None:
-                keyword = ref.submodule.call
+            if inplace and call is not None and keyword is None:
+                keyword = call
         if info.eval_alias and ref.training is False:
             return x
         if info.view:

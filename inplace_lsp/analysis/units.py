@@ -4,7 +4,8 @@ gives the class its attributes).
 
 An entry point's analysis records which definitions it looked up (model.Recorded): the cells
 `("f", name)` (a function), `("c", name)` (a class's shape, with those of its local bases, whose
-attributes it inherits) and `(("m", class), name)` (a method), each possibly absent, or a whole
+attributes it inherits; for a summary also `("ci", name)`, which objects describe them) and
+`(("m", class), name)` (a method), each possibly absent, or a whole
 table (model.ALL); and `("x", qualified name)`, a name it looked for in another file (which
 file, if any; what is in those files is keyed by their versions, engine._check_other_files).
 Its findings hold while every cell it read has the value it had: an edit in a
@@ -115,6 +116,9 @@ class Table:
                 changed.add(("f", ALL))
         for name in self.classes.keys() | before.classes.keys():
             new, old = self.classes.get(name), before.classes.get(name)
+            if self._identity(name) != before._identity(name):
+                changed.add(("ci", name))
+                changed.add(("ci", ALL))
             if new is old:
                 continue
             if new is None or old is None or new.shape != old.shape:
@@ -148,6 +152,8 @@ class Table:
             if name == ALL:
                 return hash(tuple((n, self._chain(n)) for n in self.classes))
             return self._chain(name)
+        if tag == "ci":
+            return self._identity(name)
         assert isinstance(tag, tuple)  # ("m", class)
         info = self.classes.get(tag[1])
         if info is None:
@@ -156,6 +162,13 @@ class Table:
             return hash(tuple((n, v) for n, (v, _) in info.methods.items()))
         found = info.methods.get(name)
         return found[0] if found is not None else None
+
+    def _identity(self, name: str) -> tuple[object, ...]:
+        """Which ClassInfo objects a class and its bases are (all classes: ALL): a summary
+        holds objects of the classes its run read, and their methods are those of their
+        ClassInfo; a class parsed again is another one unless model.keep_classes kept it."""
+        names = self.classes if name == ALL else (name,)
+        return tuple(tuple(id(info) for info in self._lineage(n)) for n in names)
 
     def _lineage(self, name: str) -> list[ClassInfo]:
         """The class of this file named `name` (none: []) and its bases, nearest first."""
