@@ -116,8 +116,8 @@ class DocumentAnalysis:
         self.parse_cache = parse_cache or ParseCache()
         self.splitter = Splitter(self.parse_cache)
         self._fragments: dict[tuple[str, int, int], model_mod.Fragment] = {}
-        # The last update's fragments by place (start, lines, imports) with their classes'
-        # shapes (see _model).
+        # The last update's fragments by place (start, imports) with their classes' shapes
+        # (see _model).
         self._places: dict[tuple[int, int], tuple[model_mod.Fragment, dict[str, int]]] = {}
         self._imports: dict[str, list[tuple[str, str]]] = {}
         # The findings of each entry point (keyed by its name, its own text and what every

@@ -2110,7 +2110,8 @@ class Interpreter(Objects):
                 )
             finally:
                 self.library_calls -= library
-        if self.inputs is not None and slot[1] is not None:
+        if self.inputs is not None and slot[1] is not None and self.summaries.table is not None:
+            # (kept for a later update's check: a one-shot analysis keeps no summary)
             at_call = snapshot(args, kwargs)
             self.inputs.calls.append(
                 Call(

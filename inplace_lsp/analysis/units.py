@@ -116,7 +116,7 @@ class Table:
                 changed.add(("f", ALL))
         for name in self.classes.keys() | before.classes.keys():
             new, old = self.classes.get(name), before.classes.get(name)
-            if self._identity(name) != before._identity(name):
+            if self.value(("ci", name)) != before.value(("ci", name)):
                 changed.add(("ci", name))
                 changed.add(("ci", ALL))
             if new is old:
