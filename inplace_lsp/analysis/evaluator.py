@@ -203,7 +203,6 @@ class Interpreter(Objects):
         # The module-level variables (while module-level code runs, the functions it calls
         # read them), and how summaries take paths in the current world.
         self.module_frame: Frame | None = None
-        self.resolver = Resolver(self.module_attr, self.global_value, self.frozen)
         self._applied: set[int] = set()
         self.inputs: Inputs | None = None
         self.events: list[Event] = []
@@ -222,6 +221,13 @@ class Interpreter(Objects):
         self.too_deep_line: int | None = None  # the statement Python's stack could not take
         self.library_calls = 0  # functions of other files on the call stack
         self._checking: set[int] = set()  # suspect summaries being checked (_still_holds)
+
+    @property
+    def resolver(self) -> Resolver:
+        """How a summary's paths are taken here (made for each use: kept on the interpreter,
+        its bound methods would make every interpreter, and all it holds, a cycle that only
+        the garbage collector frees)."""
+        return Resolver(self.module_attr, self.global_value, self.frozen)
 
     # ------------------------------------------------------------------ entry points
 
@@ -2266,7 +2272,7 @@ class Interpreter(Objects):
             summary = Summary(
                 fn,
                 key,
-                tuple(inputs.reads),
+                tuple(inputs.reads.items()),
                 self.events,
                 result,
                 self.facts,

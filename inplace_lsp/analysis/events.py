@@ -411,9 +411,7 @@ class Events:
             real = inputs.real.get(id(ref))
             if isinstance(real, ModuleRef):
                 found = self.frozen(real)
-                read = ((*inputs.refs[id(ref)], FROZEN), found)
-                if read not in inputs.reads:
-                    inputs.reads.append(read)
+                inputs.reads.setdefault((*inputs.refs[id(ref)], FROZEN), found)
                 return found
         return False
 

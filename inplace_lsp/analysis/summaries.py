@@ -153,6 +153,10 @@ class Summary:
     inherited: frozenset[Cell] = frozenset()
     suspect: frozenset[Cell] = frozenset()
     name: str = ""  # "Net.forward"
+    key_hash: int = 0
+
+    def __post_init__(self) -> None:
+        self.key_hash = hash(self.key)
 
 
 @dataclass
@@ -173,6 +177,9 @@ class Call:
     stack: tuple[ast.AST, ...]
     summary: Summary
     cells: frozenset[Cell]  # the callee's own cell and what its run read
+
+
+_UNREAD = object()
 
 
 def _hashable(value: object) -> Hashable:
@@ -203,7 +210,8 @@ class Inputs:
         self.keep: list[object] = []  # the stand-ins (their ids must stay unique)
         self._made: dict[int, object] = {}  # id(real object) -> its stand-in
         self._group_of: dict[int, int] = {}  # real group -> stand-in group
-        self.reads: list[tuple[Path, Hashable]] = []  # lazily read paths and their facts
+        # lazily read paths and their facts (the first read of each: a dict keeps their order)
+        self.reads: dict[Path, Hashable] = {}
         self._globals: dict[str, Value | None] = {}  # module-level variables read
         self.calls: list[Call] = []  # the document's functions the run called
 
@@ -275,7 +283,7 @@ class Inputs:
         if name in self._globals:
             return self._globals[name]
         path: Path = (("global", name),)
-        self.reads.append((path, value_facts(real) if real is not None else None))
+        self.reads.setdefault(path, value_facts(real) if real is not None else None)
         sym = self.symbolize(real, path) if real is not None else None
         self._globals[name] = sym
         return sym
@@ -287,7 +295,8 @@ class Inputs:
         self._group_of.clear()
 
     def read(self, path: Path, real: Value) -> None:
-        self.reads.append((path, value_facts(real)))
+        if path not in self.reads:
+            self.reads[path] = value_facts(real)
 
     # what a group or graph of the run stands for ------------------------------------
     def external(self, groups: Iterable[int]) -> frozenset[int]:
@@ -531,10 +540,20 @@ class SummaryCache:
         candidates = self.by_function.get(slot, [])
         if self.checking:
             candidates = [*candidates, *self.provisional.get(slot, ())]
+        wanted = hash(key)
+        # (what the caller has at each path, said once for all the candidates)
+        facts: dict[Path, Hashable] = {}
+        modules: dict[tuple[int, int], Hashable] = {}
         for summary in candidates:
-            if summary.key == key and all(
-                _facts_at(path, args, kwargs, resolve) == facts for path, facts in summary.reads
-            ):
+            if summary.key_hash != wanted or summary.key != key:
+                continue
+            for path, then in summary.reads:
+                now = facts.get(path, _UNREAD)
+                if now is _UNREAD:
+                    now = facts[path] = _facts_at(path, args, kwargs, resolve, modules)
+                if now != then:
+                    break
+            else:
                 summary.used = self.revision
                 return summary
         return None
@@ -627,13 +646,17 @@ def resolve_path(
 
 
 def _facts_at(
-    path: Path, args: list[Value], kwargs: dict[str, Value], resolver: Resolver
+    path: Path,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    resolver: Resolver,
+    modules: dict[tuple[int, int], Hashable] | None = None,
 ) -> Hashable:
     if path[-1] == FROZEN:
         ref = resolve_path(path[:-1], args, kwargs, resolver)
         return resolver.frozen(ref) if isinstance(ref, ModuleRef) else None
     found = resolve_path(path, args, kwargs, resolver)
-    return value_facts(found) if isinstance(found, Value) else None
+    return value_facts(found, 0, None, modules) if isinstance(found, Value) else None
 
 
 class Application:
