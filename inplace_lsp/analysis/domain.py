@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -91,6 +91,23 @@ class ModuleRef:
     # register_forward_pre_hook / register_forward_hook: ("pre" | "post", the hook function)
     hooks: list[Hook] = field(default_factory=list)
     frozen: bool | None = None  # requires_grad_(False) on it (None: as its parent)
+    # An object a summary made, applied outside any summary's run: its attributes are the
+    # summary's object's, copied into this world when first needed (`attributes`): the
+    # copying function and what it copies.
+    lazy: tuple[Callable[[Value], Value], dict[str, Value]] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def attributes(self) -> dict[str, Value]:
+        """Its attributes (`attrs`), copied first where they are still the summary's."""
+        lazy = self.lazy
+        if lazy is not None:
+            self.lazy = None
+            copy, source = lazy
+            for name, value in source.items():
+                if name not in self.attrs:  # (what was set since stays)
+                    self.attrs[name] = copy(value)
+        return self.attrs
 
     @property
     def is_module(self) -> bool:

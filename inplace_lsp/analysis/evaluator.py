@@ -1700,7 +1700,7 @@ class Interpreter(Objects):
     def _has_attr(self, ref: ModuleRef, name: str) -> bool:
         """Whether the code set this attribute on the object (on the caller's object, for
         the stand-in of an argument)."""
-        if name in ref.assigned and name in ref.attrs:
+        if name in ref.assigned and name in ref.attributes():
             return True
         for inputs in reversed(self.runs):
             real = inputs.real.get(id(ref))
@@ -2338,7 +2338,16 @@ class Interpreter(Objects):
         cells = self.recorder[0]
         if cells is not None:
             cells |= summary.cells
-        use = Application(summary, args, kwargs, frame.ctx, summary.root, self.resolver, self.saves)
+        use = Application(
+            summary,
+            args,
+            kwargs,
+            frame.ctx,
+            summary.root,
+            self.resolver,
+            self.saves,
+            lazy=self.inputs is None,
+        )
         for event in summary.events:
             self._replay(event, use, node, frame)
         result = use.value(summary.result) if summary.result is not None else scalar()

@@ -339,7 +339,7 @@ class Events:
             self.events.append(ValueEvent(path, "detach"))
 
     def set_attr(self, ref: ModuleRef, name: str, value: Value) -> None:
-        ref.attrs[name] = value
+        ref.attributes()[name] = value
         ref.assigned.add(name)
         child = value.module
         if child is not None and ref.is_module:

@@ -180,7 +180,7 @@ class Objects(TorchOps):
         where = found[0].owner or self.model
         init = found[1]
         self.inline(init, where.start_of(init), [value, *args], kwargs, node, frame, where)
-        for attr in sorted(ref.assigned & set(ref.attrs)):
+        for attr in sorted(ref.assigned & set(ref.attributes())):
             options = cls.submodule_options.get(attr) or (
                 [cls.submodules[attr]] if attr in cls.submodules else []
             )
@@ -247,8 +247,9 @@ class Objects(TorchOps):
         return None
 
     def module_attr(self, ref: ModuleRef, attr: str) -> Value:
-        if attr in ref.attrs:
-            return ref.attrs[attr]
+        found = ref.attributes().get(attr)
+        if found is not None:
+            return found
         getter = self._property(ref, attr)
         if getter is not None:
             return getter
@@ -350,7 +351,7 @@ class Objects(TorchOps):
                     value = self.module_attr(current, attr)
                     if value.module is not None:
                         below.append(value.module)
-            below += [v.module for v in current.attrs.values() if v.module is not None]
+            below += [v.module for v in current.attributes().values() if v.module is not None]
             todo += [b for b in below if b.is_module]
         return found
 
@@ -429,7 +430,7 @@ class Objects(TorchOps):
         `self` the module, when first read."""
         cls = ref.cls
         assert cls is not None
-        ref.attrs[attr] = unknown()  # what the call reads of `self.<attr>` is not known yet
+        ref.attributes()[attr] = unknown()  # what the call reads of `self.<attr>` is not known yet
         init = cls.methods.get("__init__")
         params = [*init.args.posonlyargs, *init.args.args] if init is not None else []
         name = params[0].arg if params else "self"
@@ -648,7 +649,7 @@ class Objects(TorchOps):
     def _refreeze(self, ref: ModuleRef, depth: int = 0) -> None:
         """The parameters already looked at follow a module's new requires_grad flag."""
         frozen = ref.params_frozen
-        for value in ref.attrs.values():
+        for value in ref.attributes().values():
             if value.kind == "tensor" and value.leaf and value.groups == {ref.params_group}:
                 value.grad = not frozen
             elif value.module is not None and depth < 8:
@@ -697,7 +698,7 @@ class Objects(TorchOps):
                         below.append(attr.module)
             below += [  # and the modules assigned to it
                 v.module
-                for v in list(current.attrs.values())
+                for v in list(current.attributes().values())
                 if v.module is not None and v.module.is_module
             ]
             todo += [(module, depth + 1) for module in below]

@@ -262,7 +262,7 @@ class Inputs:
         if made is not None:
             assert isinstance(made, ModuleRef)
             return made
-        sym = replace(ref, attrs={}, hooks=list(ref.hooks), assigned=set())
+        sym = replace(ref, attrs={}, hooks=list(ref.hooks), assigned=set(), lazy=None)
         self._made[id(ref)] = sym
         self.keep.append(sym)
         self.refs[id(sym)] = path
@@ -672,8 +672,14 @@ class Application:
         root_ctx: Ctx,
         resolver: Resolver,
         saves: dict[int, Save],
+        lazy: bool = False,
     ) -> None:
         self.summary = summary
+        # Outside any summary's run, the attributes of the objects it made are copied when
+        # first read (ModuleRef.attributes): an object's whole tree is seldom used. What the
+        # caller's objects are at the summary's paths is taken now, as a copy made now would.
+        self.lazy = lazy
+        self._taken = False
         self.args = args
         self.kwargs = kwargs
         self.caller_ctx = caller_ctx
@@ -802,7 +808,15 @@ class Application:
             copy.parent = self.ref(ref.parent)
         if ref.children is not None:
             copy.children = [self.ref(child) for child in ref.children]
-        copy.attrs = {name: self.value(v) for name, v in ref.attrs.items()}
+        if self.lazy:
+            if not self._taken:
+                self._taken = True
+                inputs = self.summary.inputs
+                for path in (*inputs.values.values(), *inputs.refs.values()):
+                    self.resolve(path)
+            copy.lazy = (self.value, ref.attributes())
+        else:
+            copy.attrs = {name: self.value(v) for name, v in ref.attributes().items()}
         return copy
 
 
@@ -921,7 +935,7 @@ def snapshot(args: list[Value], kwargs: dict[str, Value]) -> tuple[list[Value], 
                 ref = refs.get(id(module))
                 if ref is None:
                     ref = refs[id(module)] = replace(
-                        module, attrs=dict(module.attrs), assigned=set(module.assigned)
+                        module, attrs=dict(module.attributes()), assigned=set(module.assigned)
                     )
                 made.module = ref
         return made
