@@ -5,6 +5,7 @@ code actions with and without lazy resolve, hover, settings and debug info."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import random
 import re
@@ -22,7 +23,7 @@ import pytest
 from lsprotocol import types
 
 from inplace_lsp import fixes
-from inplace_lsp.analysis.engine import DocumentResult
+from inplace_lsp.analysis.engine import CollectorPause, DocumentResult
 from inplace_lsp.analysis.findings import Finding, FixRecipe, Related, Severity, Span
 from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.lsp import actions, convert, hover
@@ -282,6 +283,27 @@ def test_an_analysis_that_raises_publishes_no_findings() -> None:
     )
     scheduler.open("a", None, 1, "x")
     assert [s.findings for s in published] == [()]
+
+
+def test_the_collector_is_off_while_anyone_holds_it() -> None:
+    pause = CollectorPause()
+    assert gc.isenabled()
+    pause.hold()
+    pause.hold()
+    try:
+        assert not gc.isenabled()
+        pause.release()
+        assert not gc.isenabled()  # one holder left
+    finally:
+        pause.release()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        pause.hold()
+        pause.release()
+        assert not gc.isenabled()  # off before the first hold: stays off
+    finally:
+        gc.enable()
 
 
 # ---------------------------------------------------------------- session

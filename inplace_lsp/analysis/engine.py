@@ -14,6 +14,7 @@ import gc
 import hashlib
 import logging
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
@@ -99,6 +100,33 @@ _NO_RESULT = DocumentResult([], [], 0)  # an update that did not finish (see _sa
 _OLD_RESULTS = 32  # findings of texts the document no longer has, kept for an undo
 
 
+class CollectorPause:
+    """The cyclic garbage collector held off while any update runs (the server runs
+    several in threads: the first to end must not turn it on under the others), on again
+    when the last lets go, if it was on before the first took it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held = 0
+        self._was_on = True
+
+    def hold(self) -> None:
+        with self._lock:
+            if self._held == 0:
+                self._was_on = gc.isenabled()
+                gc.disable()
+            self._held += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._held -= 1
+            if self._held == 0 and self._was_on:
+                gc.enable()
+
+
+COLLECTOR = CollectorPause()
+
+
 class DocumentAnalysis:
     """The analysis state of one open document."""
 
@@ -175,8 +203,7 @@ class DocumentAnalysis:
         # The cyclic garbage collector would traverse every parse tree kept alive here again
         # and again while the interpreter allocates; nothing made during an update is
         # garbage before it ends, so collection waits until then.
-        enabled = gc.isenabled()
-        gc.disable()
+        COLLECTOR.hold()
         try:
             if self.workspace is None or alone:
                 return self._update(text, alone)
@@ -187,8 +214,7 @@ class DocumentAnalysis:
                 self._other_files.setdefault(path, version)
             return result
         finally:
-            if enabled:
-                gc.enable()
+            COLLECTOR.release()
 
     def _check_other_files(self, workspace: Workspace) -> None:
         """What was found rests on the other files the analyses read, as they were then
