@@ -265,10 +265,11 @@ class DocumentAnalysis:
         # What every entry point's findings rest on besides the definitions it read.
         common = hash((imports_key, model.mentions_training))
         # The summaries of the functions the entry points call: those that still hold, the
-        # others made again when called.
+        # others made again when called (from the file alone or with the files it imports:
+        # a summary whose run looked a name up in another file rests on its "x" cell).
         self._summaries.begin(
             table if self.incremental else None,
-            (common, alone),
+            common,
             self._changes,
             not self._unmoved,
         )
