@@ -81,7 +81,12 @@ class Submodule:
     guards: tuple[tuple[ast.expr, bool], ...] = ()  # the `if` tests in __init__ it depends on
 
     def keyword(self, name: str) -> ast.keyword | None:
-        return next((kw for kw in self.call.keywords if kw.arg == name), None)
+        return call_keyword(self.call, name)
+
+
+def call_keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    """The `name=` keyword a call passes, if it does."""
+    return next((kw for kw in call.keywords if kw.arg == name), None)
 
 
 @dataclass

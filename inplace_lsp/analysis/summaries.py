@@ -153,7 +153,7 @@ class Summary:
     inherited: frozenset[Cell] = frozenset()
     suspect: frozenset[Cell] = frozenset()
     name: str = ""  # "Net.forward"
-    key_hash: int = 0
+    key_hash: int = field(init=False, default=0)  # hash(key), compared before key
 
     def __post_init__(self) -> None:
         self.key_hash = hash(self.key)
@@ -679,7 +679,7 @@ class Application:
         # first read (ModuleRef.attributes): an object's whole tree is seldom used. What the
         # caller's objects are at the summary's paths is taken now, as a copy made now would.
         self.lazy = lazy
-        self._taken = False
+        self._taken = False  # (see _take)
         self.args = args
         self.kwargs = kwargs
         self.caller_ctx = caller_ctx
@@ -700,6 +700,19 @@ class Application:
         if path not in self._resolved:
             self._resolved[path] = resolve_path(path, self.args, self.kwargs, self.resolver)
         return self._resolved[path]
+
+    def _take(self) -> None:
+        """What the caller has at each of the summary's paths (its objects, their version
+        groups and graphs), taken once, before the first lazy copy: a copy made later must
+        see them as a copy made now would."""
+        if self._taken:
+            return
+        self._taken = True
+        inputs = self.summary.inputs
+        for path in (*inputs.values.values(), *inputs.refs.values()):
+            self.resolve(path)
+        self.groups(inputs.groups)
+        self.graph(inputs.graphs)
 
     # ids ----------------------------------------------------------------------------
     def groups(self, groups: Iterable[int]) -> frozenset[int]:
@@ -809,11 +822,7 @@ class Application:
         if ref.children is not None:
             copy.children = [self.ref(child) for child in ref.children]
         if self.lazy:
-            if not self._taken:
-                self._taken = True
-                inputs = self.summary.inputs
-                for path in (*inputs.values.values(), *inputs.refs.values()):
-                    self.resolve(path)
+            self._take()
             copy.lazy = (self.value, ref.attributes())
         else:
             copy.attrs = {name: self.value(v) for name, v in ref.attributes().items()}

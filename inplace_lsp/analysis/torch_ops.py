@@ -27,7 +27,7 @@ from inplace_lsp.analysis.domain import (
 from inplace_lsp.analysis.events import Events
 from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, OpInfo
 from inplace_lsp.analysis.knowledge import load as load_knowledge
-from inplace_lsp.analysis.model import Submodule, Undecidable, evaluate
+from inplace_lsp.analysis.model import Submodule, Undecidable, call_keyword, evaluate
 
 # The torch facts below come from data/autograd.json (scripts/gen_autograd_table.py probes
 # them); the analysis and the fixes read them by these names.
@@ -333,7 +333,7 @@ class TorchOps(Events):
         keyword: ast.AST | None = None  # the `inplace=` keyword, or `True` in `nn.ReLU(True)`
         call = ref.call  # (numbered as ref.site_start says)
         if call is not None:
-            keyword = next((kw for kw in call.keywords if kw.arg == "inplace"), None)
+            keyword = call_keyword(call, "inplace")
             given = keyword.value if isinstance(keyword, ast.keyword) else None
             position = info.inplace_position
             if keyword is None and position is not None and len(call.args) > position:
