@@ -64,6 +64,9 @@ class Hook:
 EITHER = "either"
 
 
+NO_NAMES: frozenset[str] = frozenset()  # (one object: `frozenset()` makes a new one)
+
+
 @dataclass(eq=False)
 class ModuleRef:
     """An object: an nn.Module instance (a local class, a torch.nn class, or unknown), or an
@@ -85,11 +88,13 @@ class ModuleRef:
     site_path: str | None = None  # the file of the constructor call (None: this document)
     consts: dict[str, object] = field(default_factory=dict)  # constant constructor arguments
     attrs: dict[str, Value] = field(default_factory=dict)
-    assigned: set[str] = field(default_factory=set)  # attrs the code set (not read from the class)
+    # The attributes the code set (not read from the class). This and `hooks` are
+    # immutable: the copies of a module share them until one changes.
+    assigned: frozenset[str] = NO_NAMES
     kind: str = ""  # "namespace": an object that only holds what it was given
     children: list[ModuleRef] | None = None
     # register_forward_pre_hook / register_forward_hook: ("pre" | "post", the hook function)
-    hooks: list[Hook] = field(default_factory=list)
+    hooks: tuple[Hook, ...] = ()
     frozen: bool | None = None  # requires_grad_(False) on it (None: as its parent)
     # An object a summary made, applied outside any summary's run: its attributes are the
     # summary's object's, copied into this world when first needed (`attributes`): the

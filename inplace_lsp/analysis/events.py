@@ -340,7 +340,8 @@ class Events:
 
     def set_attr(self, ref: ModuleRef, name: str, value: Value) -> None:
         ref.attributes()[name] = value
-        ref.assigned.add(name)
+        if name not in ref.assigned:
+            ref.assigned = ref.assigned | {name}
         child = value.module
         if child is not None and ref.is_module:
             ref.adopt(child)
@@ -381,7 +382,7 @@ class Events:
 
     def add_hook(self, ref: ModuleRef, hook: Hook) -> None:
         """`module.register_forward_hook(fn)`: it runs at every call of the module."""
-        ref.hooks.append(hook)
+        ref.hooks = (*ref.hooks, hook)
         path = self._stand_in(ref)
         if path is not None:
             self.events.append(ValueEvent(path, "hook", flag=hook))

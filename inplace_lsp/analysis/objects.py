@@ -10,6 +10,7 @@ from abc import abstractmethod
 
 from inplace_lsp.analysis.binder import is_static
 from inplace_lsp.analysis.domain import (
+    NO_NAMES,
     Ctx,
     Frame,
     Function,
@@ -758,7 +759,13 @@ def twin_module(ref: ModuleRef, parent: ModuleRef | None = None, depth: int = 0)
     """`copy.deepcopy(module)`: the same modules, each with parameters of its own (a Sequential's
     children too); the copy's hooks and attributes set after construction are not followed."""
     twin = replace(
-        ref, params_group=new_id(), attrs={}, hooks=[], children=None, parent=parent, assigned=set()
+        ref,
+        params_group=new_id(),
+        attrs={},
+        hooks=(),
+        children=None,
+        parent=parent,
+        assigned=NO_NAMES,
     )
     if ref.children is not None and depth < 8:
         twin.children = [twin_module(child, twin, depth + 1) for child in ref.children]

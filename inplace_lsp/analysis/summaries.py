@@ -23,8 +23,10 @@ import ast
 import dataclasses
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from inplace_lsp.analysis.domain import (
+    NO_NAMES,
     Ctx,
     Facts,
     Heap,
@@ -224,6 +226,7 @@ class Inputs:
         sym = replace(real)
         self._made[id(real)] = sym
         self.keep.append(sym)
+        path = intern(path)
         self.values[id(sym)] = path
         self.real[id(sym)] = real
         sym.groups = self._groups(real.groups, path, "group")
@@ -253,7 +256,7 @@ class Inputs:
             sym = self._group_of.get(group)
             if sym is None:
                 sym = self._group_of[group] = new_id()
-                self.groups[sym] = (*path, (facet, k))
+                self.groups[sym] = intern((*path, (facet, k)))
             made.append(sym)
         return frozenset(made)
 
@@ -262,9 +265,10 @@ class Inputs:
         if made is not None:
             assert isinstance(made, ModuleRef)
             return made
-        sym = replace(ref, attrs={}, hooks=list(ref.hooks), assigned=set(), lazy=None)
+        sym = replace(ref, attrs={}, assigned=NO_NAMES, lazy=None)
         self._made[id(ref)] = sym
         self.keep.append(sym)
+        path = intern(path)
         self.refs[id(sym)] = path
         self.real[id(sym)] = ref
         sym.params_group = next(iter(self._groups(frozenset({ref.params_group}), path, "params")))
@@ -282,8 +286,8 @@ class Inputs:
         stand-in, and its facts (or its absence) a fact the summary depends on."""
         if name in self._globals:
             return self._globals[name]
-        path: Path = (("global", name),)
-        self.reads.setdefault(path, value_facts(real) if real is not None else None)
+        path: Path = intern((("global", name),))
+        self.reads.setdefault(path, intern(value_facts(real)) if real is not None else None)
         sym = self.symbolize(real, path) if real is not None else None
         self._globals[name] = sym
         return sym
@@ -296,11 +300,28 @@ class Inputs:
 
     def read(self, path: Path, real: Value) -> None:
         if path not in self.reads:
-            self.reads[path] = value_facts(real)
+            self.reads[intern(path)] = intern(value_facts(real))
 
     # what a group or graph of the run stands for ------------------------------------
     def external(self, groups: Iterable[int]) -> frozenset[int]:
         return frozenset(g for g in groups if g in self.groups)
+
+
+# The facts and paths summaries keep (their reads), one object for equal ones: a whole-file
+# analysis reads the same attribute of the same kind of object in many runs, and each tuple
+# kept is one more object for the garbage collector to walk after every update.
+_INTERNED: dict[Hashable, Hashable] = {}
+_INTERNED_MAX = 200_000
+_EMPTY: frozenset[int] = frozenset()
+
+Interned = TypeVar("Interned", bound=Hashable)
+
+
+def intern(facts: Interned) -> Interned:
+    """The kept object equal to `facts` (itself, the first time)."""
+    if len(_INTERNED) > _INTERNED_MAX:
+        _INTERNED.clear()  # (only an economy: equal objects stay equal)
+    return _INTERNED.setdefault(facts, facts)  # type: ignore[return-value]
 
 
 def value_facts(
@@ -716,7 +737,7 @@ class Application:
 
     # ids ----------------------------------------------------------------------------
     def groups(self, groups: Iterable[int]) -> frozenset[int]:
-        found: set[int] = set()
+        found: frozenset[int] | None = None  # (one group's set is shared, not copied)
         inputs = self.summary.inputs
         for group in groups:
             mapped = self._groups.get(group)
@@ -729,11 +750,11 @@ class Application:
                     self.own_groups[group] = new_id()
                     mapped = frozenset({self.own_groups[group]})
                 self._groups[group] = mapped
-            found |= mapped
-        return frozenset(found)
+            found = mapped if found is None else found | mapped
+        return _EMPTY if found is None else found
 
     def graph(self, sids: Iterable[int]) -> frozenset[int]:
-        found: set[int] = set()
+        found: frozenset[int] | None = None
         inputs = self.summary.inputs
         for sid in sids:
             mapped = self._sids.get(sid)
@@ -747,8 +768,8 @@ class Application:
                 else:
                     mapped = frozenset()
                 self._sids[sid] = mapped
-            found |= mapped
-        return frozenset(found)
+            found = mapped if found is None else found | mapped
+        return _EMPTY if found is None else found
 
     def save(self, save: Save) -> Save:
         """The caller's copy of a save the function made (registered, not yet live)."""
@@ -814,7 +835,7 @@ class Application:
         known = self._refs.get(id(ref))
         if known is not None:
             return known
-        copy = replace(ref, attrs={}, hooks=list(ref.hooks), assigned=set(ref.assigned))
+        copy = replace(ref, attrs={})
         self._refs[id(ref)] = copy
         (copy.params_group,) = self.groups([ref.params_group])
         if ref.parent is not None:
@@ -943,9 +964,7 @@ def snapshot(args: list[Value], kwargs: dict[str, Value]) -> tuple[list[Value], 
             if module is not None:
                 ref = refs.get(id(module))
                 if ref is None:
-                    ref = refs[id(module)] = replace(
-                        module, attrs=dict(module.attributes()), assigned=set(module.assigned)
-                    )
+                    ref = refs[id(module)] = replace(module, attrs=dict(module.attributes()))
                 made.module = ref
         return made
 
