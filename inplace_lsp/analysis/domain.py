@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -87,6 +87,10 @@ class ModuleRef:
     conditional: bool = False  # `self.act = A() if flag else B()`: which one runs is not known
     site_path: str | None = None  # the file of the constructor call (None: this document)
     consts: dict[str, object] = field(default_factory=dict)  # constant constructor arguments
+    # `consts` and their facts in a summary's key (summaries._consts_facts)
+    consts_said: tuple[dict[str, object], Hashable] | None = field(
+        default=None, repr=False, compare=False
+    )
     attrs: dict[str, Value] = field(default_factory=dict)
     # The attributes the code set (not read from the class). This and `hooks` are
     # immutable: the copies of a module share them until one changes.

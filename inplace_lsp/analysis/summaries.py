@@ -404,7 +404,7 @@ def module_facts(
         ref.training,
         ref.params_frozen,
         ref.conditional,
-        tuple(sorted((k, _hashable(v)) for k, v in ref.consts.items())),
+        _consts_facts(ref),
         tuple((hook.kind, id(hook.function.node)) for hook in ref.hooks),
         len(ref.children) if ref.children is not None else None,
         module_facts(ref.parent, depth + 1, memo)
@@ -414,6 +414,18 @@ def module_facts(
     if memo is not None:
         memo[(id(ref), depth)] = facts
     return facts
+
+
+def _consts_facts(ref: ModuleRef) -> Hashable:
+    """A module's constant constructor arguments as a key (said once per dict: the builders
+    of `consts` fill a new dict, its copies share it)."""
+    said = ref.consts_said
+    if said is None or said[0] is not ref.consts:
+        said = ref.consts_said = (
+            ref.consts,
+            tuple(sorted((k, _hashable(v)) for k, v in ref.consts.items())),
+        )
+    return said[1]
 
 
 def arguments_key(args: list[Value], kwargs: dict[str, Value]) -> tuple[Hashable, ...]:
@@ -933,7 +945,9 @@ class _Canon:
         number = self.memo[id(value)] = self.count
         names = _fields.get(type(value))
         if names is None:
-            names = _fields[type(value)] = tuple(f.name for f in dataclasses.fields(value))
+            names = _fields[type(value)] = tuple(
+                f.name for f in dataclasses.fields(value) if f.name != "consts_said"
+            )
         return (type(value).__name__, number, tuple(self.field(value, name) for name in names))
 
     def field(self, value: object, name: str) -> Hashable:
