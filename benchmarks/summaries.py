@@ -16,8 +16,9 @@ whole-file analysis interprets each function, and what an edit inside a helper a
    again; the helper itself is always among them. A caller's summary is kept from the last
    update when each changed callee, interpreted again for the arguments it gave it, says the
    same (early cutoff): those are printed as kept; the others are the callers whose summary
-   input changed (an `__init__` edit changes its class's shape, which every key of an object
-   of the class holds).
+   input changed (an `__init__` edit that changes what it gives the class, its attributes,
+   changes the class's shape, which every key of an object of the class holds; one that gives
+   the same is cut off as any other).
 
 The figures are counts, not times: they do not depend on the machine.
 """

@@ -659,6 +659,54 @@ def test_an_edited_callee_that_says_the_same_keeps_its_callers(
     assert live.update(again).findings == DocumentAnalysis().update(again).findings
 
 
+@pytest.mark.parametrize(
+    ("new", "summarized"),
+    [
+        # a local of its own, typed a keystroke at a time (`probe` names nothing yet): the
+        # class has the same attributes, and Net.__init__ applied the same summary of it
+        ("self.fc = nn.Linear(4, 4); probe = 1 + 2", ["Block.__init__", "Block.forward"]),
+        ("self.fc = nn.Linear(4, 4); probe", ["Block.__init__", "Block.forward"]),
+        # another attribute: what holds a Block (Net's summaries) is made again
+        (
+            "self.fc = nn.Linear(4, 3)",
+            [
+                "Block.__init__",
+                "Block.forward",
+                "Block.forward",
+                "Net.__init__",
+                "Net.forward",
+                "Net.reset",
+            ],
+        ),
+    ],
+)
+def test_an_edit_in_init_that_gives_the_same_attributes_keeps_the_summaries_of_its_users(
+    new: str, summarized: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`__init__` is the class's shape only through what it gives the class
+    (ClassInfo.init_said): an edit there that gives the same is an edit of a callee, cut
+    off early like any other; the findings are a fresh analysis's, then and after a later
+    edit that changes them."""
+    live = DocumentAnalysis()
+    live.update(UNITS)
+    made: list[str] = []
+    original = evaluator.Interpreter._summarize
+
+    def counting(self, fn, *args):  # type: ignore[no-untyped-def]
+        made.append(self.model.def_key(fn))
+        return original(self, fn, *args)
+
+    edited = UNITS.replace("self.fc = nn.Linear(4, 4)", new)
+    monkeypatch.setattr(evaluator.Interpreter, "_summarize", counting)
+    result = live.update(edited)
+    monkeypatch.undo()
+    assert sorted(made) == summarized
+    assert result.findings == DocumentAnalysis().update(edited).findings
+    again = edited.replace("nn.Linear(4, 2)", "nn.Linear(4, 2)\n        self.fc.inplace = 1")
+    assert again != edited
+    assert live.update(again).findings == DocumentAnalysis().update(again).findings
+
+
 def test_objects_kept_in_summaries_run_the_methods_their_class_has_now() -> None:
     """A line dropped in a method parses its class's block again: the object a kept
     summary made (`get_loss_f()` returns a FactorKLoss) must run the method as it is now,

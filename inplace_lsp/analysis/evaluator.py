@@ -102,7 +102,7 @@ from inplace_lsp.analysis.summaries import (
     ValueEvent,
     WriteEvent,
     fingerprint,
-    functions_held,
+    global_reads,
     snapshot,
 )
 from inplace_lsp.analysis.torch_ops import (
@@ -186,6 +186,7 @@ class Interpreter(Objects):
         self.kb = knowledge
         self.saves: dict[int, Save] = {}
         self.facts = Facts()
+        self.functions_made: set[int] = set()
         self.heap = Heap()
         self.escaped: set[int] = set()
         self.call_stack: list[ast.AST] = []
@@ -918,7 +919,7 @@ class Interpreter(Objects):
     def stmt_FunctionDef(self, stmt: ast.FunctionDef | ast.AsyncFunctionDef, frame: Frame) -> None:
         """A def inside a function: a function value (a hook it registers, a closure it
         calls). What it reads of the function around it is not known to it."""
-        function = Function(stmt, frame.start, self.model)
+        function = self.function_value(stmt, frame.start, self.model)
         frame.env[stmt.name] = Value("function", tensor=False, grad=False, function=function)
 
     stmt_AsyncFunctionDef = stmt_FunctionDef
@@ -1109,7 +1110,7 @@ class Interpreter(Objects):
         local = dict.get(self.model.functions, node.id)
         if local is not None and node.id not in self.model.imports:
             # A function of this file as a value (called, or passed as a hook).
-            function = Function(local, self.model.start_of(local), self.model)
+            function = self.function_value(local, self.model.start_of(local), self.model)
             qual = node.id
             return Value("symbol", tensor=False, grad=False, qualname=qual, function=function)
         if (
@@ -1454,7 +1455,7 @@ class Interpreter(Objects):
                 node,
             )
             node._ipl_function = fn  # type: ignore[attr-defined]  # one per lambda: its summaries
-        function = Function(fn, frame.start, self.model)
+        function = self.function_value(fn, frame.start, self.model)
         return Value("function", tensor=False, grad=False, function=function)
 
     def expr_ListComp(
@@ -2156,22 +2157,27 @@ class Interpreter(Objects):
         self._checking.add(id(summary))
         try:
             changed = [c for c in summary.inputs.calls if not c.cells.isdisjoint(summary.suspect)]
-            if not functions_held(summary).isdisjoint(id(c.fn) for c in changed):
+            if not summary.functions_made.isdisjoint(id(c.fn) for c in changed):
                 return False  # it keeps the old function itself (`self.helper` as a value)
+            agreed = []
             for call in changed:
                 now = self._summary_again(call)
                 if now is None:
                     return False
                 if now is call.summary:
                     continue
-                if not now.cells <= summary.deps.keys():
-                    return False  # it reads a definition the caller would not be checked on
                 if fingerprint(now) != fingerprint(call.summary):
                     return False
-                call.fn, call.summary = now.fn, now
+                agreed.append((call, now))
         finally:
             self._checking.discard(id(summary))
-        self.summaries.confirm(summary)
+        # (a callee that now reads other definitions, `probe` typed in it: the caller rests
+        # on them from now on, through that callee)
+        read = frozenset().union(*(now.cells for _, now in agreed))
+        for call, now in agreed:
+            call.fn, call.summary, call.cells = now.fn, now, call.cells | now.cells
+        names = [r for _, now in agreed for r in global_reads(now)]
+        self.summaries.confirm(summary, read, names)
         return True
 
     def _summary_again(self, call: Call) -> Summary | None:
@@ -2247,6 +2253,7 @@ class Interpreter(Objects):
         stand_in_kwargs = {k: inputs.symbolize(v, (("kw", k),), k) for k, v in kwargs.items()}
         outer = (self.heap, self.facts, self.escaped, self.group_names, self.followed, self.saves)
         outer_run = (self.inputs, self.events, self.inference_at, self.unsummarized)
+        outer_functions, self.functions_made = self.functions_made, set()
         cut_before = self.cut
         self.heap, self.facts, self.escaped, self.group_names = Heap(), Facts(), set(), {}
         self.followed, self.saves = set(), {}
@@ -2284,9 +2291,11 @@ class Interpreter(Objects):
                 root,
                 frozenset(cells),
                 self.saves,
+                frozenset(self.functions_made),
                 self.unsummarized,
             )
         finally:
+            self.functions_made = outer_functions  # (the application adds them)
             self.later_pass, self.flag_log = later_pass, flag_log
             self.call_stack.pop()
             self.runs.pop()
@@ -2374,6 +2383,7 @@ class Interpreter(Objects):
             self._applied.add(id(summary))
             self.facts.extend(summary.facts)
         self.followed |= summary.followed
+        self.functions_made |= summary.functions_made
         self.cut += summary.cut
         for place, why in summary.unfollowed.items():
             self.unsummarized.setdefault(place, why)

@@ -13,6 +13,7 @@ from inplace_lsp.analysis.domain import (
     Ctx,
     Facts,
     Frame,
+    Function,
     Heap,
     Hook,
     InferenceSite,
@@ -54,6 +55,17 @@ class Events:
     """The evaluator's events: saves, writes, backward() and the conflicts they make, kept in
     the state of one entry point's analysis (the evaluator sets it up)."""
 
+    def function_value(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        start: int,
+        model: ModuleModel,
+        bound: ModuleRef | None = None,
+    ) -> Function:
+        """A function of the code as a value, noted in functions_made."""
+        self.functions_made.add(id(node))
+        return Function(node, start, model, bound)
+
     model: ModuleModel
     kb: Knowledge
     saves: dict[int, Save]
@@ -73,6 +85,10 @@ class Events:
     # to them, in order (None and unused when running an entry point itself).
     inputs: Inputs | None
     events: list[Event]
+    # The functions of the code made into values in this run (a method read off `self`, a
+    # nested def) and in the runs of the summaries it applied: a kept summary that holds a
+    # changed function's old def as a value no longer holds (Interpreter._still_holds).
+    functions_made: set[int]
     runs: list[Inputs]  # the summaries being made, innermost last (`inputs` is the last)
     frozen_groups: set[int]  # parameter groups frozen one parameter at a time
 

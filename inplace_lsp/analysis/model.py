@@ -113,6 +113,10 @@ class ClassInfo:
     # The attributes this class's own text gives, before finalize() adds its bases': a cached
     # fragment is finalized again in every update, against the bases of that update.
     own: tuple[object, ...] | None = None
+    # What its `__init__` gives it (init_params to forward_methods, with where each node is),
+    # as one hash (init_digest): with its text but its methods' bodies, the class's shape
+    # (units.Table): an edit in `__init__` that changes none of it keeps the shape.
+    init_said: int = 0
 
     def is_forward(self, name: str) -> bool:
         """Whether the method of this name is an nn.Module's forward (`forward`, or one that
@@ -487,6 +491,49 @@ class Fragment:
     kernels: set[str] = field(default_factory=set)  # functions registered as an op's kernel
 
 
+def init_digest(info: ClassInfo) -> int:
+    """A hash of what `__init__` gave a class (before finalize adds its bases'), its nodes
+    with their places from the `class` line (its block is numbered from the file's first line
+    when parsed with the whole text, from its own alone): equal for two texts of `__init__`
+    that give the same."""
+    first = info.node.lineno
+
+    def node(expr: ast.AST) -> tuple[object, ...]:
+        places = tuple(
+            (n.lineno - first, n.col_offset, (n.end_lineno or n.lineno) - first, n.end_col_offset)
+            for n in ast.walk(expr)
+            if isinstance(n, (ast.expr, ast.stmt, ast.keyword, ast.arg))
+        )
+        return ast.dump(expr), places
+
+    def guards(tests: tuple[Guard, ...]) -> tuple[object, ...]:
+        return tuple((node(test), branch) for test, branch in tests)
+
+    def submodule(sub: Submodule) -> tuple[object, ...]:
+        children = tuple(submodule(child) for child in sub.children)
+        return (sub.name, sub.qualname, node(sub.call), children, guards(sub.guards))
+
+    return hash(
+        (
+            tuple(info.init_params),
+            tuple((name, node(expr)) for name, expr in info.init_defaults.items()),
+            tuple((attr, submodule(sub)) for attr, sub in info.submodules.items()),
+            tuple(
+                (attr, tuple(submodule(sub) for sub in options))
+                for attr, options in info.submodule_options.items()
+            ),
+            tuple((attr, node(expr)) for attr, expr in info.parameters.items()),
+            tuple(sorted(info.buffers)),
+            tuple(sorted(info.plain_attrs)),
+            tuple(
+                (attr, tuple((node(expr), guards(tests)) for expr, tests in assigned))
+                for attr, assigned in info.plain_values.items()
+            ),
+            tuple(sorted(info.forward_methods)),
+        )
+    )
+
+
 def fragment(
     tree: ast.Module,
     start: int,
@@ -515,6 +562,7 @@ def fragment(
             init = info.methods.get("__init__")
             if init is not None:
                 _scan_init(model, info, init)
+            info.init_said = init_digest(info)
         else:
             frag.kernels |= _kernels_registered(stmt, model)
     return frag
@@ -523,16 +571,18 @@ def fragment(
 def keep_classes(
     frag: Fragment, before: Fragment, shapes: dict[str, int], shapes_before: dict[str, int]
 ) -> None:
-    """Each class of `frag` whose shape (its text but the bodies of its methods other than
-    `__init__`, units.ClassUnits) and place are those of the same class in `before` goes on
-    as the ClassInfo (and Submodules) of `before`, holding what `frag` found: what holds
-    objects of the class (kept summaries, keyed by their identity) still matches them."""
+    """Each class of `frag` whose shape (its text but its methods' bodies, units.ClassUnits;
+    what `__init__` gives it, ClassInfo.init_said) and place are those of the same class in
+    `before` goes on as the ClassInfo (and Submodules) of `before`, holding what `frag`
+    found: what holds objects of the class (kept summaries, keyed by their identity) still
+    matches them."""
     for name, info in frag.classes.items():
         old = before.classes.get(name)
         if (
             old is None
             or name not in shapes
             or shapes[name] != shapes_before.get(name)
+            or info.init_said != old.init_said
             or old.node.lineno + old.block_start != info.node.lineno + info.block_start
         ):
             continue

@@ -404,7 +404,7 @@ class Objects(TorchOps):
             return None  # a property, a staticmethod or classmethod, or wrapped by a decorator
         owner = found[0].owner or self.model
         method = found[1]
-        function = Function(method, owner.start_of(method), owner, bound=ref)
+        function = self.function_value(method, owner.start_of(method), owner, bound=ref)
         qualname = f"{found[0].name}.{attr}"
         return Value("symbol", tensor=False, grad=False, qualname=qualname, function=function)
 

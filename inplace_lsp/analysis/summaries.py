@@ -139,6 +139,9 @@ class Summary:
     root: Ctx  # the context it ran in: a call site's context takes its place
     cells: frozenset[Cell]  # what its run read of the document's definitions (units.Cell)
     saves: dict[int, Save]  # the saves its run made (and those of the summaries it applied)
+    # The def nodes its run made into values (and the runs of the summaries it applied): an
+    # argument's function is in its key (value_facts), these are not.
+    functions_made: frozenset[int]
     # Functions its run did not follow (a call chain too deep): (line, column) of the def ->
     # the function's name.
     unfollowed: dict[tuple[int, int], str] = field(default_factory=dict)
@@ -156,6 +159,7 @@ class Summary:
     suspect: frozenset[Cell] = frozenset()
     name: str = ""  # "Net.forward"
     key_hash: int = field(init=False, default=0)  # hash(key), compared before key
+    said: Hashable = field(init=False, default=None, repr=False)  # its fingerprint, once said
 
     def __post_init__(self) -> None:
         self.key_hash = hash(self.key)
@@ -534,12 +538,23 @@ class SummaryCache:
         summary.verified = self.revision
         return True
 
-    def confirm(self, summary: Summary) -> None:
-        """A suspect summary found to hold: its deps are this update's values."""
+    def confirm(
+        self,
+        summary: Summary,
+        read: frozenset[Cell] = frozenset(),
+        names: Iterable[tuple[Path, Hashable]] = (),
+    ) -> None:
+        """A suspect summary found to hold: its deps are this update's values, and it rests
+        on what its changed callees' runs now `read` too (through them), and on the
+        module-level `names` they read (a caller's run reads those its callees read)."""
+        known = {path for path, _ in summary.reads}
+        summary.reads += tuple(r for r in names if r[0] not in known)
         table = self.table
         if table is not None:
-            for cell in summary.suspect:
+            read = read.union(("ci", name) for tag, name in read if tag == "c")  # (see add)
+            for cell in summary.suspect | read:
                 summary.deps[cell] = table.value(cell)
+            summary.inherited |= read
         summary.suspect = frozenset()
         self.kept[summary.name] = self.kept.get(summary.name, 0) + 1
 
@@ -894,7 +909,6 @@ class _Canon:
     def __init__(self, summary: Summary) -> None:
         self.names: dict[int, Hashable] = {}
         self.memo: dict[int, Hashable] = {id(summary.root): "root"}
-        self.functions: set[int] = set()  # the def nodes of the values met
         self.count = 0  # objects met
         inputs = summary.inputs
         for group, path in (*inputs.groups.items(), *inputs.graphs.items()):
@@ -930,7 +944,6 @@ class _Canon:
         if isinstance(value, (set, frozenset)):
             return frozenset(self.walk(v) for v in value)
         if isinstance(value, _FUNCTIONS):
-            self.functions.add(id(value))
             return ("def", id(value))  # a def parsed again is another function
         if isinstance(value, ast.AST):
             return ("ast", ast.dump(value, include_attributes=True))
@@ -985,27 +998,34 @@ def snapshot(args: list[Value], kwargs: dict[str, Value]) -> tuple[list[Value], 
     return [copy(a) for a in args], {k: copy(v) for k, v in kwargs.items()}
 
 
+def _is_global(read: tuple[Path, Hashable]) -> bool:
+    first = read[0][0]
+    return isinstance(first, tuple) and first[0] == "global"
+
+
 def fingerprint(summary: Summary) -> Hashable:
     """What a summary says, without its ids (see _Canon); not what its run read of the
-    document (Interpreter._still_holds checks that the caller depends on it)."""
-    canon = _Canon(summary)
-    return (
-        summary.key,
-        summary.reads,
-        canon.walk(summary.events),
-        canon.walk(summary.result),
-        canon.walk(summary.facts),
-        canon.walk(summary.exit),
-        canon.ids(summary.escaped),
-        canon.ids(summary.saves),
-        summary.followed,
-        summary.cut,
-        tuple(sorted(summary.unfollowed.items())),
-    )
+    document (Interpreter._still_holds checks that the caller depends on it), nor which
+    module-level names it read (the caller's run read them too: it takes them, global_reads).
+    Worked out the first time it is asked for: what a summary says does not change."""
+    if summary.said is None:
+        canon = _Canon(summary)
+        summary.said = (
+            summary.key,
+            tuple(read for read in summary.reads if not _is_global(read)),
+            canon.walk(summary.events),
+            canon.walk(summary.result),
+            canon.walk(summary.facts),
+            canon.walk(summary.exit),
+            canon.ids(summary.escaped),
+            canon.ids(summary.saves),
+            summary.followed,
+            summary.cut,
+            tuple(sorted(summary.unfollowed.items())),
+        )
+    return summary.said
 
 
-def functions_held(summary: Summary) -> set[int]:
-    """The def nodes a summary's values hold (a method read off `self` and kept)."""
-    canon = _Canon(summary)
-    canon.walk((summary.events, summary.result, summary.exit, summary.facts))
-    return canon.functions
+def global_reads(summary: Summary) -> tuple[tuple[Path, Hashable], ...]:
+    """The module-level names a summary's run read, and what each was."""
+    return tuple(read for read in summary.reads if _is_global(read))

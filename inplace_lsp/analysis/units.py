@@ -1,6 +1,7 @@
 """The document as units of analysis: each top-level function and each method on its own, and
-each class's shape (its text without the bodies of its methods other than `__init__`, which
-gives the class its attributes).
+each class's shape (its text without its methods' bodies, and what its `__init__` gives it:
+its attributes, as model.ClassInfo.init_said says them; a keystroke in `__init__` that gives
+the same leaves the shape, and changes only the method).
 
 An entry point's analysis records which definitions it looked up (model.Recorded): the cells
 `("f", name)` (a function), `("c", name)` (a class's shape, with those of its local bases, whose
@@ -33,7 +34,9 @@ _Functions = ast.FunctionDef | ast.AsyncFunctionDef
 
 @dataclass(frozen=True)
 class ClassUnits:
-    shape: int  # hash of the class's text without the bodies of its methods but __init__
+    # hash of the class's text without its methods' bodies (what __init__ gives the class is
+    # ClassInfo.init_said: both are its shape, Table._chain)
+    shape: int
     methods: dict[str, tuple[int, Span]]  # name -> (hash of its text, where)
 
 
@@ -71,7 +74,7 @@ def block_units(block: Block) -> BlockUnits:
                 span = where(sub)
                 methods[sub.name] = (text_hash(span), span)
                 body_first = first_line(sub.body[0])
-                if sub.name != "__init__" and body_first > sub.lineno:
+                if body_first > sub.lineno:
                     cut.update(range(body_first - base, span[1] + 1))
             first, last = where(stmt)
             shape = hash(
@@ -119,9 +122,11 @@ class Table:
             if self.value(("ci", name)) != before.value(("ci", name)):
                 changed.add(("ci", name))
                 changed.add(("ci", ALL))
+            if new is None or old is None or self._said(name) != before._said(name):
+                return None
             if new is old:
                 continue
-            if new is None or old is None or new.shape != old.shape:
+            if new.shape != old.shape:
                 return None
             for method in new.methods.keys() | old.methods.keys():
                 if new.methods.get(method, (None,))[0] != old.methods.get(method, (None,))[0]:
@@ -170,6 +175,11 @@ class Table:
         names = self.classes if name == ALL else (name,)
         return tuple(tuple(id(info) for info in self._lineage(n)) for n in names)
 
+    def _said(self, name: str) -> int | None:
+        """What the class's `__init__` gives it (ClassInfo.init_said), in this table's model."""
+        info = dict.get(self._model.classes, name)
+        return info.init_said if info is not None else None
+
     def _lineage(self, name: str) -> list[ClassInfo]:
         """The class of this file named `name` (none: []) and its bases, nearest first."""
         model = self._model
@@ -188,7 +198,7 @@ class Table:
         if not lineage:
             return None
         return tuple(
-            self.classes[info.name].shape
+            (self.classes[info.name].shape, info.init_said)
             if info.owner is self._model and info.name in self.classes
             else f"{info.name} elsewhere"
             for info in lineage
