@@ -315,7 +315,7 @@ class Inputs:
 # analysis reads the same attribute of the same kind of object in many runs, and each tuple
 # kept is one more object for the garbage collector to walk after every update.
 _INTERNED: dict[Hashable, Hashable] = {}
-_INTERNED_MAX = 200_000
+_INTERNED_MAX = 100_000  # (the 421 files of benchmarks/throughput.py leave 24,000)
 _EMPTY: frozenset[int] = frozenset()
 
 Interned = TypeVar("Interned", bound=Hashable)
