@@ -597,6 +597,23 @@ def test_the_unit_is_the_function_and_what_ran_it(
     assert result.findings == DocumentAnalysis().update(edited).findings
 
 
+def _summarized(
+    live: DocumentAnalysis, text: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[str], DocumentResult]:
+    """The functions an update of `live` to `text` made summaries of, and its result."""
+    made: list[str] = []
+    original = evaluator.Interpreter._summarize
+
+    def counting(self, fn, *args):  # type: ignore[no-untyped-def]
+        made.append(self.model.def_key(fn))
+        return original(self, fn, *args)
+
+    monkeypatch.setattr(evaluator.Interpreter, "_summarize", counting)
+    result = live.update(text)
+    monkeypatch.undo()
+    return made, result
+
+
 def test_summaries_outlive_edits_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keystrokes in one function leave the summaries of other functions in place: back in
     `Net.forward` after three edits of `unrelated`, the edit runs `Net.forward` again, not
@@ -605,19 +622,10 @@ def test_summaries_outlive_edits_elsewhere(monkeypatch: pytest.MonkeyPatch) -> N
     live.update(UNITS)
     for n in (2, 3, 4):
         live.update(UNITS.replace("t.add_(1)", f"t.add_({n})"))
-    summarized: list[str] = []
-    original = evaluator.Interpreter._summarize
-
-    def counting(self, fn, *args):  # type: ignore[no-untyped-def]
-        summarized.append(self.model.def_key(fn))
-        return original(self, fn, *args)
-
     edited = UNITS.replace("t.add_(1)", "t.add_(4)").replace(
         "return self.head(self.block(x))", "return (self.head(self.block(x)))"
     )
-    monkeypatch.setattr(evaluator.Interpreter, "_summarize", counting)
-    result = live.update(edited)
-    monkeypatch.undo()
+    summarized, result = _summarized(live, edited, monkeypatch)
     assert result.functions_analysed == 1  # Net.forward
     assert summarized == ["Net.forward"]
     assert result.findings == DocumentAnalysis().update(edited).findings
@@ -642,17 +650,8 @@ def test_an_edited_callee_that_says_the_same_keeps_its_callers(
     callee's new summary differs from the one its summary applied."""
     live = DocumentAnalysis()
     live.update(UNITS)
-    made: list[str] = []
-    original = evaluator.Interpreter._summarize
-
-    def counting(self, fn, *args):  # type: ignore[no-untyped-def]
-        made.append(self.model.def_key(fn))
-        return original(self, fn, *args)
-
     edited = UNITS.replace("h += 1", new)
-    monkeypatch.setattr(evaluator.Interpreter, "_summarize", counting)
-    result = live.update(edited)
-    monkeypatch.undo()
+    made, result = _summarized(live, edited, monkeypatch)
     assert sorted(made) == summarized
     assert result.findings == DocumentAnalysis().update(edited).findings
     again = UNITS.replace("h += 1", "h += 1; h = h * 1")  # and a later edit that changes it
@@ -689,17 +688,8 @@ def test_an_edit_in_init_that_gives_the_same_attributes_keeps_the_summaries_of_i
     edit that changes them."""
     live = DocumentAnalysis()
     live.update(UNITS)
-    made: list[str] = []
-    original = evaluator.Interpreter._summarize
-
-    def counting(self, fn, *args):  # type: ignore[no-untyped-def]
-        made.append(self.model.def_key(fn))
-        return original(self, fn, *args)
-
     edited = UNITS.replace("self.fc = nn.Linear(4, 4)", new)
-    monkeypatch.setattr(evaluator.Interpreter, "_summarize", counting)
-    result = live.update(edited)
-    monkeypatch.undo()
+    made, result = _summarized(live, edited, monkeypatch)
     assert sorted(made) == summarized
     assert result.findings == DocumentAnalysis().update(edited).findings
     again = edited.replace("nn.Linear(4, 2)", "nn.Linear(4, 2)\n        self.fc.inplace = 1")
