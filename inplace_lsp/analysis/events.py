@@ -55,17 +55,6 @@ class Events:
     """The evaluator's events: saves, writes, backward() and the conflicts they make, kept in
     the state of one entry point's analysis (the evaluator sets it up)."""
 
-    def function_value(
-        self,
-        node: ast.FunctionDef | ast.AsyncFunctionDef,
-        start: int,
-        model: ModuleModel,
-        bound: ModuleRef | None = None,
-    ) -> Function:
-        """A function of the code as a value, noted in functions_made."""
-        self.functions_made.add(id(node))
-        return Function(node, start, model, bound)
-
     model: ModuleModel
     kb: Knowledge
     saves: dict[int, Save]
@@ -94,6 +83,17 @@ class Events:
 
     def loc(self, node: ast.AST, frame: Frame) -> Loc:
         return location(node, frame.start)
+
+    def function_value(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        start: int,
+        model: ModuleModel,
+        bound: ModuleRef | None = None,
+    ) -> Function:
+        """A function of the code as a value, noted in functions_made."""
+        self.functions_made.add(id(node))
+        return Function(node, start, model, bound)
 
     def _finish(self, returns: list[Value], backpropagated: str = "") -> None:
         """Stale saves whose graph leaves the function reach the caller's backward: surely
