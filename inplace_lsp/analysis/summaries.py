@@ -547,11 +547,13 @@ class SummaryCache:
         """A suspect summary found to hold: its deps are this update's values, and it rests
         on what its changed callees' runs now `read` too (through them), and on the
         module-level `names` they read (a caller's run reads those its callees read)."""
-        known = {path for path, _ in summary.reads}
-        summary.reads += tuple(r for r in names if r[0] not in known)
+        names = tuple(names)
+        if names:
+            known = {path for path, _ in summary.reads}
+            summary.reads += tuple(r for r in names if r[0] not in known)
         table = self.table
         if table is not None:
-            read = read.union(("ci", name) for tag, name in read if tag == "c")  # (see add)
+            read = _with_class_infos(read)
             for cell in summary.suspect | read:
                 summary.deps[cell] = table.value(cell)
             summary.inherited |= read
@@ -625,15 +627,19 @@ class SummaryCache:
         table = self.table
         if table is None or not recorded:
             return
-        cells = set(summary.cells)
+        cells = set(_with_class_infos(summary.cells))
         if own is not None:
             cells.add(own)
-        # the objects of a class it made or read hold that class's ClassInfo
-        cells.update(("ci", name) for tag, name in summary.cells if tag == "c")
         summary.deps = {cell: table.value(cell) for cell in cells}
         summary.units = tuple(table.units_of(cells))
         summary.layout = table.layout(summary.units)
         summary.inherited = frozenset().union(*(call.cells for call in summary.inputs.calls))
+
+
+def _with_class_infos(cells: frozenset[Cell]) -> frozenset[Cell]:
+    """The cells, and the ClassInfo cell of each class whose shape they hold: the objects
+    of a class a run made or read hold that class's ClassInfo."""
+    return cells.union(("ci", name) for tag, name in cells if tag == "c")
 
 
 def _places(layout: tuple[tuple[Hashable, int, int], ...]) -> tuple[Hashable, ...]:
