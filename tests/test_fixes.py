@@ -3,8 +3,9 @@
 1. Fixtures, as TorchFix does: `tests/fixes/<kind>_<n>.in.py` is analysed, the fixes of all its
    findings (safe and unsafe) applied as fix-all combines them, and the result must equal
    `<kind>_<n>.out.py` byte for byte.
-2. Fix-all over every file of tests/cases, examples/ and the fixtures: the result parses, and a
-   second fix-all (on a fresh analysis of the result) changes nothing.
+2. Fix-all over every file of tests/cases, examples/ and the fixtures: the result parses, it
+   differs from the file exactly where the analysis offers a safe fix (a NO_FIX case stays as
+   it is), its fresh analysis offers no safe fix, and a second fix-all changes nothing.
 3. Proof by execution (marker `torch`): for every case whose `# outcome:` is an error
    (inplace-error, leaf-error, refused-error), the quick fixes of its Error findings are
    applied, the fixed file is imported and its `run()` must succeed; then its gradients must
@@ -139,11 +140,24 @@ ALL_FILES = [
 ]
 
 
+def _safe(findings: list[Finding]) -> list[str]:
+    return [f"{f.code}:{f.line}" for f in findings if f.fix is not None and f.fix.safe]
+
+
 @pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_fix_all_parses_and_is_idempotent(path: Path) -> None:
+    """Fix-all changes a file that has a safe fix (every NO_FIX case keeps its declined one and
+    stays as it is), leaves no safe fix behind, and a second fix-all changes nothing."""
     text = path.read_text(encoding="utf-8")
-    once = fixes.apply_safe_fixes(text, analyze(text))
+    findings = analyze(text)
+    safe = _safe(findings)
+    once = fixes.apply_safe_fixes(text, findings)
     ast.parse(once)
+    if path.stem in NO_FIX:
+        assert once == text, NO_FIX[path.stem]
+    else:
+        assert (once != text) == bool(safe), safe
+        assert _safe(analyze(once)) == []
     assert fixes.apply_safe_fixes(once, analyze(once)) == once
 
 

@@ -18,7 +18,7 @@ import pytest
 from inplace_lsp.analysis.engine import analyze
 from inplace_lsp.analysis.findings import Finding, Severity
 from inplace_lsp.analysis.rules import RULES
-from inplace_lsp.analysis.rules.base import Rule
+from inplace_lsp.analysis.rules.base import Invalid, Rule
 
 REPO = Path(__file__).resolve().parents[1]
 GENERATOR = REPO / "scripts" / "gen_rules_doc.py"
@@ -30,7 +30,7 @@ VALID_CASES = [
     for i, code in enumerate(rule.VALID)
 ]
 INVALID_CASES = [
-    pytest.param(rule, example.code, id=f"{rule.CODE}-invalid-{i}")
+    pytest.param(rule, example, id=f"{rule.CODE}-invalid-{i}")
     for rule in RULES
     for i, example in enumerate(rule.INVALID)
 ]
@@ -66,11 +66,14 @@ def test_valid_example_has_no_finding(rule: type[Rule], code: str) -> None:
     )
 
 
-@pytest.mark.parametrize(("rule", "code"), INVALID_CASES)
-def test_invalid_example_is_found(rule: type[Rule], code: str) -> None:
-    findings = analyze(code, "<invalid example>")
-    assert any(f.code == rule.CODE for f in findings), (
-        f"{rule.CODE} INVALID example is not reported:\n{_numbered(code)}\n"
+@pytest.mark.parametrize(("rule", "example"), INVALID_CASES)
+def test_invalid_example_is_found(rule: type[Rule], example: Invalid) -> None:
+    """Exactly one finding of the rule's code, on the example's line, at its default severity."""
+    findings = analyze(example.code, "<invalid example>")
+    found = [(f.span.line, f.severity) for f in findings if f.code == rule.CODE]
+    assert found == [(example.line, rule.DEFAULT_SEVERITY)], (
+        f"{rule.CODE} INVALID example is not reported at line {example.line} as "
+        f"{rule.DEFAULT_SEVERITY.value}:\n{_numbered(example.code)}\n"
         f"analyzer output:\n{_describe(findings)}"
     )
 

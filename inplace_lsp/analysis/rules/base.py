@@ -24,9 +24,11 @@ DOCS_URL = "https://github.com/inplace-lsp/inplace-lsp/blob/main/docs/rules.md"
 
 @dataclass(frozen=True)
 class Invalid:
-    """An INVALID example: the code, and what the quick fix should turn it into (if any)."""
+    """An INVALID example: the code, the line its finding sits on (reported at the rule's
+    DEFAULT_SEVERITY), and what the quick fix should turn it into (if any)."""
 
     code: str
+    line: int
     fixed: str | None = None
 
 

@@ -68,6 +68,7 @@ class InplaceOnSaved(Rule):
             "        h = torch.sigmoid(x)\n"
             "        h += 1\n"
             "        return h\n",
+            line=6,
             fixed="        h = h + 1\n",
         ),
         Invalid(
@@ -78,6 +79,7 @@ class InplaceOnSaved(Rule):
             "        p = torch.softmax(x, dim=-1)\n"
             "        p[:, 0] = 0\n"
             "        return p\n",
+            line=6,
         ),
     ]
 

@@ -38,6 +38,7 @@ class InplaceOnLeaf(Rule):
             "loss = (w * w).sum()\n"
             "loss.backward()\n"
             "w -= 0.1 * w.grad\n",
+            line=5,
         ),
     ]
 

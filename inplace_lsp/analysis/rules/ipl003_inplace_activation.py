@@ -76,6 +76,7 @@ class InplaceActivation(Rule):
             "    def forward(self, x):\n"
             "        g = torch.sigmoid(x)\n"
             "        return self.act(g)\n",
+            line=6,
             fixed="        self.act = nn.ReLU(inplace=False)\n",
         ),
     ]

@@ -62,6 +62,7 @@ class GraphAccumulation(Rule):
             "        opt.step()\n"
             "        total_loss += loss\n"
             "    print(total_loss)\n",
+            line=9,
             fixed="        total_loss += loss.item()\n",
         ),
     ]

@@ -58,6 +58,7 @@ class MutatedDetachedAlias(Rule):
             "        z = y.detach()\n"
             "        z[0] = 9\n"
             "        return y\n",
+            line=7,
         ),
     ]
 

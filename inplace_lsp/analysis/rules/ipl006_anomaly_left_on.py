@@ -42,7 +42,7 @@ class AnomalyLeftOn(Rule):
         "import torch\ntorch.autograd.set_detect_anomaly(False)\n",
     ]
     INVALID = [
-        Invalid("import torch\ntorch.autograd.set_detect_anomaly(True)\n"),
+        Invalid("import torch\ntorch.autograd.set_detect_anomaly(True)\n", line=2),
     ]
 
     def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:

@@ -62,6 +62,7 @@ class StepBeforeBackward(Rule):
             "loss1.backward(retain_graph=True)\n"
             "opt.step()\n"
             "loss2.backward()\n",
+            line=10,
         ),
     ]
 

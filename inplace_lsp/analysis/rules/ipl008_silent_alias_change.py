@@ -41,6 +41,7 @@ class SilentAliasChange(Rule):
             "        flat = a.view(-1)\n"
             "        a += 1\n"
             "        return flat\n",
+            line=6,
             fixed="        a = a + 1\n",
         ),
     ]

@@ -68,6 +68,7 @@ class InplaceRefused(Rule):
             "            cache = self.fc(x)\n"
             "        cache /= 2.0\n"
             "        return cache\n",
+            line=10,
             fixed="        cache = cache / 2.0\n",
         ),
         Invalid(
@@ -78,6 +79,7 @@ class InplaceRefused(Rule):
             "        a, b = (x * 2).chunk(2, dim=-1)\n"
             "        a.mul_(torch.sigmoid(b))\n"
             "        return a\n",
+            line=6,
         ),
     ]
 
