@@ -1,5 +1,5 @@
 """`python -m inplace_lsp`: the same command line as the `inplace-lsp` script."""
 
-from inplace_lsp.cli import main
+from inplace_lsp.cli import entry
 
-raise SystemExit(main())
+entry()

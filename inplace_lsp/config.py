@@ -18,6 +18,7 @@ from pathlib import Path, PurePath
 from typing import Any, Literal, TypeVar, cast
 
 from inplace_lsp.analysis import noqa
+from inplace_lsp.analysis.evaluator import FUNCTION_TIME_LIMIT_S
 from inplace_lsp.analysis.findings import Finding, Severity
 
 if sys.version_info >= (3, 11):
@@ -82,6 +83,9 @@ class Settings:
     run: RunMode = "onType"
     debounce_ms: float = 0.0  # the language server waits this long after a change (0: not)
     max_file_bytes: int = MAX_FILE_BYTES  # larger files are said to be too large, not analysed
+    # A function whose analysis takes longer (seconds) is said not analysed; the rest of its
+    # file is analysed.
+    function_time_limit_s: float = FUNCTION_TIME_LIMIT_S
     verify: VerifySettings = field(default_factory=VerifySettings)
     explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
@@ -317,6 +321,7 @@ _SETTINGS = _Table(
         "run": _choice("onType", "onSave"),
         "debounce_ms": _milliseconds,
         "max_file_bytes": _byte_count,
+        "function_time_limit_s": _timeout,
         "verify": _Table(
             VerifySettings,
             {

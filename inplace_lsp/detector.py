@@ -1,10 +1,10 @@
 """The runtime detector: ``inplace_lsp.detect()`` names the line that wrote, in the user's run.
 
-Imports only the standard library and the tracer (torch when entered), so that
-``import inplace_lsp`` costs a training script nothing. The tracer is the one verify uses:
-saved-tensor hooks see what each op saves, a ``TorchFunctionMode`` sees every write. Anomaly
-mode is not used (it formats a stack for every node of the graph, and names the op whose
-backward failed, never the write).
+Imports only the standard library, the tracer (torch when entered) and the report's format
+(``inplace_lsp.report``), so that ``import inplace_lsp`` costs a training script nothing.
+The tracer is the one verify uses: saved-tensor hooks see what each op saves, a
+``TorchFunctionMode`` sees every write. Anomaly mode is not used (it formats a stack for
+every node of the graph, and names the op whose backward failed, never the write).
 
 When backward fails with the in-place error, the ``RuntimeError`` it raises keeps torch's
 message first and adds both ends: the writing line (or the ``inplace=True`` module's
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import json
 import linecache
 import os
 import sys
@@ -32,7 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from inplace_lsp.lsp import run_report  # the report's format (the server reads it)
+from inplace_lsp import report as _report  # the report's format (the server reads it)
 from inplace_lsp.verify import tracer as _t
 
 if TYPE_CHECKING:
@@ -464,8 +463,8 @@ class Detector(contextlib.ContextDecorator):
         if not run_id:
             run_id = self.header["run_id"] = uuid.uuid4().hex
         data: dict[str, Any] = {
-            "tool": run_report.TOOL,
-            "format": run_report.FORMAT,
+            "tool": _report.TOOL,
+            "format": _report.FORMAT,
             "run_id": run_id,
             "rank": self.rank,
             "world_size": self.world_size,
@@ -485,13 +484,9 @@ class Detector(contextlib.ContextDecorator):
         """Write the report (atomically) to ``report``; never from a forked child."""
         if self.report is None or os.getpid() != self._pid:
             return
-        text = json.dumps(self.report_data(**header), indent=1, ensure_ascii=False)
         path = self.report
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            temporary.write_text(text + "\n", encoding="utf-8")
-            os.replace(temporary, path)
+            _report.write(path, self.report_data(**header))
         except OSError as exc:
             print(f"inplace-lsp: cannot write the report {path}: {exc}", file=sys.stderr)
 

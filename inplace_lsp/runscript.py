@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 
 from inplace_lsp.detector import Detector
-from inplace_lsp.lsp import run_report
+from inplace_lsp.report import DIRECTORY, NAME, project_root
 from inplace_lsp.verify import tracer
 
 USAGE = """\
@@ -42,7 +42,7 @@ options:
 """
 
 EXIT_USAGE = 2
-REPORT_NAME = Path(run_report.DIRECTORY) / "last-run.json"
+REPORT_NAME = Path(DIRECTORY) / NAME
 
 
 class _Usage(Exception):
@@ -156,7 +156,7 @@ def main(argv: list[str]) -> int:
         start = os.getcwd()
     report: Path | None = None
     if not options.no_report:
-        root = run_report.project_root(start, fallback=os.getcwd())
+        root = project_root(start, fallback=os.getcwd())
         report = Path(options.report) if options.report else Path(root) / REPORT_NAME
     detector = Detector(
         silent=options.silent, leaf=options.leaf, retention=options.retention, report=report

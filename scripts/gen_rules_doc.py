@@ -103,8 +103,8 @@ SEVERITIES = [
     "  for a finding. A write that torch does not catch but that",
     "  makes gradients silently wrong (through `.data`, IPL005) is a Warning too: the program",
     "  runs, and whether those gradients are used is not known.",
-    '- **Information / Hint**: notes ("too deep to analyse") and "checked: safe" hints,',
-    "  which editors show only with `showHints`.",
+    '- **Information / Hint**: notes ("too deep to analyse", "not analysed: its analysis took',
+    '  longer than 1.5 s") and "checked: safe" hints, which editors show only with `showHints`.',
 ]
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from generated import with_slow_function
 
 from inplace_lsp import cli, fixes
 from inplace_lsp.analysis import engine
@@ -271,23 +272,6 @@ def test_rule_infos_come_from_the_registry() -> None:
     assert all(info.summary and "\n" not in info.summary for info in infos.values())
 
 
-def test_rule_infos_without_a_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_import = cli.importlib.import_module
-
-    def import_module(name: str) -> object:
-        if name == "inplace_lsp.analysis.rules":
-            raise ImportError(name)
-        return real_import(name)
-
-    monkeypatch.setattr(cli.importlib, "import_module", import_module)
-    infos = cli.rule_infos()
-    assert sorted(infos) == [f"IPL00{i}" for i in range(1, 10)]
-    assert (infos["IPL004"].name, infos["IPL004"].default_severity) == (
-        "graph-accumulation",
-        "warning",
-    )
-
-
 # ---------------------------------------------------------------- settings, noqa, exit codes
 
 
@@ -440,17 +424,6 @@ def test_ten_megabyte_file(project: Path, capsys: pytest.CaptureFixture[str]) ->
 # ---------------------------------------------------------------- --fix
 
 
-def test_fix_without_a_fixer(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    write(project / "model.py", MODEL)
-    if hasattr(fixes, "apply_safe_fixes"):
-        pytest.skip("this build has a fixer")
-    assert run_main(capsys, "check", "--fix") == (
-        2,
-        "",
-        "--fix: no fixer available in this build\n",
-    )
-
-
 def test_fix_calls_the_fixer(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -460,7 +433,7 @@ def test_fix_calls_the_fixer(
         calls.append([f.code for f in findings])
         return text.replace("h += 1  #! IPL001 error fixable", "h = h + 1")
 
-    monkeypatch.setattr(fixes, "apply_safe_fixes", apply_safe_fixes, raising=False)
+    monkeypatch.setattr(fixes, "apply_safe_fixes", apply_safe_fixes)
     model = write(project / "model.py", MODEL)
     code, out, _ = run_main(capsys, "check", "--fix")
     assert calls == [["IPL001"]]  # only the safe-fixable finding
@@ -756,7 +729,26 @@ def test_a_function_too_deep_to_analyse_is_said_and_counted(tmp_path: Path) -> N
     assert result.stderr.decode().startswith(
         "deep.py:4:1: note: function `deep` is too deep to analyse"
     )
-    assert result.stdout == b"All checks passed: 1 file (1 function too deep to analyse).\n"
+    assert result.stdout == b"All checks passed: 1 file (1 function not analysed).\n"
+
+
+def test_a_function_over_the_time_limit_is_said_and_counted_and_the_rest_checked(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.inplace-lsp]\nfunction_time_limit_s = 0.1\n")
+    write(tmp_path / "gen.py", with_slow_function(600))
+    result = run_cli_bytes("check", "--no-cache", "gen.py", cwd=tmp_path)
+    assert result.returncode == 0  # (warnings only)
+    assert result.stderr.decode() == (
+        "gen.py:4:1: note: function `slow` is not analysed: its analysis took longer than "
+        "0.1 s (setting function_time_limit_s); the rest of the file is analysed\n"
+    )
+    out = result.stdout.decode()
+    assert [line.split(" [")[0] for line in out.splitlines() if " IPL" in line] == [
+        "gen.py:2412:5: IPL001",
+        "gen.py:2419:5: IPL001",
+    ]
+    assert out.endswith("in 1 of 1 file (1 function not analysed).\n")
 
 
 # ---------------------------------------------------------------- cache

@@ -22,12 +22,12 @@ import pytest
 from lsprotocol import types
 from test_protocol import Server, notification, request
 
-from inplace_lsp.lsp import run_report
 from inplace_lsp.lsp.run_findings import DIFF_LIMIT, RunFindings, changed_lines, file_key
-from inplace_lsp.lsp.run_report import Finding, Place, Run
+from inplace_lsp.lsp.session import POLL_S, WATCHED_POLL_S
+from inplace_lsp.report import Finding, Place, Run, is_report, newest_run
 
 SOURCE = "inplace-lsp run"
-POLL_WAIT_S = 4 * run_report.POLL_S
+POLL_WAIT_S = 4 * POLL_S
 
 MODEL = """import torch
 from torch import nn
@@ -326,7 +326,7 @@ def test_a_report_written_while_the_server_runs(
     assert any(d.get("code") == "IPL001" for d in found)  # the analysis's stay
     # Watched: at the event (the server polls too, every WATCHED_POLL_S, for watchers that
     # miss the folder); polled: within a poll or two.
-    limit = run_report.POLL_S if watching else POLL_WAIT_S
+    limit = POLL_S if watching else POLL_WAIT_S
     assert time.monotonic() - written < limit
     assert server.stop() == 0
 
@@ -351,7 +351,7 @@ def test_a_new_report_folder_is_looked_in_again_soon(server: Server, workspace: 
     write_report(workspace, [inplace_finding(workspace)])
     found = wait_published(server, uri, has_run, "the run's diagnostic")
     assert [d["range"]["start"]["line"] for d in run_of(found)] == [WRITE]
-    assert time.monotonic() - written < run_report.WATCHED_POLL_S / 2
+    assert time.monotonic() - written < WATCHED_POLL_S / 2
     assert server.stop() == 0
 
 
@@ -548,20 +548,20 @@ def test_a_pulling_client_that_cannot_refresh_gets_them_pushed(
 
 def test_reading_reports(tmp_path: Path) -> None:
     folder = str(tmp_path)
-    assert run_report.newest_run([folder]) == Run(None, (), ())
+    assert newest_run([folder]) == Run(None, (), ())
     write_report(tmp_path, [inplace_finding(tmp_path), {"message": "names no line"}])
-    run = run_report.newest_run([folder])
+    run = newest_run([folder])
     assert run is not None and run.run_id == "run-1"
     [finding] = run.findings
     model = os.path.normcase(str(tmp_path / "model.py"))
     assert finding.mutation == Place(model, WRITE + 1, WRITE_TEXT)
     assert finding.saved_op == "SigmoidBackward0" and finding.at is finding.mutation
-    assert run_report.is_report(str(tmp_path / ".inplace-lsp" / "last-run-rank3.json"))
-    assert not run_report.is_report(str(tmp_path / ".inplace-lsp" / "notes.json"))
+    assert is_report(str(tmp_path / ".inplace-lsp" / "last-run-rank3.json"))
+    assert not is_report(str(tmp_path / ".inplace-lsp" / "notes.json"))
     (tmp_path / ".inplace-lsp" / "last-run.json").write_text("{", encoding="utf-8")
-    assert run_report.newest_run([folder]) is None  # being written: keep what is shown
+    assert newest_run([folder]) is None  # being written: keep what is shown
     (tmp_path / ".inplace-lsp" / "last-run.json").unlink()
-    assert run_report.newest_run([folder]) == Run(None, (), ())
+    assert newest_run([folder]) == Run(None, (), ())
 
 
 def test_ranks_that_found_the_same_are_one_finding(tmp_path: Path) -> None:
@@ -572,7 +572,7 @@ def test_ranks_that_found_the_same_are_one_finding(tmp_path: Path) -> None:
     other = {**inplace_finding(tmp_path, f"[rank 3] {same}"), "count": 2}
     other["mutation"] = _place(tmp_path / "model.py", MODEL, SAVED)  # another line
     write_report(tmp_path, [other], rank=3)
-    run = run_report.newest_run([str(tmp_path)])
+    run = newest_run([str(tmp_path)])
     assert run is not None and len(run.files) == 5
     assert sorted((f.message, f.count) for f in run.findings) == [
         (f"[rank 3] {same}", 2),

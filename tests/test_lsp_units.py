@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from generated import with_slow_function
 from lsprotocol import types
 
 from inplace_lsp import fixes
@@ -28,10 +29,10 @@ from inplace_lsp.analysis.findings import Finding, FixRecipe, Related, Severity,
 from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.lsp import actions, convert, hover
 from inplace_lsp.lsp.diagnostics import build_view
-from inplace_lsp.lsp.layout import Layout, mask_magics, notebook_program
 from inplace_lsp.lsp.scheduler import Scheduler, Snapshot
 from inplace_lsp.lsp.session import Features, Session, untitled_path, uri_to_path
 from inplace_lsp.lsp.settings import SettingsStore, unwrap
+from inplace_lsp.notebook import Layout, mask_magics, notebook_program
 from inplace_lsp.verify.harness import error_result
 
 # ---------------------------------------------------------------- convert
@@ -382,8 +383,33 @@ def stub_fixes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         "noqa_edit": noqa_edit,
         "inplace_off_edits": inplace_off_edits,
     }.items():
-        monkeypatch.setattr(fixes, name, function, raising=False)
+        monkeypatch.setattr(fixes, name, function)
     yield
+
+
+def test_a_documents_settings_are_resolved_once_per_settings_generation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session, client = _session(tmp_path)
+    asked: list[str | None] = []
+    resolve = SettingsStore.for_path
+
+    def counted(store: SettingsStore, path: str | None) -> Any:
+        asked.append(path)
+        return resolve(store, path)
+
+    monkeypatch.setattr(SettingsStore, "for_path", counted)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, DOC)
+    opened = len(asked)
+    for version in range(2, 7):
+        session.change_document(uri, version, DOC + "#" * version + "\n", saved=False)
+    assert client.last(uri) == (6, ["IPL001", "IPL003"])
+    print(f"settings resolved: {opened} on open, {len(asked) - opened} for 5 keystrokes")
+    assert len(asked) - opened == 0
+    session.settings.set_editor({"showHints": False})  # a new generation: resolved once more
+    session.change_document(uri, 7, DOC, saved=False)
+    assert len(asked) - opened == 1
 
 
 def test_push_on_open_change_and_close(tmp_path: Path) -> None:
@@ -519,17 +545,6 @@ def test_no_code_action_for_a_text_other_than_the_buffer(tmp_path: Path, stub_fi
     fix = session.resolve_code_action(session.code_actions(uri, flagged.range, None)[0])
     assert fix.edit is not None and fix.edit.changes is not None
     assert [e.range for e in fix.edit.changes[uri]] == [flagged.range]
-
-
-def test_no_fixes_no_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("edits_for", "apply_safe_fixes", "noqa_edit", "inplace_off_edits"):
-        monkeypatch.delattr(fixes, name, raising=False)
-    session, client = _session(tmp_path, lazy_edits=True)
-    uri = (tmp_path / "m.py").as_uri()
-    session.open_document(uri, 1, DOC)
-    flagged = next(d for d in client.published[-1][2] if d.code == "IPL001")
-    offered = session.code_actions(uri, flagged.range, None)
-    assert [a.kind for a in offered] == ["source.verify.inplace-lsp"]  # runs no fixer
 
 
 def test_hover_plain_text(tmp_path: Path) -> None:
@@ -952,16 +967,20 @@ def test_incremental_edits_after_form_feed_and_line_separator() -> None:
     """LSP breaks lines only at \\n, \\r\\n and \\r: text after a form feed or U+2028 keeps
     its line, so an incremental edit lands where the editor put it."""
     from lsprotocol import types as lsp
-    from pygls.workspace.text_document import TextDocument
+    from pygls.workspace import TextDocument
 
-    import inplace_lsp.lsp.server  # noqa: F401  (installs the line splitting)
+    from inplace_lsp.lsp.server import ServerDocument
 
-    document = TextDocument("file:///t.py", "a = 1\f# x\u2028y\nh += 1\n", version=1)
+    text = "a = 1\f# x\u2028y\nh += 1\n"
+    document = ServerDocument("file:///t.py", text, version=1)
+    assert document.lines == ("a = 1\f# x\u2028y\n", "h += 1\n")
     change = lsp.TextDocumentContentChangePartial(
         range=lsp.Range(lsp.Position(1, 0), lsp.Position(1, 6)), text="h = h + 1"
     )
     document.apply_change(change)
     assert document.source == "a = 1\f# x\u2028y\nh = h + 1\n"
+    # pygls's own class is left as it is: only the server's documents split this way.
+    assert len(TextDocument("file:///t.py", text).lines) == 4
 
 
 def test_a_document_above_max_file_bytes_gets_one_note_and_no_analysis(tmp_path: Path) -> None:
@@ -1030,6 +1049,23 @@ def test_a_function_too_deep_to_analyse_gets_a_diagnostic_in_file_and_cell(tmp_p
     assert client.last("a") == (1, [])
 
 
+def test_a_function_over_the_project_time_limit_gets_a_note_and_the_rest_its_diagnostics(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.inplace-lsp]\nfunction_time_limit_s = 0.1\n")
+    session, client = _session(tmp_path)
+    uri = (tmp_path / "m.py").as_uri()
+    session.open_document(uri, 1, with_slow_function(600))
+    _, found = next((v, d) for u, v, d in reversed(client.published) if u == uri)
+    assert [(d.range.start.line, d.severity, d.code) for d in found] == [
+        (2411, types.DiagnosticSeverity.Warning, "IPL001"),
+        (2418, types.DiagnosticSeverity.Warning, "IPL001"),
+        (3, types.DiagnosticSeverity.Information, None),  # on `def slow`
+    ]
+    assert found[2].message.startswith("function `slow` is not analysed: its analysis took longer")
+    assert "0.1 s (setting function_time_limit_s)" in found[2].message
+
+
 def test_a_notebook_above_max_file_bytes_gets_one_note_in_its_first_cell(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.inplace-lsp]\nmax_file_bytes = 2000\n")
     session, client = _session(tmp_path)
@@ -1096,14 +1132,14 @@ def test_incremental_text_sync_equals_edits_by_offset() -> None:
     """The server's incremental text sync (kept lines, only the touched ones rebuilt) gives
     the text an offset-based edit gives, with \\r\\n, \\r, form feeds, U+2028, astral
     characters and edits that join or split lines."""
-    from pygls.workspace.text_document import TextDocument
-
-    import inplace_lsp.lsp.server  # noqa: F401 - installs the text sync
+    from inplace_lsp.lsp.server import ServerDocument
 
     rng = random.Random(7)
     pieces = ["a", "bc", " ", "\n", "\r\n", "\r", "\f", "\u2028", "é", "😀", "x = 1\n"]
     text = "import torch\r\nx = 1\n\fy\u2028 = 2\r\n😀 = 3\n"
-    document = TextDocument("file:///t.py", text, sync_kind=types.TextDocumentSyncKind.Incremental)
+    document = ServerDocument(
+        "file:///t.py", text, sync_kind=types.TextDocumentSyncKind.Incremental
+    )
     for _ in range(500):
         starts = _line_starts(text)
 

@@ -109,19 +109,13 @@ def root_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def has_backward(loop: ast.stmt, mentions_training: bool = True) -> bool:
-    """Whether a loop body calls backward() or step() (memoized on the node: trees are cached)."""
-    cached: bool | None = getattr(loop, "_ipl_has_backward", None)
-    if cached is None and not mentions_training:
-        return False
-    if cached is None:
-        cached = any(
-            isinstance(node, ast.Attribute) and node.attr in ("backward", "step")
-            for stmt in getattr(loop, "body", ())
-            for node in ast.walk(stmt)
-        )
-        loop._ipl_has_backward = cached  # type: ignore[attr-defined]
-    return cached
+def has_backward(loop: ast.stmt) -> bool:
+    """Whether a loop body calls backward() or step()."""
+    return any(
+        isinstance(node, ast.Attribute) and node.attr in ("backward", "step")
+        for stmt in getattr(loop, "body", ())
+        for node in ast.walk(stmt)
+    )
 
 
 def always_true(test: ast.expr) -> bool:
@@ -144,16 +138,13 @@ def is_static(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 
 def writes_in_place(owner: ModuleModel, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether a function of another file can write in place (memoized on the node). Helpers
-    of other files that cannot, or that get no tensor, are treated as unknown calls:
-    interpreting every utility and model factory of a library costs more than it finds."""
-    cached: bool | None = getattr(fn, "_ipl_writes", None)
-    if cached is None:
-        start = owner.start_of(fn) - 1
-        text = "\n".join(owner.lines[fn.lineno - 1 + start : (fn.end_lineno or fn.lineno) + start])
-        cached = is_candidate(text)
-        fn._ipl_writes = cached  # type: ignore[union-attr]
-    return cached
+    """Whether a function of another file can write in place. Helpers of other files that
+    cannot, or that get no tensor, are treated as unknown calls: interpreting every utility
+    and model factory of a library costs more than it finds."""
+    start = owner.start_of(fn) - 1
+    return is_candidate(
+        "\n".join(owner.lines[fn.lineno - 1 + start : (fn.end_lineno or fn.lineno) + start])
+    )
 
 
 def names_in(node: ast.AST) -> set[str]:

@@ -122,6 +122,15 @@ class ParseCache:
             _, (_, dropped) = self.documents.popitem(last=False)
             self._document_chars -= dropped
 
+    def add_document(self, text: str, tree: ast.Module) -> None:
+        """A whole text parsed elsewhere (`tree`: what `ast.parse(text)` gives): its blocks are
+        cut from `tree`, so that a Splitter meeting `text` first does not parse it again."""
+        key = digest(text)
+        if key in self.documents or len(text) > self._max_document_chars:
+            return
+        lines = lines_with_ends(text)
+        self.put_document(key, Splitter(self)._region(lines, 0, len(lines), tree=tree), len(text))
+
     def parse(self, text: str) -> ast.Module:
         """ast.parse, counted; RecursionError/MemoryError/ValueError become SyntaxError."""
         self.parses += 1
@@ -214,18 +223,26 @@ class Splitter:
         return start, max(end_old + delta, start)
 
     def _region(
-        self, lines: list[str], start: int, end: int, strict: bool = False, depth: int = 0
+        self,
+        lines: list[str],
+        start: int,
+        end: int,
+        strict: bool = False,
+        depth: int = 0,
+        tree: ast.Module | None = None,
     ) -> list[Block]:
         """Blocks of lines[start:end] (0-based), parsed as one text when possible.
 
         strict: return [] when the region does not parse (the caller widens it).
+        tree: the region's, parsed already.
         """
         if start >= end:
             return []
+        if tree is not None:
+            return self._cut(lines, start, end, tree)
         text = "".join(lines[start:end])
         key = digest(text)
         cached = self.cache.get(key)
-        tree: ast.Module | None = None
         if cached is not None and len(cached[0].body) <= 1:
             return [Block(start + 1, text, key, cached[0], None, cached[1])]
         try:
@@ -280,6 +297,42 @@ class Splitter:
             self._region(lines, e_end, end, depth=depth + 1) if e_end < end and depth <= 64 else []
         )
         return [*before, bad, *after]
+
+
+def pieces(lines: list[str]) -> list[tuple[int, int]]:
+    """The (start, end) 0-based line ranges of a text's top-level statements as its lines tell
+    them, without parsing: each begins at a column-0 line that starts a statement (with its
+    decorators; not inside a triple-quoted string). What a region that does not parse is cut
+    at; a column-0 line inside brackets is taken for a start (only a parse tells)."""
+    return _candidate_ranges(lines, 0, len(lines)) if lines else []
+
+
+def block_at(
+    lines: list[str],
+    line: int,
+    cache: ParseCache | None = None,
+    ranges: list[tuple[int, int]] | None = None,
+) -> Block | None:
+    """The top-level block holding 0-based `line` of a text's lines (with their ends),
+    parsing only the lines around it: its piece (see `pieces`; `ranges`: the text's, when the
+    caller has them), widened by a piece each side while it does not parse, and cut at its
+    statements; the whole text, split, when no such region parses (the block may then be
+    the syntax error's, without a tree). None for a text without lines."""
+    ranges = pieces(lines) if ranges is None else ranges
+    if not ranges:
+        return None
+    line = min(max(line, 0), len(lines) - 1)
+    at = next(i for i, (start, end) in enumerate(ranges) if start <= line < end)
+    splitter = Splitter(cache)
+    found: list[Block] = []
+    for grow in range(_MAX_GROW + 1):
+        first, last = max(at - grow, 0), min(at + grow, len(ranges) - 1)
+        found = splitter._region(lines, ranges[first][0], ranges[last][1], strict=True)
+        if found or (first == 0 and last == len(ranges) - 1):
+            break
+    if not found:
+        found = splitter.split("".join(lines))
+    return next(b for b in reversed(found) if b.start_line - 1 <= line)
 
 
 def first_line(stmt: ast.stmt) -> int:

@@ -24,7 +24,12 @@ from typing import cast
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import Block, ParseCache, Splitter, digest
 from inplace_lsp.analysis.candidates import is_candidate
-from inplace_lsp.analysis.evaluator import MAX_CALL_DEPTH, Interpreter
+from inplace_lsp.analysis.evaluator import (
+    FUNCTION_TIME_LIMIT_S,
+    MAX_CALL_DEPTH,
+    Interpreter,
+    TimeLimit,
+)
 from inplace_lsp.analysis.findings import Finding, Severity, Span
 from inplace_lsp.analysis.knowledge import Knowledge, load
 from inplace_lsp.analysis.lines import lines_with_ends, split_lines
@@ -179,6 +184,9 @@ class DocumentAnalysis:
         # A caller that analyses one text only (the CLI) turns this off: what each analysis
         # read is then not recorded, and nothing found is kept for a next update.
         self.incremental = True
+        # The longest one function's analysis may take (seconds; None: no limit): one that
+        # takes longer is said not analysed, and the rest of the file is.
+        self.time_limit_s: float | None = FUNCTION_TIME_LIMIT_S
         self._logged: set[str] = set()
         self._candidates: frozenset[str] = frozenset()
         self._candidate_functions: frozenset[str] = frozenset()
@@ -290,7 +298,8 @@ class DocumentAnalysis:
         findings.extend(script_findings)
         notes.extend(script_notes)
         follows.extend(script_follows)
-        self._log(notes)
+        said = _one_note_each(notes)
+        self._log(said)
         self._forget_old_results(used_keys)
         errors = [
             SyntaxProblem(
@@ -308,7 +317,7 @@ class DocumentAnalysis:
             errors,
             analysed,
             self._verify_targets(parsed, model),
-            tuple(notes),
+            said,
             self._ran,
         )
         if self._last is not None:
@@ -407,7 +416,7 @@ class DocumentAnalysis:
             self._training = {k: v for k, v in self._training.items() if k in keys}
         return _verify_targets(blocks, model, self._training)
 
-    def _log(self, notes: list[Note]) -> None:
+    def _log(self, notes: tuple[Note, ...]) -> None:
         if not self.log_notes:
             return
         for note in notes:
@@ -446,6 +455,7 @@ class DocumentAnalysis:
             cells: set[Cell] = set()
             self._box[0] = cells if self.incremental else None
             interp = Interpreter(model, self.knowledge, self._summaries, self._box)
+            interp.time_limit = self.time_limit_s
             try:
                 facts = interp.run_module_code(pieces)
                 found = [("", f) for rule in self._rules for f in rule.check(facts, ctx)]
@@ -628,6 +638,7 @@ class DocumentAnalysis:
             cells.add(("c", owner.name))
         self._box[0] = cells if self.incremental else None
         interp = Interpreter(model, self.knowledge, self._summaries, self._box)
+        interp.time_limit = self.time_limit_s
         try:
             facts = interp.run_function(fn, block.start, owner)
             found = [(entry, f) for rule in self._rules for f in rule.check(facts, ctx)]
@@ -640,6 +651,14 @@ class DocumentAnalysis:
             where = interp.too_deep_line or line
             what = f"function `{entry}`"
             result = ([], (Note(line, fn.col_offset, _too_deep(what, where), what),), ())
+        except TimeLimit as exc:
+            line = fn.lineno + block.start - 1
+            what = f"function `{entry}`"
+            message = (
+                f"{what} is not analysed: its analysis took longer than {_limit(exc.limit)} "
+                "(setting function_time_limit_s); the rest of the file is analysed"
+            )
+            result = ([], (Note(line, fn.col_offset, message, what),), ())
         finally:
             self._box[0] = None
         return self._stored(result, cells, table, own)
@@ -1001,17 +1020,39 @@ def _comment_start(line: str, tree: ast.Module, lineno: int) -> int | None:
 
 def _unfollowed(interp: Interpreter) -> tuple[Note, ...]:
     """The functions an analysis did not follow where they are called (a call chain too
-    deep), each said on its `def`: what they do there is unknown, never silently."""
+    deep, or a run longer than the time limit), each said on its `def`: what they do there is
+    unknown, never silently."""
     return tuple(
         Note(
             line,
             col,
             f"`{name}` is called more than {MAX_CALL_DEPTH} calls deep here: what it does "
-            "there is not analysed",
+            "there is not analysed"
+            if limit is None
+            else f"`{name}` is not analysed where it is called: its analysis took longer than "
+            f"{_limit(limit)} (setting function_time_limit_s)",
             f"calls of `{name}`",
         )
-        for (line, col), name in sorted(interp.unsummarized.items())
+        for (line, col), (name, limit) in sorted(interp.unsummarized.items())
     )
+
+
+def _one_note_each(notes: list[Note]) -> tuple[Note, ...]:
+    """One note per place, in line order: each entry point that calls a function it could
+    not follow says so, and a function said not analysed as an entry point is not said again
+    for its calls."""
+    kept: dict[tuple[int, int], Note] = {}
+    for note in notes:
+        there = kept.get((note.line, note.col))
+        if there is None or (
+            note.subject.startswith("function ") and not there.subject.startswith("function ")
+        ):
+            kept[note.line, note.col] = note
+    return tuple(kept[place] for place in sorted(kept))
+
+
+def _limit(seconds: float) -> str:
+    return f"{seconds:g} s"
 
 
 def _too_deep(what: str, line: int) -> str:
@@ -1085,13 +1126,19 @@ def _followed_from_call_sites(follows: list[tuple[str, frozenset[str]]]) -> set[
 def _dedupe(findings: list[Finding]) -> list[Finding]:
     """One finding per (code, range): the most severe; of equally severe ones (a write
     reached from several calls, each naming its own saver) the one whose saver comes first,
-    whichever call was analysed first (an edit reuses some calls' summaries)."""
-    best: dict[tuple[str, int, int, int, int], Finding] = {}
+    whichever call was analysed first (an edit reuses some calls' summaries). The related
+    locations of the duplicates are merged into it: its own first, then the others' (in that
+    order of rank), each once."""
+    groups: dict[tuple[str, int, int, int, int], list[Finding]] = {}
     for f in findings:
         key = (f.code, f.span.line, f.span.col, f.span.end_line, f.span.end_col)
-        other = best.get(key)
-        if other is None or _rank(f) < _rank(other):
-            best[key] = f
+        groups.setdefault(key, []).append(f)
+    best: dict[tuple[str, int, int, int, int], Finding] = {}
+    for key, group in groups.items():
+        group.sort(key=_rank)
+        first = group[0]
+        related = tuple(dict.fromkeys(r for f in group for r in f.related))
+        best[key] = first if related == first.related else replace(first, related=related)
     # An Error on a line makes a Warning of another code at the same range redundant.
     errors = {(f.span.line, f.span.col) for f in best.values() if f.severity is Severity.ERROR}
     result = [
@@ -1147,9 +1194,11 @@ def analyze(text: str, path: str | None = None) -> list[Finding]:
     return analyze_document(text, path).findings
 
 
-def analyze_document(text: str, path: str | None = None) -> DocumentResult:
+def analyze_document(
+    text: str, path: str | None = None, *, time_limit_s: float | None = FUNCTION_TIME_LIMIT_S
+) -> DocumentResult:
     """Findings and syntax errors of one source text; `path` lets it read the files it
-    imports from."""
+    imports from; a function whose analysis takes longer than `time_limit_s` is a note."""
     if path is None:
         analysis = DocumentAnalysis()
     else:
@@ -1159,4 +1208,5 @@ def analyze_document(text: str, path: str | None = None) -> DocumentResult:
         )
     analysis.log_notes = False  # the caller has them in the result
     analysis.incremental = False
+    analysis.time_limit_s = time_limit_s
     return analysis.update(text)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import weakref
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -66,6 +67,7 @@ _DEPTH = 4  # how deep argument facts are compared (items of items, attributes o
 _ITEMS = 16  # and how many items of a container
 _UNUSED = 2  # a summary of another file's function this many updates did not use is dropped
 _KEPT = 4  # and of a document function's, those beyond the 4 its last updates used
+_KEPT_SLOW = 64  # functions marked too slow to analyse kept per document
 
 
 @dataclass(frozen=True)
@@ -142,9 +144,9 @@ class Summary:
     # The def nodes its run made into values (and the runs of the summaries it applied): an
     # argument's function is in its key (value_facts), these are not.
     functions_made: frozenset[int]
-    # Functions its run did not follow (a call chain too deep): (line, column) of the def ->
-    # the function's name.
-    unfollowed: dict[tuple[int, int], str] = field(default_factory=dict)
+    # Functions its run did not follow: (line, column) of the def -> the function's name and
+    # why (None: a call chain too deep; a number: its run took longer than that many seconds).
+    unfollowed: dict[tuple[int, int], tuple[str, float | None]] = field(default_factory=dict)
     # Kept across updates (SummaryCache.begin): the value of each cell its run read, the
     # place of each unit whose lines its findings may name, and the last update it held in.
     deps: dict[Cell, object] = field(default_factory=dict)
@@ -464,6 +466,25 @@ class SummaryCache:
     # compare them with the summaries they stand for, and go at the next update.
     checking: int = 0
     provisional: dict[Hashable, list[Summary]] = field(default_factory=dict)
+    # The functions whose run took longer than the time limit (by their text, see slow_key),
+    # with that limit: not run again while their text is the same (their callers take them
+    # as unknown; as entry points they are said not analysed).
+    too_slow: dict[Hashable, float] = field(default_factory=dict)
+    # What the document's analyses derive once from a syntax node, while the node lives: a
+    # constant's Value (one shared by every use: scalars are never mutated), a lambda's def
+    # (its summaries are kept by it), whether another file's function can write in place and
+    # whether a loop calls backward() (its def or loop: the keys never meet).
+    # Kept here, not on the nodes: other documents' analyses, in other threads, share the
+    # trees of the files they import.
+    constants: weakref.WeakKeyDictionary[ast.Constant, Value] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    lambdas: weakref.WeakKeyDictionary[ast.Lambda, ast.FunctionDef] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    flags: weakref.WeakKeyDictionary[ast.AST, bool] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
 
     def begin(
         self, table: Table | None, document: Hashable, changes: frozenset[Cell] | None, moved: bool
@@ -479,6 +500,9 @@ class SummaryCache:
         self.provisional.clear()
         if table is None or document != self.document:
             self.by_function.clear()
+            self.too_slow.clear()
+        elif len(self.too_slow) > _KEPT_SLOW:
+            self.too_slow.clear()  # (texts the document may no longer have: timed again)
         self.table, self.document = table, document
         if table is None:
             return
@@ -509,6 +533,13 @@ class SummaryCache:
         if self.table is None:
             return id(fn), own
         return ("def", name, self.table.value(own), fn.lineno + model.start_of(fn) - 1), own
+
+    @staticmethod
+    def slow_key(slot: Slot) -> Hashable:
+        """What a function's time-limit mark is kept by: a document function's name and text
+        (not its line: one that moved is as slow), another's node."""
+        key = slot[0]
+        return key[:3] if isinstance(key, tuple) else key
 
     def _holds(
         self, summary: Summary, table: Table, changes: frozenset[Cell] | None, moved: bool

@@ -2,8 +2,9 @@
 regions of whole lines, and the rendering of a rewritten region into minimal Edits.
 
 Nothing here decides what to rewrite; the codemods do. Parsing stays local: a fix on a
-3,000-line file parses the top-level block around it with `ast` and the few lines it rewrites
-with libcst, never the whole file with libcst (that alone takes ~0.5 s).
+3,000-line file parses the top-level block around it with `ast` (cut as the analysis cuts its
+blocks, `analysis.blocks`) and the few lines it rewrites with libcst, never the whole file
+with libcst (that alone takes ~0.5 s).
 """
 
 from __future__ import annotations
@@ -12,18 +13,16 @@ import ast
 import bisect
 import difflib
 import itertools
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from inplace_lsp.analysis import blocks
 from inplace_lsp.analysis.findings import Span
 from inplace_lsp.analysis.lines import lines_with_ends
 
-_CONTINUATION = re.compile(r"(else|elif|except|finally)\b")
-_MAX_WIDEN = 3
 _LARGE_BLOCK = 200  # lines; larger top-level blocks are narrowed to the function
 
 
@@ -105,6 +104,8 @@ class Source:
         self.lines = split_lines(text)
         self.starts = [0, *itertools.accumulate(len(line) for line in self.lines)][:-1]
         self._blocks: dict[tuple[int, int], BlockTree] = {}
+        self._pieces: list[tuple[int, int]] | None = None  # blocks.pieces of the text
+        self._top: list[BlockTree] = []  # the top-level blocks parsed so far
         self._module: ast.Module | None = None
         self._indent_unit: str | None = None
 
@@ -181,44 +182,35 @@ class Source:
 
     # ------------------------------------------------------------------ ast
 
-    def _starts_block(self, number: int) -> bool:
-        text = self.line(number)
-        if not text or text[0] in " \t#)]}" or _CONTINUATION.match(text):
-            return False
-        return True
-
     def block(self, line: int, narrow: bool = True) -> BlockTree:
-        """The `ast` tree of the top-level statement holding document line `line` (widened by
-        neighbouring blocks while it does not parse; the whole document at worst). In a large
+        """The `ast` tree of the top-level statement holding document line `line`, with the
+        comments and blank lines below it, as the analysis cuts its blocks (`blocks.block_at`:
+        only the lines around it are parsed); SyntaxError when it does not parse. In a large
         block (a long class), with `narrow`, only the function holding the line."""
-        first = min(max(line, 1), len(self.lines))
-        while first > 1 and not self._starts_block(first):
-            first -= 1
-        last = min(max(line, 1), len(self.lines))
-        while last < len(self.lines) and not self._starts_block(last + 1):
-            last += 1
-        if narrow and last - first > _LARGE_BLOCK:
-            function = self._function_block(line, first)
+        text_lines = self.lines if self.lines[-1] else self.lines[:-1]  # as blocks has them
+        if self._pieces is None:
+            self._pieces = blocks.pieces(text_lines)
+        index = min(max(line, 1), len(self.lines)) - 1
+        at = next((p for p in self._pieces if p[0] <= index < p[1]), None)
+        if at is not None and narrow and at[1] - at[0] - 1 > _LARGE_BLOCK:
+            function = self._function_block(line, at[0] + 1)
             if function is not None:
                 return function
-        for _ in range(_MAX_WIDEN + 1):
-            cached = self._blocks.get((first, last))
-            if cached is not None:
-                return cached
-            try:
-                tree = ast.parse("".join(self.lines[first - 1 : last]))
-            except (SyntaxError, ValueError):
-                first = max(first - 1, 1)
-                while first > 1 and not self._starts_block(first):
-                    first -= 1
-                last = min(last + 1, len(self.lines))
-                while last < len(self.lines) and not self._starts_block(last + 1):
-                    last += 1
-                continue
-            found = BlockTree(tree, first, last, first - 1)
-            self._blocks[(first, last)] = found
-            return found
-        return BlockTree(self.module(), 1, len(self.lines), 0)
+        for known in self._top:
+            if known.first <= index + 1 <= known.last:
+                return known
+        found = blocks.block_at(text_lines, index, ranges=self._pieces)
+        if found is None:  # an empty document
+            return BlockTree(ast.Module(body=[], type_ignores=[]), 1, len(self.lines), 0)
+        if found.tree is None:  # a new error: the block's keeps no traceback
+            raise SyntaxError(str(found.error or "the block does not parse"))
+        first = found.start_line
+        last = first + found.line_count - 1
+        if last >= len(text_lines):
+            last = len(self.lines)  # the last block also holds the empty line after the end
+        tree = BlockTree(found.tree, first, last, found.start - 1)
+        self._top.append(tree)
+        return tree
 
     def _indent_width(self, number: int) -> int | None:
         """The indentation of a line of code (None for blank and comment lines)."""

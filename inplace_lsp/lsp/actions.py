@@ -2,16 +2,15 @@
 activations in this class" and "suppress with # noqa", offered from the cached view and, where
 the client resolves lazily, given their edits only in `codeAction/resolve`.
 
-Edits come from `inplace_lsp.fixes` (libcst codemods); a function that package does not
-provide means its action is not offered.
+Edits come from `inplace_lsp.fixes` (libcst codemods), imported where an edit is computed:
+listing the actions does not load libcst (the server loads it in its warm-up).
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,17 +43,6 @@ class Change(Protocol):
     def new_text(self) -> str: ...
 
 
-def fixes_function(name: str) -> Callable[..., Any] | None:
-    """`inplace_lsp.fixes.<name>`, or None while that package does not provide it."""
-    try:
-        module = importlib.import_module("inplace_lsp.fixes")
-    except Exception:  # a broken fixes package must not take code actions down with it
-        logger.exception("cannot import inplace_lsp.fixes")
-        return None
-    function = getattr(module, name, None)
-    return function if callable(function) else None
-
-
 def wanted(kind: str, only: Sequence[str] | None) -> bool:
     """Whether a client asking for `only` kinds wants `kind` (kinds are dot-separated
     hierarchies: asking for "source.fixAll" includes "source.fixAll.inplace-lsp")."""
@@ -80,7 +68,7 @@ def code_actions(
     if wanted(QUICKFIX, only):
         for item in items:
             actions += _for_item(view, uri, item)
-    if wanted(FIX_ALL, only) and fixes_function("apply_safe_fixes") is not None:
+    if wanted(FIX_ALL, only):
         if any(_safe(item.finding) for item in view.items_for(uri)):
             actions.append(
                 _action(
@@ -100,7 +88,7 @@ def _for_item(view: View, uri: str, item: Item) -> list[types.CodeAction]:
     finding = item.finding
     diagnostics = [item.diagnostic]
     actions: list[types.CodeAction] = []
-    if finding.fix is not None and fixes_function("edits_for") is not None:
+    if finding.fix is not None:
         action = _action(
             f"{finding.fix.title} ({finding.code})",
             QUICKFIX,
@@ -111,7 +99,6 @@ def _for_item(view: View, uri: str, item: Item) -> list[types.CodeAction]:
         actions.append(action)
     if (
         finding.code == ACTIVATION_CODE
-        and fixes_function("inplace_off_edits") is not None
         and enclosing_class(view.snapshot.lines, finding.span.line) is not None
     ):
         actions.append(
@@ -122,15 +109,14 @@ def _for_item(view: View, uri: str, item: Item) -> list[types.CodeAction]:
                 diagnostics=diagnostics,
             )
         )
-    if fixes_function("noqa_edit") is not None:
-        actions.append(
-            _action(
-                f"Suppress with `# noqa: {finding.code}`",
-                QUICKFIX,
-                _data(view, uri, NOQA, item),
-                diagnostics=diagnostics,
-            )
+    actions.append(
+        _action(
+            f"Suppress with `# noqa: {finding.code}`",
+            QUICKFIX,
+            _data(view, uri, NOQA, item),
+            diagnostics=diagnostics,
         )
+    )
     return actions
 
 
@@ -202,6 +188,8 @@ def _span_list(span: Span) -> list[int]:
 
 def changes_for(view: View, data: dict[str, Any]) -> list[Change] | None:
     """The text changes (program coordinates) of an action, None when there are none."""
+    from inplace_lsp.fixes import edits_for, inplace_off_edits, noqa_edit
+
     action = data.get("action")
     text = view.snapshot.text
     if action == FIX_ALL_ACTION:
@@ -210,23 +198,21 @@ def changes_for(view: View, data: dict[str, Any]) -> list[Change] | None:
     if item is None:
         return None
     if action == FIX:
-        edits_for = fixes_function("edits_for")
-        found = edits_for(text, item.finding) if edits_for is not None else None
+        found = edits_for(text, item.finding)
         return list(found) if found else None
     if action == INPLACE_OFF:
-        inplace_off = fixes_function("inplace_off_edits")
-        found = inplace_off(text, item.finding.span.line) if inplace_off is not None else None
-        return list(found) if found else None
+        off = inplace_off_edits(text, item.finding.span.line)
+        return list(off) if off else None
     if action == NOQA:
-        noqa_edit = fixes_function("noqa_edit")
-        return [noqa_edit(text, item.finding)] if noqa_edit is not None else None
+        return [noqa_edit(text, item.finding)]
     return None
 
 
 def _fix_all(view: View, uri: str) -> list[Change] | None:
-    apply_safe_fixes = fixes_function("apply_safe_fixes")
+    from inplace_lsp.fixes import apply_safe_fixes
+
     findings = [item.finding for item in view.items_for(uri) if _safe(item.finding)]
-    if apply_safe_fixes is None or not findings:
+    if not findings:
         return None
     old = view.snapshot.text
     change = convert.minimal_change(old, apply_safe_fixes(old, findings))

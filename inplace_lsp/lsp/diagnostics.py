@@ -14,8 +14,8 @@ from lsprotocol import types
 from inplace_lsp import config
 from inplace_lsp.analysis.findings import Finding, Related, Severity, Span
 from inplace_lsp.lsp import convert
-from inplace_lsp.lsp.layout import Cell, Layout
 from inplace_lsp.lsp.scheduler import Snapshot
+from inplace_lsp.notebook import Cell, Layout
 
 # The lines of another file (a related location in an imported module), None when unknown.
 OtherLines = Callable[[str], Sequence[str] | None]

@@ -26,7 +26,7 @@ from lsprotocol import types
 
 from inplace_lsp.analysis.lines import line_breaks, split_lines
 from inplace_lsp.lsp import convert
-from inplace_lsp.lsp.run_report import Finding, Place, Run
+from inplace_lsp.report import Finding, Place, Run
 
 SOURCE = "inplace-lsp run"
 DIFF_LIMIT = 4000  # lines of a changed region compared with difflib; beyond, a search near
@@ -198,7 +198,7 @@ class RunFindings:
         from_disk: set[str] = set()  # files whose anchors were placed in the disk's lines
         for finding in run.findings:
             place = finding.at
-            assert place is not None  # run_report keeps only findings that name a line
+            assert place is not None  # the report reader keeps only findings that name a line
             owner = file_key(place.path)
             at = self._anchor(owner, place, from_disk)
             if at is None:

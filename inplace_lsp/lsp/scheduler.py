@@ -82,9 +82,14 @@ class Analysis(Protocol):
     def update(self, text: str, *, alone: bool = False) -> DocumentResult: ...
 
 
-def new_analysis(path: str | None, workspace: Workspace | None) -> Analysis:
+def new_analysis(
+    path: str | None, workspace: Workspace | None, time_limit_s: float | None = None
+) -> DocumentAnalysis:
     # Its own parse cache: the trees of a document dropped from the live set are freed.
-    return DocumentAnalysis(path=path, workspace=workspace)
+    analysis = DocumentAnalysis(path=path, workspace=workspace)
+    if time_limit_s is not None:
+        analysis.time_limit_s = time_limit_s
+    return analysis
 
 
 def _newer(version: int | None, than: int | None) -> bool:
@@ -108,7 +113,7 @@ class Scheduler:
         self.workspace = workspace
         self._executor = executor or ThreadPoolExecutor(WORKERS, "inplace-lsp-analysis")
         self._max_live = max_live
-        self._new_analysis = analysis_factory
+        self.analysis_factory = analysis_factory
         self._slots: dict[str, _Slot] = {}
         self._live: OrderedDict[str, Analysis] = OrderedDict()
         self._lock = threading.Lock()
@@ -309,7 +314,7 @@ class Scheduler:
         with self._lock:
             analysis = self._live.pop(slot.key, None)
         if analysis is None:
-            analysis = self._new_analysis(slot.path, self.workspace)
+            analysis = self.analysis_factory(slot.path, self.workspace)
         with self._lock:
             self._live[slot.key] = analysis
             while len(self._live) > self._max_live:

@@ -39,15 +39,15 @@ from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
+from pygls.workspace import TextDocument, Workspace
 from pygls.workspace.position_codec import PositionCodec, ServerTextPosition
-from pygls.workspace.text_document import TextDocument
 
 from inplace_lsp import __version__
 from inplace_lsp.analysis.engine import DocumentAnalysis
 from inplace_lsp.analysis.lines import lines_with_ends
-from inplace_lsp.lsp import actions, convert, run_report, verification
+from inplace_lsp.lsp import actions, convert, verification
 from inplace_lsp.lsp.framing import FrameReader, Skipped
-from inplace_lsp.lsp.session import Cells, Features, Session, uri_to_path
+from inplace_lsp.lsp.session import REPORT_GLOBS, Cells, Features, Session, uri_to_path
 from inplace_lsp.lsp.settings import SECTION, format_debug_info
 from inplace_lsp.verify import runner
 
@@ -63,54 +63,87 @@ NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
     ],
     save=True,
 )
-WATCHED = ("**/pyproject.toml", "**/*.py", run_report.GLOB, run_report.FOLDER_GLOB)
+WATCHED = ("**/pyproject.toml", "**/*.py", *REPORT_GLOBS)
+SYNC_KIND = types.TextDocumentSyncKind.Incremental
 
 
-def _document_lines(document: TextDocument) -> tuple[str, ...]:
-    """The document's lines with their ends, as LSP breaks lines (pygls splits with
+class ServerDocument(TextDocument):
+    """pygls's text document with lines broken as LSP breaks them (pygls splits with
     str.splitlines, which also breaks at a form feed or U+2028: later edits would land on
-    the wrong line); kept with the text they were split from, so an edit splits none."""
-    cached = document.__dict__.get("_inplace_lines")
-    source = document.source  # read from disk when the client sent no text
-    if cached is not None and cached[0] is source:
-        return cached[1]
-    lines = tuple(lines_with_ends(source))
-    document.__dict__["_inplace_lines"] = (source, lines)
-    return lines
+    the wrong line), kept with the text they were split from, so an edit splits none; an
+    incremental change rebuilds only the lines its range touches (pygls rewrote the whole
+    text line by line on each keystroke)."""
+
+    _kept: tuple[str, tuple[str, ...]] | None = None  # (source, its lines with their ends)
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        kept = self._kept
+        source = self.source  # read from disk when the client sent no text
+        if kept is not None and kept[0] is source:
+            return kept[1]
+        lines = tuple(lines_with_ends(source))
+        self._kept = (source, lines)
+        return lines
+
+    def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
+        lines = self.lines
+        place = self.position_codec.range_from_client_units(lines, change.range)
+        first, last = place.start.line, place.end.line
+        if first >= len(lines):  # at the very end of the document
+            self._source = self.source + change.text
+            return
+        last = min(last, len(lines) - 1)
+        head = lines[first][: place.start.character]
+        tail = lines[last][place.end.character :] if place.end.line <= last else ""
+        joined = head + change.text + tail
+        middle = lines_with_ends(joined)
+        after = lines[last + 1 :]
+        if (middle and middle[-1].endswith("\r") and after and after[0].startswith("\n")) or (
+            first > 0 and lines[first - 1].endswith("\r") and joined.startswith("\n")
+        ):
+            # A \r and a \n that now meet are one line break: split the whole text again.
+            self._source = "".join((*lines[:first], *middle, *after))
+            return
+        new = (*lines[:first], *middle, *after)
+        source = "".join(new)
+        self._source = source
+        self._kept = (source, new)
 
 
-def _apply_incremental_change(
-    document: TextDocument, change: types.TextDocumentContentChangePartial
-) -> None:
-    """pygls's incremental change, on the kept lines: only the lines the range touches are
-    rebuilt (pygls rewrote the whole text line by line on each keystroke)."""
-    lines = _document_lines(document)
-    place = document.position_codec.range_from_client_units(lines, change.range)
-    first, last = place.start.line, place.end.line
-    if first >= len(lines):  # at the very end of the document
-        document._source = document.source + change.text
-        return
-    last = min(last, len(lines) - 1)
-    head = lines[first][: place.start.character]
-    tail = lines[last][place.end.character :] if place.end.line <= last else ""
-    joined = head + change.text + tail
-    middle = lines_with_ends(joined)
-    after = lines[last + 1 :]
-    if (middle and middle[-1].endswith("\r") and after and after[0].startswith("\n")) or (
-        first > 0 and lines[first - 1].endswith("\r") and joined.startswith("\n")
-    ):
-        # A \r and a \n that now meet are one line break: split the whole text again.
-        source = "".join((*lines[:first], *middle, *after))
-        document._source = source
-        return
-    new = (*lines[:first], *middle, *after)
-    source = "".join(new)
-    document._source = source
-    document.__dict__["_inplace_lines"] = (source, new)
+class ServerWorkspace(Workspace):
+    """pygls's workspace with the server's documents and its faster position codec."""
 
+    def __init__(
+        self,
+        root_uri: str | None,
+        sync_kind: types.TextDocumentSyncKind,
+        workspace_folders: Sequence[types.WorkspaceFolder],
+        position_encoding: types.PositionEncodingKind | str | None,
+    ) -> None:
+        super().__init__(root_uri, sync_kind, workspace_folders, position_encoding)
+        self._sync = sync_kind
+        self._codec = _FastCodec(encoding=position_encoding)
 
-TextDocument.lines = property(_document_lines)  # type: ignore[method-assign,assignment]
-TextDocument._apply_incremental_change = _apply_incremental_change  # type: ignore[method-assign,assignment]
+    @property
+    def position_codec(self) -> PositionCodec:
+        return self._codec
+
+    def _create_text_document(
+        self,
+        doc_uri: str,
+        source: str | None = None,
+        version: int | None = None,
+        language_id: str | None = None,
+    ) -> TextDocument:
+        return ServerDocument(
+            doc_uri,
+            source=source,
+            version=version,
+            language_id=language_id,
+            sync_kind=self._sync,
+            position_codec=self._codec,
+        )
 
 
 @attrs.define
@@ -238,6 +271,11 @@ class InplaceProtocol(LanguageServerProtocol):
         )
         result: types.InitializeResult = yield from super().lsp_initialize(params)
         self.client_capabilities = caps
+        # The server's workspace in place of pygls's (no document is open before the answer).
+        made = self.workspace
+        self._workspace = ServerWorkspace(
+            made.root_uri, SYNC_KIND, list(made.folders.values()), made.position_encoding
+        )
         return result
 
     def structure_message(self, data: dict[str, Any]) -> Any:
@@ -306,7 +344,7 @@ class InplaceLanguageServer(LanguageServer):
         super().__init__(
             NAME,
             __version__,
-            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            text_document_sync_kind=SYNC_KIND,
             notebook_document_sync=NOTEBOOK_SYNC,
             protocol_cls=InplaceProtocol,
         )
@@ -481,7 +519,8 @@ def _warm_up() -> None:
     and libcst live as long as the process, and every full collection (a pause between an
     analysis and its diagnostics) walked them again."""
     DocumentAnalysis().update(WARM_UP_SOURCE)
-    actions.fixes_function("edits_for")
+    import inplace_lsp.fixes  # noqa: F401  (libcst: the first code action's edits)
+
     gc.collect()
     gc.freeze()
 
@@ -516,8 +555,6 @@ def build_server() -> InplaceLanguageServer:
         general = params.capabilities.general
         encoding = convert.choose_encoding(general.position_encodings if general else None)
         features = Features.of(params.capabilities, encoding)
-        # Documents take the workspace's codec when they open, after this handler.
-        ls.workspace._position_codec = _FastCodec(ls.workspace.position_codec.encoding)
         client = _PyglsClient(ls, asyncio.get_running_loop())
         ls.start(Session(client, features, root=_root(params), folders=_folders(params)))
         ls.init_options = params.initialization_options

@@ -28,18 +28,21 @@ from urllib.parse import unquote, urlparse
 import attrs
 from lsprotocol import types
 
-from inplace_lsp.analysis.findings import Span
+from inplace_lsp import report
+from inplace_lsp.analysis.engine import DocumentAnalysis
+from inplace_lsp.analysis.findings import Finding, Span
 from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.analysis.workspace import Workspace
 from inplace_lsp.config import Settings, too_large
-from inplace_lsp.lsp import actions, convert, hover, run_report, verification
+from inplace_lsp.lsp import actions, convert, hover, verification
 from inplace_lsp.lsp.diagnostics import View, build_view
-from inplace_lsp.lsp.layout import Cell, Layout, notebook_program
 from inplace_lsp.lsp.run_findings import RunFindings, file_key
-from inplace_lsp.lsp.scheduler import Scheduler, Snapshot
+from inplace_lsp.lsp.scheduler import Scheduler, Snapshot, new_analysis
 from inplace_lsp.lsp.settings import Effective, SettingsStore, debug_info
 from inplace_lsp.lsp.verification import LensTarget
+from inplace_lsp.notebook import Cell, Layout, notebook_program
 from inplace_lsp.verify import runner
+from inplace_lsp.verify.parsed import Parsed
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +50,16 @@ logger = logging.getLogger(__name__)
 # BURST_WAIT_S for the next change (a held key repeats every ~30 ms; people type slower).
 BURST_GAP_S = 0.03
 BURST_WAIT_S = 0.05
+
+# The reports of `inplace-lsp run` (inplace_lsp.report): what the client is asked to watch,
+# the files and their folder (a watcher may miss a file in a new folder).
+REPORT_GLOBS = (f"**/{report.DIRECTORY}/last-run*.json", f"**/{report.DIRECTORY}")
+POLL_S = 2.0  # how often the files are looked at when the client cannot watch them
+# ... and when it watches them: a client's watcher may miss the folder (eglot watches only
+# folders that held project files when the server registered, and .inplace-lsp is ignored).
+WATCHED_POLL_S = 10.0
+# After the folder itself appears: when to look again for a report its watcher missed.
+RECHECK_S = (0.5, 2.0)
 
 Cells = Sequence[tuple[str, int | None, str]]  # (cell uri, cell version, text), in order
 
@@ -134,6 +147,8 @@ class _Document:
     submitted: int | None = None  # the version last handed to the scheduler
     published: set[str] = field(default_factory=set)  # URIs holding pushed diagnostics
     changed_at: float = 0.0  # monotonic time of the last change
+    # Its settings, and the settings generation they were resolved in (see Session._settings)
+    resolved: tuple[int, Settings] | None = None
 
 
 @dataclass
@@ -186,8 +201,9 @@ class Session:
         self.features = features
         self.settings = SettingsStore()
         self.workspace = Workspace(root) if root is not None else Workspace()
-        self.scheduler = scheduler or Scheduler(self._analysed, workspace=self.workspace)
+        self.scheduler = scheduler or Scheduler(self._analysed)
         self.scheduler.workspace = self.workspace
+        self.scheduler.analysis_factory = self._new_analysis  # (under each document's settings)
         self._documents: dict[str, _Document] = {}
         self._cell_owner: dict[str, str] = {}  # cell URI -> notebook URI
         self._views: dict[str, View] = {}
@@ -205,7 +221,7 @@ class Session:
         # without folders (an editor in single-file mode), from the open files' project roots.
         self.workspace_folders = list(folders) or ([root] if root is not None else [])
         self._run = RunFindings()
-        self._run_files: run_report.Signature | None = None  # the report files last read
+        self._run_files: report.Signature | None = None  # the report files last read
         self._run_keys: dict[str, str] = {}  # open file URI -> its run_findings.file_key
         self._run_pushed: set[str] = set()  # URIs holding run diagnostics pushed apart
         self._run_generation = 0  # bumped when run diagnostics change (pull result ids)
@@ -250,7 +266,7 @@ class Session:
         4 GB), a file or a notebook's program, is analysed as an empty text, so it has no
         findings, lenses or fixes, and one diagnostic says why (in a notebook's first cell);
         below the limit again, it is analysed as usual."""
-        limit = self.settings.for_path(path).settings.max_file_bytes
+        limit = self._settings(key, path).max_file_bytes
         # UTF-8 takes at most 4 bytes per character (a lone surrogate 3, with surrogatepass).
         size = len(text) if len(text) * 4 <= limit else len(text.encode("utf-8", "surrogatepass"))
         if size <= limit:
@@ -277,7 +293,7 @@ class Session:
     def _submit(
         self, document: _Document, version: int | None, text: str, layout: Layout, *, saved: bool
     ) -> None:
-        settings = self.settings.for_path(document.path).settings
+        settings = self._settings(document.key, document.path)
         text = self._sized(document.key, document.path, version, text)
         document.layout, document.text = layout, text
         if saved != (settings.run == "onSave"):
@@ -406,13 +422,18 @@ class Session:
         view = build_view(
             snapshot,
             layout,
-            self.settings.for_path(document.path).settings,
+            self._settings(key, document.path),
             generation,
             self.features.encoding,
             self._lines_of_file,
         )
         self._views[key] = view
         return view
+
+    def _new_analysis(self, path: str | None, workspace: Workspace | None) -> DocumentAnalysis:
+        """A document's analysis, under the function time limit its settings give."""
+        limit = self.settings.for_path(path).settings.function_time_limit_s
+        return new_analysis(path, workspace, limit)
 
     def _analysed(self, snapshot: Snapshot) -> None:
         """The scheduler's callback, in a worker thread: also finds the new version's code
@@ -438,10 +459,23 @@ class Session:
             if snapshot.refined and self.features.refresh:
                 # The version's diagnostics changed once the files it imports were read.
                 self.client.refresh_diagnostics()
-            elif self.settings.for_path(self._path(snapshot.key)).settings.run == "onSave":
+            elif self._settings(snapshot.key, self._path(snapshot.key)).run == "onSave":
                 self.client.refresh_diagnostics()  # the client pulls on changes, not saves
             return
         self._push(snapshot.key)
+
+    def _settings(self, key: str, path: str | None) -> Settings:
+        """An open document's settings, resolved once per settings generation (a keystroke
+        asks for them several times); another path's, resolved now."""
+        generation = self.settings.generation
+        document = self._documents.get(key)
+        resolved = document.resolved if document is not None else None
+        if resolved is not None and resolved[0] == generation:
+            return resolved[1]
+        settings = self.settings.for_path(path).settings
+        if document is not None and document.path == path:
+            document.resolved = (generation, settings)
+        return settings
 
     def _path(self, key: str) -> str | None:
         document = self._documents.get(key)
@@ -579,7 +613,8 @@ class Session:
         """Runs the user's code (only ever on this explicit request): the target enclosing
         `where` (None: the file's main target) in `text`, the editor's buffer at `version`,
         in a worker thread. Shows the outcome in one line, publishes a failure as a
-        diagnostic next to the analysis's, returns the result object."""
+        diagnostic next to the analysis's, returns the result object. The text is parsed
+        once, and the runner takes the findings of the version analysed (no analysis again)."""
         path = uri_to_path(uri)
         cell: tuple[Layout, Cell] | None = None
         owner = self._cell_owner.get(uri)
@@ -587,7 +622,10 @@ class Session:
             prepared = await self._notebook_program(owner, uri, where)
             if prepared is None:
                 return self._not_run("the notebook is not open")
-            path, text, line, cell = prepared
+            # The runner analyses the program it runs: the notebook's analysis (its cells'
+            # findings) is of all its code, whose calls can hide findings of the target.
+            path, parsed, line, cell = prepared
+            text, findings = parsed.text, None
         else:
             if path is None and urlparse(uri).scheme == "untitled":
                 path = untitled_path(uri, self.workspace.root)  # not written: runs the buffer
@@ -595,6 +633,7 @@ class Session:
                 return self._not_run("verify runs Python files, notebooks and untitled buffers")
             lines = split_lines(text)
             line = convert.to_point(lines, where, self.features.encoding)[0] if where else None
+            parsed, findings = Parsed(text), await self._findings_of(uri, text)
         settings = self.settings.for_path(path).settings
         root = str(self.workspace.root) if self.workspace.root is not None else None
         cancel = progress.cancel
@@ -602,8 +641,9 @@ class Session:
         try:
             await progress.begin(verification.TITLE)
             result = await asyncio.to_thread(
-                _run_verify, path, text, line, settings, cancel, root, progress.report
-            )
+                _run_verify, path, text, line, settings, cancel, root, progress.report,
+                findings, parsed,
+            )  # fmt: skip
         except BaseException:  # the request was cancelled, or the server shuts down
             cancel.set()
             progress.end("verify stopped")
@@ -619,10 +659,20 @@ class Session:
         progress.end(summary)
         self.client.show(summary, kind)
         if cell is None:
-            self._verified_result(uri, version, path, split_lines(text), line, result)
+            self._verified_result(uri, version, path, split_lines(text), line, result, parsed)
         elif owner is not None:
-            self._verified_notebook(owner, cell[0], path, text, line, result)
+            self._verified_notebook(owner, cell[0], path, text, line, result, parsed)
         return result
+
+    async def _findings_of(self, uri: str, text: str) -> tuple[Finding, ...] | None:
+        """The analysis's findings of `text` when it is the newest analysed version of the
+        document `uri` (None: not analysed, so the runner analyses it)."""
+        key = self.key_of(uri)
+        if key is None:
+            return None
+        await asyncio.wrap_future(self.scheduler.latest(key))
+        snapshot = self.scheduler.snapshot(key)
+        return snapshot.findings if snapshot is not None and snapshot.text == text else None
 
     def _verified_notebook(
         self,
@@ -632,9 +682,10 @@ class Session:
         program: str,
         line: int | None,
         result: dict[str, Any],
+        parsed: Parsed | None = None,
     ) -> None:
         """_verified_result for a notebook: the diagnostics land in the cells they point into,
-        while the notebook is still as verified."""
+        while the notebook is still as verified (`parsed`: the program, parsed)."""
         if result.get("status") not in ("ok", *verification.FAILED):
             return
         document = self._documents.get(notebook)
@@ -647,7 +698,8 @@ class Session:
         )
         placed: dict[str, list[types.Diagnostic]] = {}
         lines = split_lines(program)
-        depends = [*_lines_named(found, here), *(verification.target_span(lines, name) or ())]
+        span = verification.target_span(lines, name, parsed)
+        depends = [*_lines_named(found, here), *(span or ())]
         cells = {c.uri: c.version for c in layout.cells if any(c.holds(n) for n in depends)}
         for diagnostic in found:
             moved = _to_cell(layout, diagnostic.range)
@@ -686,10 +738,10 @@ class Session:
 
     async def _notebook_program(
         self, notebook: str, uri: str, where: types.Position | None
-    ) -> tuple[str, str, int | None, tuple[Layout, Cell]] | None:
-        """(path, text, program line, (layout, cell)) to verify a notebook cell's target: the
-        program of the newest analysed version, reduced to its definitions, under a virtual
-        path beside the notebook (its imports of local modules resolve)."""
+    ) -> tuple[str, Parsed, int | None, tuple[Layout, Cell]] | None:
+        """(path, text parsed, program line, (layout, cell)) to verify a notebook cell's
+        target: the program of the newest analysed version, reduced to its definitions, under
+        a virtual path beside the notebook (its imports of local modules resolve)."""
         await asyncio.wrap_future(self.scheduler.latest(notebook))
         snapshot = self.scheduler.snapshot(notebook)
         layout = snapshot.attachment if snapshot is not None else None
@@ -703,7 +755,8 @@ class Session:
         else:
             stem = re.sub(r"\W", "_", Path(real).stem)
             path = str(Path(real).with_name(f"_inplace_lsp_notebook_{stem}.py"))
-        return path, verification.notebook_definitions(snapshot.text), line, (layout, cell)
+        program = verification.definitions(Parsed(snapshot.text))
+        return path, program, line, (layout, cell)
 
     def _verified_result(
         self,
@@ -713,9 +766,11 @@ class Session:
         lines: Sequence[str],
         line: int | None,
         result: dict[str, Any],
+        parsed: Parsed | None = None,
     ) -> None:
         """A run that says ok or names a line replaces the document's verify diagnostics;
-        a timeout, an error or a cancel leaves them; so does a text changed meanwhile."""
+        a timeout, an error or a cancel leaves them; so does a text changed meanwhile
+        (`parsed`: the text of `lines`, parsed)."""
         if result.get("status") not in ("ok", *verification.FAILED):
             return
         document = self._documents.get(uri)
@@ -734,7 +789,8 @@ class Session:
         name = str(result.get("target") or "")
         entry = None
         if found:
-            depends = [*_lines_named(found, uri), *(verification.target_span(lines, name) or ())]
+            span = verification.target_span(lines, name, parsed)
+            depends = [*_lines_named(found, uri), *(span or ())]
             first, last = min(depends), max(depends)
             block = tuple(lines[first - 1 : last])
             entry = _Verified({uri: {version: found}}, block=block, first_line=first)
@@ -840,13 +896,13 @@ class Session:
     @property
     def report_folders(self) -> list[str]:
         """Where `inplace-lsp run` reports are looked for (in `.inplace-lsp/`): the workspace
-        folders, else the project root of each open file (see run_report.project_root)."""
+        folders, else the project root of each open file (see report.project_root)."""
         if self.workspace_folders:
             return self.workspace_folders
         folders = {
             os.path.dirname(os.path.abspath(d.path)) for d in self._documents.values() if d.path
         }
-        return sorted({run_report.project_root(folder) for folder in folders})
+        return sorted({report.project_root(folder) for folder in folders})
 
     @property
     def run_poll_s(self) -> float:
@@ -854,16 +910,16 @@ class Session:
         for the server (or has no folders to watch them in), seldom when its watcher should
         have told already."""
         if self.features.watch_files and self.workspace_folders:
-            return run_report.WATCHED_POLL_S
-        return run_report.POLL_S
+            return WATCHED_POLL_S
+        return POLL_S
 
     def load_run_reports(self) -> None:
         """Reads the newest run's report (at start, and when a report file changed); its
         findings replace the last run's. A report being written keeps what is shown."""
         folders = self.report_folders
-        self._run_files = run_report.signature(folders)
+        self._run_files = report.signature(folders)
         try:
-            run = run_report.newest_run(folders, self._run_files)
+            run = report.newest_run(folders, self._run_files)
             if run is not None:  # None: the newest file is not readable (yet)
                 self._run_changed(self._run.replace(run))
         except Exception:  # a report must never take the server down
@@ -872,7 +928,7 @@ class Session:
     def poll_run_reports(self) -> None:
         """Every `run_poll_s`: reads the reports again when a file's mtime or size changed (a
         directory listing per folder otherwise)."""
-        if run_report.signature(self.report_folders) != self._run_files:
+        if report.signature(self.report_folders) != self._run_files:
             self.load_run_reports()
 
     def _run_diagnostics(self, uri: str) -> list[types.Diagnostic]:
@@ -987,14 +1043,14 @@ class Session:
         """workspace/didChangeWatchedFiles: a pyproject.toml reloads the settings; a Python
         file that an open document imports from gets those documents re-analysed."""
         paths = [p for p in (uri_to_path(u) for u in uris) if p is not None]
-        if any(run_report.is_report(p) or Path(p).name == run_report.DIRECTORY for p in paths):
+        if any(report.is_report(p) or Path(p).name == report.DIRECTORY for p in paths):
             self.load_run_reports()
-        if any(Path(p).name == run_report.DIRECTORY for p in paths):
+        if any(Path(p).name == report.DIRECTORY for p in paths):
             # A new .inplace-lsp folder: a watcher may report the folder and miss the report
             # written into it at once (VS Code's does), so look again shortly.
             with contextlib.suppress(RuntimeError):  # no event loop (a direct call in a test)
                 loop = asyncio.get_running_loop()
-                for delay in run_report.RECHECK_S:
+                for delay in RECHECK_S:
                     loop.call_later(delay, self.poll_run_reports)
         if any(Path(p).name == "pyproject.toml" for p in paths):
             self.settings.pyproject_changed()
@@ -1152,10 +1208,15 @@ def _run_verify(
     cancel: threading.Event,
     root: str | None,
     progress: Callable[[str], None],
+    findings: tuple[Finding, ...] | None = None,
+    parsed: Parsed | None = None,
 ) -> dict[str, Any]:
     """runner.run_verify in a worker thread; a bug in it becomes an error result."""
     try:
-        return runner.run_verify(path, text, line, settings, cancel, root=root, progress=progress)
+        return runner.run_verify(
+            path, text, line, settings, cancel, root=root, progress=progress,
+            findings=findings, parsed=parsed,
+        )  # fmt: skip
     except Exception as exc:
         logger.exception("verify failed")
         return verification.not_run(f"verify failed: {type(exc).__name__}: {exc}")

@@ -22,6 +22,7 @@ from inplace_lsp.analysis.lines import lines_with_ends
 from inplace_lsp.lsp import convert
 from inplace_lsp.verify import runner
 from inplace_lsp.verify.harness import error_result
+from inplace_lsp.verify.parsed import Parsed
 
 COMMAND = "inplace-lsp.verify"
 TITLE = "Verify forward/backward"
@@ -261,10 +262,13 @@ def _not_run_diagnostics(
     return found
 
 
-def target_span(lines: Sequence[str], name: object) -> tuple[int, int] | None:
-    """(first, last) 1-based lines of the top-level class or function `name` in a program."""
+def target_span(
+    lines: Sequence[str], name: object, parsed: Parsed | None = None
+) -> tuple[int, int] | None:
+    """(first, last) 1-based lines of the top-level class or function `name` in a program
+    (`parsed`: the program of `lines`, parsed, when the caller has it)."""
     try:
-        tree = ast.parse("\n".join(lines))
+        tree = parsed.tree() if parsed is not None else ast.parse("\n".join(lines))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     for stmt in tree.body:
@@ -303,11 +307,19 @@ def notebook_definitions(program: str) -> str:
     """A notebook's cells (one program) with only what verify should run at import: imports,
     classes, functions, and assignments of constants. Training loops, data loading and prints
     in other cells are blanked line for line, so line numbers stay those of the program."""
+    return definitions(Parsed(program)).text
+
+
+def definitions(program: Parsed) -> Parsed:
+    """`notebook_definitions` of a parsed program, parsed: its tree is the program's, less the
+    top-level statements on a blanked line (what `ast.parse` of the new text gives, as the
+    lines kept do not change), so that nothing parses the program again."""
     try:
-        tree = ast.parse(program)
+        tree = program.tree()
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return program  # the run reports the syntax error at its line
-    lines = lines_with_ends(program)
+    lines = lines_with_ends(program.text)
+    blanked: set[int] = set()  # 0-based
     for stmt in tree.body:
         if _runs_at_import(stmt):
             continue
@@ -315,7 +327,15 @@ def notebook_definitions(program: str) -> str:
             if index < len(lines):
                 ending = lines[index][len(lines[index].rstrip("\r\n")) :]
                 lines[index] = ending or "\n"
-    return "".join(lines)
+                blanked.add(index)
+    if not blanked:
+        return program
+    kept = [
+        stmt
+        for stmt in tree.body
+        if blanked.isdisjoint(range(stmt.lineno - 1, stmt.end_lineno or stmt.lineno))
+    ]
+    return Parsed("".join(lines), ast.Module(body=kept, type_ignores=list(tree.type_ignores)))
 
 
 def _runs_at_import(stmt: ast.stmt) -> bool:

@@ -14,6 +14,8 @@ import ast
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
+from inplace_lsp.verify.parsed import Parsed, parse
+
 __all__ = ["not_run"]
 
 _MAX_SOURCE = 60  # characters of a condition quoted in a reason
@@ -25,14 +27,16 @@ def not_run(
     spec: dict[str, Any],
     flagged: Iterable[tuple[int, str]],
     lines_run: Collection[int],
+    parsed: Parsed | None = None,
 ) -> list[dict[str, Any]]:
     """``[{"line", "code", "reason"}]`` for each flagged (line, code) of the target that is
-    not in ``lines_run``, in line order; ``reason`` is "" when it cannot be told."""
+    not in ``lines_run``, in line order; ``reason`` is "" when it cannot be told. ``parsed``:
+    the text's tree, when the caller has it."""
     missed = sorted({(line, code) for line, code in flagged if line not in lines_run})
     if not missed:
         return []
     try:
-        tree = ast.parse(text)
+        tree = parse(text, parsed)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return [{"line": line, "code": code, "reason": ""} for line, code in missed]
     target = _target_node(tree, spec)

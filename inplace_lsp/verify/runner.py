@@ -30,12 +30,16 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.config import Settings, VerifySettings
 from inplace_lsp.verify import coverage, targets
 from inplace_lsp.verify.harness import error_result
+from inplace_lsp.verify.parsed import Parsed, parse
+
+if TYPE_CHECKING:
+    from inplace_lsp.analysis.findings import Finding
 
 __all__ = [
     "Interpreter",
@@ -608,12 +612,14 @@ atexit.register(shutdown_workers)
 # --------------------------------------------------------------------------- jobs
 
 
-def preload_modules(text: str, path: str | None, roots: Iterable[str] = ()) -> frozenset[str]:
+def preload_modules(
+    text: str, path: str | None, roots: Iterable[str] = (), parsed: Parsed | None = None
+) -> frozenset[str]:
     """Modules a file imports at its top level that are not the user's own files (next to it
     or under ``roots``): what a warm worker imports once. The user's own modules are imported
-    fresh in every job."""
+    fresh in every job. ``parsed``: the text's tree, when the caller has it."""
     try:
-        tree = ast.parse(text)
+        tree = parse(text, parsed)
     except SyntaxError:
         return frozenset()
     directory = os.path.dirname(os.path.abspath(path)) if path else None
@@ -772,6 +778,8 @@ def run_verify(
     warm: bool | None = None,
     progress: Progress = None,
     constructor_args: Mapping[str, Any] | Sequence[Any] | None = None,
+    findings: Iterable[Finding] | None = None,
+    parsed: Parsed | None = None,
 ) -> dict[str, Any]:
     """Verify the target at ``line`` (1-based; None: the file's main target) of ``path``.
 
@@ -783,6 +791,10 @@ def run_verify(
     ``[{"line", "code", "reason"}]`` (``silent``: see ``harness.run_spec``). Never raises for a
     problem with the user's code or interpreter: those are ``status: "error"`` results.
     ``warm`` (default: on unless a launcher is set) reuses a worker per interpreter.
+
+    The language server passes what it has of ``text`` already, so that a request parses it
+    once: ``findings``, the analysis's of ``text`` (before settings; None: analyse it here),
+    and ``parsed`` (its tree, parsed at most once; None: parsed here, once).
     """
     started = time.monotonic()
     verify = _verify_settings(settings)
@@ -792,8 +804,12 @@ def run_verify(
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             return _error_result(path, f"cannot read {path}: {exc}", started)
+    if parsed is None or parsed.text != text:
+        parsed = Parsed(text)
     try:
-        spec = targets.find_target(text, line, path=path, constructor_args=constructor_args)
+        spec = targets.find_target(
+            text, line, path=path, constructor_args=constructor_args, parsed=parsed
+        )
     except targets.VerifyError as exc:
         return _error_result(path, str(exc), started)
     except RecursionError:
@@ -802,7 +818,7 @@ def run_verify(
     spec["source"] = text
     spec["device"] = device or verify.device
     spec["train_step"] = train_step
-    flagged = _flagged(text, path, spec, settings)
+    flagged = _flagged(text, path, spec, settings, findings, parsed)
     if flagged:
         spec["watch_lines"] = sorted({line for line, _ in flagged})
     interpreter = find_interpreter(path, verify, root)
@@ -814,11 +830,11 @@ def run_verify(
         warm=(not verify.launcher) if warm is None else warm,
         cwd=root or os.path.dirname(path),
     )
-    preload = preload_modules(text, path, [root] if root else [])
+    preload = preload_modules(text, path, [root] if root else [], parsed)
     result = run_spec(spec, options, cancel, progress, preload)
     lines_run = result.pop("lines_run", None)
     if isinstance(lines_run, list):
-        result["not_run"] = coverage.not_run(text, spec, flagged, lines_run)
+        result["not_run"] = coverage.not_run(text, spec, flagged, lines_run, parsed)
         if result["not_run"] and result.get("status") == "ok":
             result["message"] = f"{result.get('message')}, but {not_run_text(result)}"
     result["python_source"] = interpreter.source
@@ -827,10 +843,17 @@ def run_verify(
 
 
 def _flagged(
-    text: str, path: str, spec: Mapping[str, Any], settings: Settings | VerifySettings | None
+    text: str,
+    path: str,
+    spec: Mapping[str, Any],
+    settings: Settings | VerifySettings | None,
+    findings: Iterable[Finding] | None = None,
+    parsed: Parsed | None = None,
 ) -> list[tuple[int, str]]:
     """(line, code) of the analysis's warnings and errors inside the target, under the
-    project's settings and `# noqa` comments: the lines whose run the result must account for."""
+    project's settings and `# noqa` comments: the lines whose run the result must account for.
+    ``findings``: the analysis's of ``text`` when the caller has them (None: analyse it, from
+    the tree of ``parsed`` when it is parsed already)."""
     from inplace_lsp import config
     from inplace_lsp.analysis import engine
     from inplace_lsp.analysis.findings import Severity
@@ -839,10 +862,15 @@ def _flagged(
     if not isinstance(first, int) or not isinstance(last, int):
         return []
     chosen = settings if isinstance(settings, Settings) else Settings()
-    try:
-        found = engine.analyze_document(text, path).findings
-    except (SyntaxError, ValueError, RecursionError):
-        return []
+    if findings is not None:
+        found = list(findings)
+    else:
+        try:
+            if parsed is not None and parsed.text == text:
+                engine.default_workspace().parse_cache.add_document(text, parsed.tree())
+            found = engine.analyze_document(text, path).findings
+        except (SyntaxError, ValueError, RecursionError):
+            return []
     lines = split_lines(text)  # as ast numbers them
     kept = config.apply(found, chosen, lines)
     return sorted(

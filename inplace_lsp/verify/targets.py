@@ -35,6 +35,7 @@ from inplace_lsp.analysis.model import (
     calls_backward,
     looks_like_module,
 )
+from inplace_lsp.verify.parsed import Parsed, parse
 
 __all__ = ["VerifyError", "find_target", "SPEC_VERSION"]
 
@@ -2069,16 +2070,17 @@ def find_target(
     *,
     path: str | None = None,
     constructor_args: Mapping[str, Any] | Sequence[Any] | None = None,
+    parsed: Parsed | None = None,
 ) -> Spec:
     """The verify spec for the target enclosing ``line`` (1-based), or the file's main target.
 
     ``constructor_args`` (a tuple of positional or a dict of keyword arguments, literals only)
-    overrides how a module class is constructed. Raises VerifyError with a message that says
-    what is missing and how to provide it.
+    overrides how a module class is constructed. ``parsed``: the text's tree, when the caller
+    has it. Raises VerifyError with a message that says what is missing and how to provide it.
     """
     where = path or "<text>"
     try:
-        tree = ast.parse(text)
+        tree = parse(text, parsed)
     except SyntaxError as exc:
         raise VerifyError(f"cannot parse {where}: line {exc.lineno}: {exc.msg}") from None
     model = model_mod.build([(tree, 1, True)], path=path, lines=split_lines(text))

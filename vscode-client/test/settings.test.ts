@@ -48,6 +48,7 @@ describe('resolveSettings', () => {
                 run: 'onSave',
                 debounceMs: 250,
                 maxFileBytes: 5000000,
+                functionTimeLimitS: 2.5,
                 'verify.device': 'cpu',
                 'verify.timeoutS': 30,
                 'verify.python': '${env:VENV}/bin/python',
@@ -66,6 +67,7 @@ describe('resolveSettings', () => {
             run: 'onSave',
             debounceMs: 250,
             maxFileBytes: 5000000,
+            functionTimeLimitS: 2.5,
             verify: { device: 'cpu', timeoutS: 30, python: '/venvs/torch/bin/python', launcher: ['srun', '--chdir=/ws'] },
         });
     });
@@ -82,6 +84,7 @@ describe('resolveSettings', () => {
                 run: 'always',
                 debounceMs: Number.NaN,
                 maxFileBytes: 'big',
+                functionTimeLimitS: null,
                 'verify.device': 'tpu',
                 'verify.timeoutS': '10',
                 'verify.python': '   ',
@@ -102,7 +105,7 @@ describe('serverSettings', () => {
         const sent = serverSettings({ ...DEFAULTS, interpreter: ['/usr/bin/python3'], importStrategy: 'fromEnvironment' });
         assert.equal('interpreter' in sent, false);
         assert.equal('importStrategy' in sent, false);
-        assert.deepEqual(Object.keys(sent).sort(), ['debounceMs', 'ignore', 'maxFileBytes', 'run', 'select', 'severity', 'showHints', 'strict', 'verify']);
+        assert.deepEqual(Object.keys(sent).sort(), ['debounceMs', 'functionTimeLimitS', 'ignore', 'maxFileBytes', 'run', 'select', 'severity', 'showHints', 'strict', 'verify']);
     });
 });
 

@@ -30,6 +30,7 @@ export interface ISettings {
     run: RunMode;
     debounceMs: number;
     maxFileBytes: number;
+    functionTimeLimitS: number;
     verify: IVerifySettings;
 }
 
@@ -48,6 +49,7 @@ export const DEFAULTS: ISettings = {
     run: 'onType',
     debounceMs: 0,
     maxFileBytes: 2_000_000,
+    functionTimeLimitS: 1.5,
     verify: { device: 'auto', timeoutS: 120, python: null, launcher: [] },
 };
 
@@ -115,6 +117,7 @@ export function resolveSettings(config: ConfigurationLike, context: VariableCont
         run: oneOf(config.get('run'), ['onType', 'onSave'] as const, DEFAULTS.run),
         debounceMs: finiteNumber(config.get('debounceMs'), DEFAULTS.debounceMs),
         maxFileBytes: finiteNumber(config.get('maxFileBytes'), DEFAULTS.maxFileBytes),
+        functionTimeLimitS: finiteNumber(config.get('functionTimeLimitS'), DEFAULTS.functionTimeLimitS),
         verify: {
             device: oneOf(config.get('verify.device'), ['auto', 'cuda', 'cpu'] as const, DEFAULTS.verify.device),
             timeoutS: finiteNumber(config.get('verify.timeoutS'), DEFAULTS.verify.timeoutS),

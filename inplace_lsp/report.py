@@ -1,13 +1,14 @@
-"""The reports `inplace-lsp run` leaves in a workspace: which files there are, and the findings
-of the newest run read from them.
+"""The report of a run under the runtime detector (`inplace-lsp run`, `inplace_lsp.detect()`,
+the pytest plugin): its format, where it goes, writing it, and reading the newest run back.
 
 `inplace-lsp run SCRIPT` writes `<root>/.inplace-lsp/last-run.json` (under torchrun one
 `last-run-rank<N>.json` per rank, all with the run's `run_id`). Only the newest run counts:
 the newest file by mtime names the run, and every file of that run is read; files of older
 runs are stale. A file that cannot be read (missing, empty, half written, not JSON, not
-format 1) is logged in one line and never stops the server.
+format 1) is logged in one line and never stops the reader (the language server).
 
-Pure file reading: no LSP types here (`run_findings` turns findings into diagnostics).
+The standard library only: the detector imports this in the user's process. The server's
+side (watching and polling the files, findings as diagnostics) is in `inplace_lsp.lsp`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -25,14 +27,7 @@ logger = logging.getLogger(__name__)
 TOOL = "inplace-lsp run"
 FORMAT = 1
 DIRECTORY = ".inplace-lsp"
-GLOB = f"**/{DIRECTORY}/last-run*.json"  # what the client is asked to watch
-FOLDER_GLOB = f"**/{DIRECTORY}"  # and the folder: a watcher may miss a file in a new folder
-POLL_S = 2.0  # how often the files are looked at when the client cannot watch them
-# ... and when it watches them: a client's watcher may miss the folder (eglot watches only
-# folders that held project files when the server registered, and .inplace-lsp is ignored).
-WATCHED_POLL_S = 10.0
-# After the folder itself appears: when to look again for a report its watcher missed.
-RECHECK_S = (0.5, 2.0)
+NAME = "last-run.json"  # in DIRECTORY of the project root; torchrun: last-run-rank<N>.json
 _NAME = re.compile(r"last-run(?:-rank\d+)?\.json")
 # What makes a folder a project root for `inplace-lsp run`, which writes its report there.
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", DIRECTORY)
@@ -105,6 +100,16 @@ def project_root(start: str, fallback: str | None = None) -> str:
         folder = above
 
 
+def write(path: Path, data: Mapping[str, Any]) -> None:
+    """Writes a report atomically: to a temporary name in the same folder, then renamed (a
+    reader never sees half of it). Raises OSError."""
+    text = json.dumps(data, indent=1, ensure_ascii=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
 def is_report(path: str) -> bool:
     """Whether `path` names a report file (a watched-file event for it means "read again")."""
     parent, name = os.path.split(path)
@@ -113,7 +118,7 @@ def is_report(path: str) -> bool:
 
 def signature(folders: Sequence[str]) -> Signature:
     """The report files of the workspace folders with their mtime and size: one directory
-    listing per folder (a poll every POLL_S costs next to nothing)."""
+    listing per folder (a poll every few seconds costs next to nothing)."""
     found: list[tuple[str, int, int]] = []
     for folder in folders:
         directory = os.path.join(folder, DIRECTORY)
