@@ -191,25 +191,7 @@ def test_bad_input_never_raises(text: str, error_lines: list[int]) -> None:
     assert bool(result.syntax_errors) == bool(error_lines)
 
 
-@pytest.mark.parametrize(
-    "text,error_lines",
-    [
-        pytest.param(
-            *param.values,
-            id=param.id,
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=AssertionError,
-                reason="a parse error without a line is blamed on line 1 as well: "
-                "blocks.Splitter._fallback takes its lineno as 1",
-            ),
-        )
-        if _fails_without_a_line(param.values[0])
-        else param
-        for param in BAD_INPUTS
-        if param.values[1]
-    ],
-)
+@pytest.mark.parametrize("text,error_lines", [p for p in BAD_INPUTS if p.values[1]])
 def test_bad_input_says_the_line_of_its_syntax_error(text: str, error_lines: list[int]) -> None:
     assert [e.line for e in analyze_document(text).syntax_errors] == error_lines
 
@@ -372,6 +354,36 @@ def test_a_callee_over_the_time_limit_is_unknown_where_it_is_called() -> None:
         "(setting function_time_limit_s)"
     )
     assert [(f.code, f.span.line) for f in result.findings] == [("IPL001", 2411), ("IPL001", 2418)]
+
+
+def _long_block(lines: int) -> str:
+    return "def long(x):\n" + "".join(f"    x = x + {i}\n" for i in range(lines)) + "    return x\n"
+
+
+def test_a_syntax_error_typed_beside_a_long_function_does_not_parse_it_again() -> None:
+    """A region that does not parse is widened by the blocks around it (an `else:` typed
+    under an `if`), but not over thousands of lines: that parsed a 20,000-line function
+    three times per keystroke."""
+    cache = ParseCache()
+    analysis = DocumentAnalysis(parse_cache=cache)
+    head = "import torch\n\n\n" + _long_block(3000) + "\n\ndef short(x):\n    y = x.exp()\n"
+    analysis.update(head + "    return y\n")
+    before = cache.parses
+    typed = analysis.update(head + "    y.\n    return y\n")
+    assert [e.line for e in typed.syntax_errors] == [3010]
+    assert cache.parses - before == 2  # the short block: tried, then kept with its error
+    fixed = analysis.update(head + "    y.add_(1)\n    return y\n")
+    assert [(f.code, f.line) for f in fixed.findings] == [("IPL001", 3010)]
+
+
+def test_an_else_typed_after_a_long_block_still_joins_it() -> None:
+    analysis = DocumentAnalysis()
+    body = "".join(f"    x = x + {i}\n" for i in range(3000))
+    text = "import torch\nx = torch.ones(2)\nif x.sum() > 0:\n" + body
+    analysis.update(text + "y = 1\n")
+    edited = analysis.update(text + "else:\n    x.add_(1)\n")
+    assert edited.syntax_errors == []
+    assert edited == analyze_document(text + "else:\n    x.add_(1)\n")
 
 
 def test_an_edit_elsewhere_does_not_time_a_slow_function_again() -> None:

@@ -21,6 +21,9 @@ from inplace_lsp.analysis.lines import line_count, lines_with_ends
 _CONTINUATIONS = ("else", "elif", "except", "finally", "case")
 _CLOSERS = (")", "]", "}")
 _MAX_GROW = 3  # how many times a region that does not parse is widened by a block each side
+# ... while it stays this short: a syntax error typed beside a 20,000-line function parsed it
+# three times per keystroke (an `else:` after a longer block has the whole text parsed again).
+_MAX_GROWN_LINES = 2_000
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,11 @@ class Splitter:
             if attempt:
                 first, last = max(first - 1, 0), min(last + 1, len(old_blocks) - 1)
             r_start, r_end = self._bounds(old_blocks, first, last, delta)
+            if attempt and r_end - r_start > _MAX_GROWN_LINES:
+                r_start, r_end = self._bounds(old_blocks, *narrow, delta)
+                if r_start < len(new) and new[r_start].startswith(_CONTINUATIONS + _CLOSERS):
+                    return self._region(new, 0, len(new))  # it may continue the block above
+                break
             middle = self._region(new, r_start, r_end, strict=True)
             if middle or (first == 0 and last == len(old_blocks) - 1):
                 break
@@ -286,7 +294,18 @@ class Splitter:
         syntax-error block, and the code before and after it is split as usual (recursively,
         for several errors), so everything around a syntax error keeps its blocks."""
         pieces = _candidate_ranges(lines, start, end)
-        error_line = start + (error.lineno or 1) - 1  # 0-based document line
+        if error.lineno is None and len(pieces) > 1 and depth <= 64:
+            # Python names no line (null bytes; an expression nested too deep for its parser):
+            # each half is parsed alone, down to the piece that does not parse.
+            middle = pieces[len(pieces) // 2][0]
+            return [
+                *self._region(lines, start, middle, depth=depth + 1),
+                *self._region(lines, middle, end, depth=depth + 1),
+            ]
+        if error.lineno is None:  # one piece: the line with a null byte, or its first
+            error_line = next((i for i in range(start, end) if "\x00" in lines[i]), start)
+        else:
+            error_line = start + error.lineno - 1  # 0-based document line
         e_start, e_end = next(((a, b) for a, b in pieces if a <= error_line < b), pieces[-1])
         if depth > 64:  # a file of many errors: the rest is one error block
             e_start, e_end = start, end

@@ -226,24 +226,22 @@ class InplaceProtocol(LanguageServerProtocol):
     def is_open(self, uri: str) -> bool:
         return unquote(uri) in self.workspace.text_documents
 
-    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(
-        self, params: types.DidChangeTextDocumentParams
-    ) -> Generator[Any, Any, None]:
-        if not self.is_open(params.text_document.uri):
-            logger.warning("didChange of %s ignored: it is not open", params.text_document.uri)
-            return
-        yield from super().lsp_text_document__did_change(params)
-
     def _did_change(self, params: types.DidChangeTextDocumentParams) -> None:
-        """A keystroke, handled as pygls would (the text synced, then the server's handler,
-        a plain function), without its dispatch: a generator run through futures with a
-        uuid per step, and a check of the message against each runtime protocol in turn,
-        cost more than the text sync and the handler together."""
+        """A keystroke: the text synced through the workspace, then the server's handler (a
+        plain function), called here (handle_message routes every didChange to it). pygls's
+        dispatch of a notification (a generator run through futures with a uuid per step, and
+        a check of the message against each runtime protocol in turn) cost more than the text
+        sync and the handler together."""
+        uri = params.text_document.uri
+        if not self.is_open(uri):
+            logger.warning("didChange of %s ignored: it is not open", uri)
+            return
         try:
-            for step in self.lsp_text_document__did_change(params):
-                handler, args, _ = step
-                handler(*args)
+            for change in params.content_changes:
+                self.workspace.update_text_document(params.text_document, change)
+            handler = self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)
+            if handler is not None:
+                handler(params)
         except Exception as exc:  # as pygls reports a notification handler's failure
             logger.exception("textDocument/didChange failed")
             self._server._report_server_error(exc, FeatureNotificationError)
