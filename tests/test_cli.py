@@ -63,7 +63,9 @@ def patch_analyzer(
 ) -> None:
     """Replaces the analyzer the CLI calls with one returning these findings."""
 
-    def analyze_document(text: str, path: str | None = None) -> engine.DocumentResult:
+    def analyze_document(
+        text: str, path: str | None = None, *, time_limit_s: float | None = None
+    ) -> engine.DocumentResult:
         return engine.DocumentResult(analyze(text, path), [], 0)
 
     monkeypatch.setattr(engine, "analyze_document", analyze_document)
@@ -793,9 +795,11 @@ def cached_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Pat
     analysed: list[str] = []
     real = engine.analyze_document
 
-    def counting(text: str, path: str | None = None) -> engine.DocumentResult:
+    def counting(
+        text: str, path: str | None = None, *, time_limit_s: float | None = None
+    ) -> engine.DocumentResult:
         analysed.append(Path(path or "").name)
-        return real(text, path)
+        return real(text, path, time_limit_s=time_limit_s)
 
     monkeypatch.setattr(engine, "analyze_document", counting)
     return tmp_path / "cache", analysed

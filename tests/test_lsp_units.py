@@ -643,7 +643,7 @@ def test_notebook_verify_diagnostics_land_in_cells_and_go_on_edit(tmp_path: Path
         "saved_by": {"path": path, "line": 3, "op": "SigmoidBackward0"},
         "related": [],
     }
-    session._verified_notebook(notebook, document.layout, path, program, 4, result)
+    session.verifying.verified_notebook(notebook, document.layout, path, program, 4, result)
     version, found = client.published[-1][1], client.published[-1][2]
     assert client.published[-1][0] == "c2" and version == 1
     (checked,) = [d for d in found if d.source == "inplace-lsp verify"]
@@ -801,7 +801,7 @@ def test_verify_results_are_pushed_to_pull_clients_without_refresh(tmp_path: Pat
         "related": [],
     }
     lines = split_lines(DOC)
-    session._verified_result(uri, 1, path, lines, line, result)
+    session.verifying.verified_result(uri, 1, path, lines, line, result)
     assert client.refreshes == 0
     (published_uri, version, found) = client.published[-1]
     assert (published_uri, version) == (uri, 1)
@@ -817,7 +817,7 @@ def test_verify_results_are_pushed_to_pull_clients_without_refresh(tmp_path: Pat
     assert f"line {line + 1} overwrites" in found[0].message
     session.change_document(uri, 3, DOC.replace("h += 1", "h += 2"), saved=False)
     assert client.published[-1] == (uri, 3, [])
-    session._verified_result(uri, 3, path, lines, line, result)
+    session.verifying.verified_result(uri, 3, path, lines, line, result)
     session.close_document(uri)
     assert client.published[-1] == (uri, None, [])
 
@@ -861,13 +861,21 @@ def test_each_target_keeps_its_verify_result_until_its_text_changes(tmp_path: Pa
         return sorted((d.range.start.line + 1, d.message.split(":")[0]) for d in found
                       if d.source == "inplace-lsp verify")  # fmt: skip
 
-    session._verified_result(uri, 1, path, lines, gate, _failed(path, "Gate", gate - 1, gate))
-    session._verified_result(uri, 1, path, lines, other, _failed(path, "Other", other - 1, other))
+    session.verifying.verified_result(
+        uri, 1, path, lines, gate, _failed(path, "Gate", gate - 1, gate)
+    )
+    session.verifying.verified_result(
+        uri, 1, path, lines, other, _failed(path, "Other", other - 1, other)
+    )
     assert verified() == [(gate, "Gate fails"), (other, "Other fails")]
     ok = {**error_result("Gate"), "status": "ok", "device": "cpu"}
-    session._verified_result(uri, 1, path, lines, gate, ok)  # Gate fixed elsewhere: only it goes
+    session.verifying.verified_result(
+        uri, 1, path, lines, gate, ok
+    )  # Gate fixed elsewhere: only it goes
     assert verified() == [(other, "Other fails")]
-    session._verified_result(uri, 1, path, lines, gate, _failed(path, "Gate", gate - 1, gate))
+    session.verifying.verified_result(
+        uri, 1, path, lines, gate, _failed(path, "Gate", gate - 1, gate)
+    )
     edited = TWO_GATES.replace("return self.act", "# why\n        return self.act")
     session.change_document(uri, 2, edited, saved=False)  # inside Gate, above Other
     assert verified() == [(other + 1, "Other fails")]

@@ -1,0 +1,205 @@
+"""The findings of the newest `inplace-lsp run` report in the workspace folders, in a session:
+the report files looked at again when they change (watched, or polled), the findings followed
+through the edits of the open files (run_findings.RunFindings), and their diagnostics sent to
+the client: with the analysis's in an open file, on their own in a file that is not open."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from inplace_lsp import report
+from inplace_lsp.lsp.run_findings import RunFindings, file_key
+
+if TYPE_CHECKING:
+    from inplace_lsp.lsp.session import Session
+
+logger = logging.getLogger(__name__)
+
+# The reports of `inplace-lsp run` (inplace_lsp.report): what the client is asked to watch,
+# the files and their folder (a watcher may miss a file in a new folder).
+REPORT_GLOBS = (f"**/{report.DIRECTORY}/last-run*.json", f"**/{report.DIRECTORY}")
+POLL_S = 2.0  # how often the files are looked at when the client cannot watch them
+# ... and when it watches them: a client's watcher may miss the folder (eglot watches only
+# folders that held project files when the server registered, and .inplace-lsp is ignored).
+WATCHED_POLL_S = 10.0
+# After the folder itself appears: when to look again for a report its watcher missed.
+RECHECK_S = (0.5, 2.0)
+
+
+class RunDiagnostics:
+    """The run findings of a session; every method runs on the event loop thread."""
+
+    def __init__(self, session: Session, folders: list[str]) -> None:
+        self._session = session
+        # The newest `inplace-lsp run` report, read from the workspace folders' .inplace-lsp/;
+        # without folders (an editor in single-file mode), from the open files' project roots.
+        self.workspace_folders = folders
+        self._run = RunFindings()
+        self._run_files: report.Signature | None = None  # the report files last read
+        self._run_keys: dict[str, str] = {}  # open file URI -> its run_findings.file_key
+        self._run_pushed: set[str] = set()  # URIs holding run diagnostics pushed apart
+        self.generation = 0  # bumped when run diagnostics change (pull result ids)
+
+    @property
+    def report_folders(self) -> list[str]:
+        """Where `inplace-lsp run` reports are looked for (in `.inplace-lsp/`): the workspace
+        folders, else the project root of each open file (see report.project_root)."""
+        if self.workspace_folders:
+            return self.workspace_folders
+        folders = {
+            os.path.dirname(os.path.abspath(d.path))
+            for d in self._session._documents.values()
+            if d.path
+        }
+        return sorted({report.project_root(folder) for folder in folders})
+
+    @property
+    def poll_s(self) -> float:
+        """How often the report files are looked at: often when the client watches no files
+        for the server (or has no folders to watch them in), seldom when its watcher should
+        have told already."""
+        if self._session.features.watch_files and self.workspace_folders:
+            return WATCHED_POLL_S
+        return POLL_S
+
+    def load(self) -> None:
+        """Reads the newest run's report (at start, and when a report file changed); its
+        findings replace the last run's. A report being written keeps what is shown."""
+        folders = self.report_folders
+        self._run_files = report.signature(folders)
+        try:
+            run = report.newest_run(folders, self._run_files)
+            if run is not None:  # None: the newest file is not readable (yet)
+                self._changed(self._run.replace(run))
+        except Exception:  # a report must never take the server down
+            logger.exception("reading the run reports failed")
+
+    def poll(self) -> None:
+        """Every `poll_s`: reads the reports again when a file's mtime or size changed (a
+        directory listing per folder otherwise)."""
+        if report.signature(self.report_folders) != self._run_files:
+            self.load()
+
+    def files_changed(self, paths: Sequence[str]) -> None:
+        """workspace/didChangeWatchedFiles: a report, or its folder, read again."""
+        if any(report.is_report(p) or Path(p).name == report.DIRECTORY for p in paths):
+            self.load()
+        if any(Path(p).name == report.DIRECTORY for p in paths):
+            # A new .inplace-lsp folder: a watcher may report the folder and miss the report
+            # written into it at once (VS Code's does), so look again shortly.
+            with contextlib.suppress(RuntimeError):  # no event loop (a direct call in a test)
+                loop = asyncio.get_running_loop()
+                for delay in RECHECK_S:
+                    loop.call_later(delay, self.poll)
+
+    def disk_changed(self, path: str) -> None:
+        """A Python file changed on disk (see RunFindings.disk_changed)."""
+        self._changed(self._run.disk_changed(file_key(path)).keys)
+
+    def diagnostics(self, uri: str) -> list[types.Diagnostic]:
+        """The run findings in an open file."""
+        key = self._run_keys.get(uri)
+        if key is None:
+            return []
+        return self._run.diagnostics(key, self._session.features.encoding)
+
+    def pushed_apart(self, uri: str) -> list[types.Diagnostic]:
+        """The run findings in an open file, for a push of their own (Session._pushed_apart)."""
+        ran = self.diagnostics(uri)
+        if ran:
+            self._run_pushed.add(uri)  # cleared when the file closes, if none are left then
+        return ran
+
+    def info(self) -> dict[str, Any]:
+        """The newest run, for the debug info."""
+        run = self._run.run
+        return {"files": list(run.files), "runId": run.run_id}
+
+    def _changed(self, keys: set[str] | frozenset[str]) -> None:
+        """The client hears that the run diagnostics of these files changed: a file that is
+        not open gets them pushed on their own; an open one as its analysis's go (pushed
+        with them, a refresh to pull, or pushed apart)."""
+        if not keys:
+            return
+        session = self._session
+        features = session.features
+        self.generation += 1
+        refresh = False
+        for key in sorted(keys):
+            uri = self._run.uri(key)
+            document = session._documents.get(uri)
+            if document is None or self._run_keys.get(uri) != key:
+                found = self._run.diagnostics(key, features.encoding)
+                if found or uri in self._run_pushed:
+                    session.client.publish(uri, None, found)
+                (self._run_pushed.add if found else self._run_pushed.discard)(uri)
+            elif features.verify_pushed:
+                version = document.layout.cells[0].version
+                session.client.publish(uri, version, session._pushed_apart(uri, version))
+            elif features.pull:
+                refresh = True
+            elif session.scheduler.snapshot(uri) is not None:
+                session._push(uri)
+        if refresh and features.refresh:
+            session.client.refresh_diagnostics()
+
+    def opened(self, uri: str, version: int | None, path: str, text: str) -> None:
+        """A file opened: its run findings follow the buffer from now on, and go out with
+        its analysis (a client that pulls has the copy pushed while it was closed removed)."""
+        session = self._session
+        key = file_key(path)
+        self._run_keys[uri] = key
+        before = self._run.uri(key)  # the path's URI, which the editor may spell otherwise
+        changed = self._run.opened(key, uri, text)
+        for pushed in sorted({before, uri} & self._run_pushed):
+            if pushed == uri and session.features.verify_pushed:
+                continue  # still pushed apart, now from the buffer's lines
+            self._run_pushed.discard(pushed)
+            if pushed != uri or session.features.pull:  # a push of the analysis replaces it
+                session.client.publish(pushed, None, [])
+        if key in changed.keys and session.features.verify_pushed:
+            session.client.publish(uri, version, session._pushed_apart(uri, version))
+        self._changed(changed.keys - {key})  # related lines in other files moved
+        if not self.workspace_folders:
+            self.poll()  # a report of this file's project, not looked at yet
+
+    def follow(
+        self,
+        uri: str,
+        version: int | None,
+        text: str,
+        changes: Sequence[object] | None,
+        lines: Sequence[str] | None,
+    ) -> None:
+        """A file changed: its run findings move with their lines, and go when a line changed.
+        Moved only, a pushing client gets them with the new version's analysis, and a
+        pulling one pulls after the edit anyway."""
+        key = self._run_keys.get(uri)
+        if key is None:
+            return
+        changed = self._run.edited(key, text, lines, changes)
+        if not changed.keys:
+            return
+        session = self._session
+        self.generation += 1
+        if key in changed.keys:
+            if session.features.verify_pushed:
+                session.client.publish(uri, version, session._pushed_apart(uri, version))
+            elif key in changed.dropped and not session.features.pull:
+                if session.scheduler.snapshot(uri) is not None:
+                    session._push(uri)  # now, not after the analysis (which may wait for a save)
+        self._changed(changed.keys - {key})
+
+    def closed(self, uri: str) -> None:
+        """A file closed."""
+        key = self._run_keys.pop(uri, None)
+        if key is not None:  # its run findings again as on disk, pushed as for closed files
+            self._changed(self._run.closed(key).keys)
