@@ -1,7 +1,10 @@
-"""Throughput of `inplace-lsp check` over every .py file of torchvision and timm, as a ratio to
-reading and `ast.parse`-ing the same files sequentially in this process.
+"""Throughput of `inplace-lsp check` over every .py file of torchvision and timm (or the
+corpora named), as a ratio to reading and `ast.parse`-ing the same files sequentially in this
+process.
 
-    python benchmarks/throughput.py [--jobs N] [--repeat R]
+    python benchmarks/throughput.py [--jobs N] [--repeat R] [--corpora NAME ...]
+
+(issue 24 measures `--corpora torchvision timm transformers`)
 
 Rows: (a) the reference, read + ast.parse of every file, one after the other; (b) the CLI's code
 path, `cli.check_files` (worker processes above cli.PARALLEL_MIN_FILES files, skips files that
@@ -84,9 +87,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=2, help="runs of the reference before and after (median)"
     )
+    parser.add_argument(
+        "--corpora",
+        nargs="+",
+        choices=sorted(_sources.CORPORA),
+        default=list(_sources.PACKAGES),
+        help="the library corpora to check (default: torchvision timm)",
+    )
     args = parser.parse_args(argv)
     try:
-        paths = _sources.python_files()
+        paths = [p for files in _sources.corpus_files(args.corpora).values() for p in files]
     except _sources.SourcesUnavailable as exc:
         print(f"throughput: skipped, sources unavailable: {exc}")
         return 0
@@ -118,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     seq_findings = [f for findings in per_file for f in findings]
     checked = sum(r.checked for r in results)
 
-    print(f"torchvision {_sources.PACKAGES['torchvision']} + timm {_sources.PACKAGES['timm']}")
+    print(" + ".join(f"{name} {_sources.CORPORA[name].version}" for name in args.corpora))
     print(f"{'run':<44}{'files':>7}{'lines':>9}{'wall s':>9}{'ratio':>8}{'cpu s':>9}{'ratio':>8}")
     rows = [
         ("(a) read + ast.parse, sequential", parse_s, parse_cpu),

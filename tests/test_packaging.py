@@ -97,7 +97,7 @@ def test_the_wheel_holds_the_package_and_nothing_else(dist: Path) -> None:
     with zipfile.ZipFile(_one(dist, "*.whl")) as wheel:
         entry_points = wheel.read(f"{info}/entry_points.txt").decode()
         metadata = wheel.read(f"{info}/METADATA").decode()
-    assert "inplace-lsp = inplace_lsp.cli:main" in entry_points
+    assert "inplace-lsp = inplace_lsp.cli:entry" in entry_points
     assert "License-Expression: MIT" in metadata
     assert f"{info}/licenses/LICENSE" in names
 
