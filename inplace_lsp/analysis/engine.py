@@ -197,6 +197,10 @@ class DocumentAnalysis:
         self._placed: dict[tuple[int, int], Block] = {}  # the last update's blocks by place
         self._training: dict[str, frozenset[str]] = {}  # block text -> functions calling backward
         self._summaries = SummaryCache()
+        # ClassInfo.init_said by the text of `__init__`, its place from the `class` line and
+        # the imports: a keystroke in another method of the class need not dump `__init__`'s
+        # nodes again (a quarter of such a keystroke's analysis).
+        self._init_said: dict[Hashable, int] = {}
 
     @property
     def fresh(self) -> bool:
@@ -754,7 +758,8 @@ class DocumentAnalysis:
             frag = self._fragments.get(key)
             if frag is None:
                 assert block.tree is not None
-                frag = model_mod.fragment(block.tree, block.start, model, self._box)
+                said = functools.partial(self._said, block, imports_key)
+                frag = model_mod.fragment(block.tree, block.start, model, self._box, said)
                 # A block parsed again at the same place, its classes' shapes unchanged (a
                 # keystroke in a method body): each class keeps its ClassInfo, with the new
                 # nodes, so what holds objects of it (kept summaries) still matches.
@@ -768,6 +773,29 @@ class DocumentAnalysis:
         self._fragments, self._places = live, places
         model_mod.finalize(model)
         return model
+
+    def _said(self, block: Block, imports_key: int, info: ClassInfo) -> int:
+        """model.init_digest of a class of `block`, kept by what it rests on (see _init_said)."""
+        init = dict.get(info.methods, "__init__")
+        if init is None:
+            return model_mod.init_digest(info)
+        lines = split_lines(block.text)
+        first, last = (
+            init.lineno - block.tree_line0,
+            (init.end_lineno or init.lineno) - block.tree_line0,
+        )
+        key = (
+            "\n".join(lines[max(first, 0) : last + 1]),
+            init.lineno - info.node.lineno,
+            init.col_offset,
+            imports_key,
+        )
+        said = self._init_said.get(key)
+        if said is None:
+            if len(self._init_said) > 4 * len(self._units) + 64:
+                self._init_said.clear()
+            said = self._init_said[key] = model_mod.init_digest(info)
+        return said
 
     def _wanted_entries(
         self,

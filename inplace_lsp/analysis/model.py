@@ -7,10 +7,12 @@ Built from the parsed top-level blocks; holds no torch knowledge beyond name res
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
+from inplace_lsp.analysis import constants
+from inplace_lsp.analysis.constants import NotConstant
 from inplace_lsp.analysis.knowledge import load as load_knowledge
 
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
@@ -539,9 +541,11 @@ def fragment(
     start: int,
     model: ModuleModel,
     box: list[set[tuple[object, str]] | None] | None = None,
+    said: Callable[[ClassInfo], int] = init_digest,
 ) -> Fragment:
     """The definitions of one block; `model` supplies the imports used to resolve names.
-    `box`: record the lookups of each class's methods in it (see Recorded)."""
+    `box`: record the lookups of each class's methods in it (see Recorded); `said`: how each
+    class's init_said is found (a caller may know it from an earlier text of `__init__`)."""
     frag = Fragment()
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -562,7 +566,7 @@ def fragment(
             init = info.methods.get("__init__")
             if init is not None:
                 _scan_init(model, info, init)
-            info.init_said = init_digest(info)
+            info.init_said = said(info)
         else:
             frag.kernels |= _kernels_registered(stmt, model)
     return frag
@@ -729,50 +733,11 @@ def calls_backward(fn: ast.AST) -> bool:
     return False
 
 
-class Undecidable(Exception):
-    """A guard whose value is not known from constants."""
+# A guard or argument whose value is not known from constants (the analysis' name for it).
+Undecidable = NotConstant
 
 
-def evaluate(node: ast.expr, consts: dict[str, object]) -> object:
-    """The value of a small constant expression (constructor-argument tests in __init__)."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        if node.id in consts:
-            return consts[node.id]
-        raise Undecidable(node.id)
-    if isinstance(node, ast.UnaryOp):
-        operand = evaluate(node.operand, consts)
-        if isinstance(node.op, ast.Not):
-            return not operand
-        if isinstance(node.op, ast.USub) and isinstance(operand, (int, float)):
-            return -operand
-        raise Undecidable("unary")
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [evaluate(element, consts) for element in node.elts]
-    if isinstance(node, ast.BoolOp):
-        values = [evaluate(v, consts) for v in node.values]
-        return all(values) if isinstance(node.op, ast.And) else any(values)
-    if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        left, right = evaluate(node.left, consts), evaluate(node.comparators[0], consts)
-        op = node.ops[0]
-        try:
-            if isinstance(op, ast.Eq):
-                return left == right
-            if isinstance(op, ast.NotEq):
-                return left != right
-            if isinstance(op, ast.Is):
-                return left is right
-            if isinstance(op, ast.IsNot):
-                return left is not right
-            if isinstance(op, ast.Lt):
-                return left < right  # type: ignore[operator]
-            if isinstance(op, ast.Gt):
-                return left > right  # type: ignore[operator]
-            if isinstance(op, ast.LtE):
-                return left <= right  # type: ignore[operator]
-            if isinstance(op, ast.GtE):
-                return left >= right  # type: ignore[operator]
-        except TypeError as exc:
-            raise Undecidable("compare") from exc
-    raise Undecidable(type(node).__name__)
+def evaluate(node: ast.expr, consts: Mapping[str, object]) -> object:
+    """The value of a constant expression where only `consts` (name -> value) are known:
+    constructor-argument tests in __init__ (`if norm == "batch":`); Undecidable otherwise."""
+    return constants.evaluate(node, constants.Scope(consts))

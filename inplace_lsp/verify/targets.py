@@ -1,8 +1,10 @@
 """Decide what `verify` runs: the target at a line, how to construct it and what to feed it.
 
 Pure: reads the source with ``ast`` (imports and classes through
-``inplace_lsp.analysis.model``) and imports neither torch nor pygls. The product is a JSON-able
-spec that ``harness.run_spec`` executes in the user's interpreter:
+``inplace_lsp.analysis.model``, constant expressions through ``inplace_lsp.analysis.constants``,
+whose ``Scope`` ``_Scope`` extends with ``self.<attr>``, tensors and layer constructor calls)
+and imports neither torch nor pygls. The product is a JSON-able spec that ``harness.run_spec``
+executes in the user's interpreter:
 
 * ``kind`` "module" (an ``nn.Module`` subclass) or "function" (a top-level function);
 * ``construct``: a user hook (``example_args()``), literal arguments (defaults, a call of the
@@ -21,13 +23,12 @@ from __future__ import annotations
 
 import ast
 import itertools
-import math
-import operator
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from inplace_lsp.analysis import model as model_mod
+from inplace_lsp.analysis.constants import BINARY_OPS, NotConstant, Scope, evaluate
 from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.analysis.model import (
     ClassInfo,
@@ -90,7 +91,7 @@ def literal_spec(value: object) -> Spec:
         return {"dict": {str(k): literal_spec(v) for k, v in value.items()}}
     if value is None or isinstance(value, (bool, int, float, str)):
         return {"value": value}
-    raise _Unknown(f"{type(value).__name__} is not a literal")
+    raise NotConstant(f"{type(value).__name__} is not a literal")
 
 
 def describe_value(spec: Spec) -> str:
@@ -113,10 +114,6 @@ def describe_value(spec: Spec) -> str:
 
 
 # --------------------------------------------------------------------------- evaluation
-
-
-class _Unknown(Exception):
-    """A value that cannot be known from the source alone; the message says which."""
 
 
 @dataclass
@@ -148,59 +145,6 @@ class LayerRef:
         return source if len(source) <= 60 else source[:57] + "..."
 
 
-_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-}
-_BUILTINS: dict[str, Callable[..., Any]] = {
-    "int": int,
-    "float": float,
-    "round": round,
-    "min": min,
-    "max": max,
-    "abs": abs,
-    "len": len,
-    "sum": sum,
-    "tuple": tuple,
-    "list": list,
-    "bool": bool,
-    "str": str,
-    "range": range,
-    "pow": pow,
-    "divmod": divmod,
-    "zip": lambda *a: list(zip(*a, strict=False)),
-    "enumerate": lambda *a: list(enumerate(*a)),
-    "reversed": lambda a: list(reversed(a)),
-}
-_MATH: dict[str, Any] = {
-    "math.ceil": math.ceil,
-    "math.floor": math.floor,
-    "math.sqrt": math.sqrt,
-    "math.isqrt": math.isqrt,
-    "math.log": math.log,
-    "math.log2": math.log2,
-    "math.prod": math.prod,
-    "math.gcd": math.gcd,
-    "math.pi": math.pi,
-    "math.e": math.e,
-}
 _TENSOR_MAKERS = frozenset(
     {"randn", "rand", "zeros", "ones", "empty", "full", "randint", "normal", "arange", "eye"}
 )
@@ -208,8 +152,10 @@ _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 
 @dataclass
-class _Scope:
-    """Names visible while evaluating: locals, ``self`` attributes, module constants."""
+class _Scope(Scope):
+    """Names visible while running ``__init__`` symbolically: locals, ``self`` attributes,
+    module constants; on top of the generic constants, tensors (``_Tensor``) and constructor
+    calls (``LayerRef``), module-level helpers run symbolically."""
 
     model: ModuleModel
     names: dict[str, Any]
@@ -228,42 +174,32 @@ class _Scope:
         elif name in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[name]
         else:
-            raise _Unknown(f"`{name}` is not a constant")
-        if isinstance(value, _Unknown):
+            raise NotConstant(f"`{name}` is not a constant")
+        if isinstance(value, NotConstant):
             raise value
         return value
 
-    def eval(self, node: ast.expr) -> Any:
-        return _evaluate(node, self)
+    def qualify(self, node: ast.expr) -> str | None:
+        return self.model.qualify(node)
 
-
-def _evaluate(node: ast.expr, scope: _Scope) -> Any:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return scope.lookup(node.id)
-    if isinstance(node, ast.Attribute):
-        if isinstance(node.value, ast.Name) and node.value.id == "self" and scope.attrs is not None:
-            if node.attr not in scope.attrs:
-                raise _Unknown(f"`self.{node.attr}` is not known")
-            value = scope.attrs[node.attr]
-            if isinstance(value, _Unknown):
+    def attribute(self, node: ast.Attribute) -> Any:
+        if isinstance(node.value, ast.Name) and node.value.id == "self" and self.attrs is not None:
+            if node.attr not in self.attrs:
+                raise NotConstant(f"`self.{node.attr}` is not known")
+            value = self.attrs[node.attr]
+            if isinstance(value, NotConstant):
                 raise value
             return value
-        qual = scope.model.qualify(node)
-        if qual in _MATH:
-            return _MATH[qual]
-        base = _evaluate(node.value, scope)
-        if isinstance(base, _Tensor) and node.attr == "shape":
-            return base.shape
-        if isinstance(base, Mapping) and node.attr in base:
-            return base[node.attr]
-        raise _Unknown(f"`{ast.unparse(node)}` is not a constant")
-    if isinstance(node, ast.BinOp):
-        op = _BINOPS.get(type(node.op))
-        if op is None:
-            raise _Unknown(ast.unparse(node))
-        left, right = _evaluate(node.left, scope), _evaluate(node.right, scope)
+        return super().attribute(node)
+
+    def member(self, value: Any, node: ast.Attribute) -> Any:
+        if isinstance(value, _Tensor) and node.attr == "shape":
+            return value.shape
+        if isinstance(value, Mapping) and node.attr in value:
+            return value[node.attr]
+        return super().member(value, node)
+
+    def binary(self, node: ast.BinOp, left: Any, right: Any) -> Any:
         if isinstance(left, _Tensor) or isinstance(right, _Tensor):
             # torch.randn(d, r) / d ** 0.5: scaling keeps the shape
             tensors = [v for v in (left, right) if isinstance(v, _Tensor)]
@@ -272,120 +208,48 @@ def _evaluate(node: ast.expr, scope: _Scope) -> Any:
                 return tensors[0]
             if len(tensors) == 2 and tensors[0].shape == tensors[1].shape:
                 return tensors[0]
-            raise _Unknown(ast.unparse(node))
-        try:
-            return op(left, right)
-        except Exception as exc:
-            raise _Unknown(ast.unparse(node)) from exc
-    if isinstance(node, ast.UnaryOp):
-        operand = _evaluate(node.operand, scope)
-        if isinstance(node.op, ast.Not):
-            return not operand
-        if isinstance(node.op, ast.USub):
-            return -operand
-        if isinstance(node.op, ast.UAdd):
-            return +operand
-        raise _Unknown(ast.unparse(node))
-    if isinstance(node, ast.BoolOp):
-        values = [_evaluate(v, scope) for v in node.values]
-        result = values[0]
-        for value in values[1:]:
-            result = (result and value) if isinstance(node.op, ast.And) else (result or value)
-        return result
-    if isinstance(node, ast.Compare):
-        left = _evaluate(node.left, scope)
-        for op_node, right_node in zip(node.ops, node.comparators, strict=True):
-            right = _evaluate(right_node, scope)
-            try:
-                if not _COMPARE[type(op_node)](left, right):
-                    return False
-            except Exception as exc:
-                raise _Unknown(ast.unparse(node)) from exc
-            left = right
-        return True
-    if isinstance(node, ast.IfExp):
-        return _evaluate(node.body if _evaluate(node.test, scope) else node.orelse, scope)
-    if isinstance(node, (ast.Tuple, ast.List)):
-        items: list[Any] = []
-        for elt in node.elts:
-            if isinstance(elt, ast.Starred):
-                items.extend(_evaluate(elt.value, scope))
-            else:
-                items.append(_evaluate(elt, scope))
-        return tuple(items) if isinstance(node, ast.Tuple) else items
-    if isinstance(node, ast.Dict):
-        result_dict: dict[Any, Any] = {}
-        for key, value in zip(node.keys, node.values, strict=True):
-            if key is None:
-                result_dict.update(_evaluate(value, scope))
-            else:
-                result_dict[_evaluate(key, scope)] = _evaluate(value, scope)
-        return result_dict
-    if isinstance(node, ast.Subscript):
-        base = _evaluate(node.value, scope)
-        if isinstance(node.slice, ast.Slice):
-            parts = [
-                None if part is None else _evaluate(part, scope)
-                for part in (node.slice.lower, node.slice.upper, node.slice.step)
-            ]
-            index: Any = slice(*parts)
-        else:
-            index = _evaluate(node.slice, scope)
-        try:
-            return base[index]
-        except Exception as exc:
-            raise _Unknown(ast.unparse(node)) from exc
-    if isinstance(node, (ast.ListComp, ast.GeneratorExp)) and len(node.generators) == 1:
+            raise NotConstant(ast.unparse(node))
+        return super().binary(node, left, right)
+
+    def comprehension(self, node: ast.ListComp | ast.GeneratorExp) -> Any:
         # [Block(dim) for _ in range(depth)]: one element is enough to know the layer.
         gen = node.generators[0]
-        iterable = list(_evaluate(gen.iter, scope))
-        if not iterable:
+        first = next(iter(evaluate(gen.iter, self)), _NO_ITEM)
+        if first is _NO_ITEM:
             return []
-        inner = scope.snapshot()
-        _bind_target(gen.target, iterable[0], inner)
-        return [_evaluate(node.elt, inner)]
-    if isinstance(node, ast.JoinedStr):
-        raise _Unknown("an f-string")
-    if isinstance(node, ast.Call):
-        return _evaluate_call(node, scope)
-    raise _Unknown(ast.unparse(node))
+        inner = self.snapshot()
+        _bind_target(gen.target, first, inner)
+        return [evaluate(node.elt, inner)]
 
-
-def _evaluate_call(node: ast.Call, scope: _Scope) -> Any:
-    func = node.func
-    if isinstance(func, ast.Name) and func.id in _BUILTINS and func.id not in scope.names:
-        args = [_evaluate(a, scope) for a in node.args if not isinstance(a, ast.Starred)]
-        try:
-            return _BUILTINS[func.id](*args)
-        except Exception as exc:
-            raise _Unknown(ast.unparse(node)) from exc
-    qual = scope.model.qualify(func)
-    if qual in _MATH and callable(_MATH[qual]):
-        args = [_evaluate(a, scope) for a in node.args]
-        try:
-            return _MATH[qual](*args)
-        except Exception as exc:
-            raise _Unknown(ast.unparse(node)) from exc
-    if qual in _PARAMETER and node.args:
-        return _evaluate(node.args[0], scope)
-    if qual is not None and qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in _TENSOR_MAKERS:
-        return _Tensor(_tensor_shape(qual.rsplit(".", 1)[-1], node, scope))
-    if isinstance(func, ast.Attribute) and func.attr in ("clone", "detach", "float", "t"):
-        base = _evaluate(func.value, scope)
-        if isinstance(base, _Tensor):
-            return _Tensor(base.shape[::-1]) if func.attr == "t" else base
-    if qual in ("collections.OrderedDict", "OrderedDict", "dict") and node.args:
-        pairs = _evaluate(node.args[0], scope)
-        return dict(pairs)
-    if isinstance(func, ast.Name) and qual in scope.model.functions:
-        return _call_local_function(scope.model.functions[func.id], node, scope)
-    if qual is None and isinstance(func, ast.Attribute):
-        # self.make_layer(...) or config.something(): a module we cannot see into.
-        return LayerRef(None, node, scope.snapshot())
-    ref = LayerRef(qual, node, scope.snapshot())
-    if ref.kind in ("Sequential", "ModuleList", "ModuleDict"):
-        ref.children = _container_children(ref, scope)
-    return ref
+    def call(self, node: ast.Call) -> Any:
+        """Tensor makers, ``nn.Parameter``, ``OrderedDict``, local helpers, and constructor
+        calls (``LayerRef``) for the rest."""
+        func = node.func
+        qual = self.model.qualify(func)
+        if qual in _PARAMETER and node.args:
+            return evaluate(node.args[0], self)
+        if (
+            qual is not None
+            and qual.startswith("torch.")
+            and qual.rsplit(".", 1)[-1] in _TENSOR_MAKERS
+        ):
+            return _Tensor(_tensor_shape(qual.rsplit(".", 1)[-1], node, self))
+        if isinstance(func, ast.Attribute) and func.attr in ("clone", "detach", "float", "t"):
+            base = evaluate(func.value, self)
+            if isinstance(base, _Tensor):
+                return _Tensor(base.shape[::-1]) if func.attr == "t" else base
+        if qual in ("collections.OrderedDict", "OrderedDict", "dict") and node.args:
+            pairs = evaluate(node.args[0], self)
+            return dict(pairs)
+        if isinstance(func, ast.Name) and qual in self.model.functions:
+            return _call_local_function(self.model.functions[func.id], node, self)
+        if qual is None and isinstance(func, ast.Attribute):
+            # self.make_layer(...) or config.something(): a module we cannot see into.
+            return LayerRef(None, node, self.snapshot())
+        ref = LayerRef(qual, node, self.snapshot())
+        if ref.kind in ("Sequential", "ModuleList", "ModuleDict"):
+            ref.children = _container_children(ref, self)
+        return ref
 
 
 class _Returned(Exception):
@@ -401,17 +265,17 @@ def _call_local_function(
 ) -> Any:
     """Run a module-level helper (``def conv3x3(i, o): return nn.Conv2d(...)``) symbolically."""
     if scope.depth > 8:
-        raise _Unknown(f"{fn.name}() nests too deeply")
+        raise NotConstant(f"{fn.name}() nests too deeply")
     args, kwargs = _evaluate_args(node, scope)
     inner = _Scope(scope.model, {}, None, scope.consts, scope.depth + 1)
     inner.names.update(_bind_call(fn, args, kwargs, inner, skip_self=False))
     try:
         _run_body(fn.body, inner, scope.depth + 1)
     except _Returned as returned:
-        if isinstance(returned.value, _Unknown):
+        if isinstance(returned.value, NotConstant):
             raise returned.value from None
         return returned.value
-    raise _Unknown(f"{fn.name}() returns nothing verify can follow")
+    raise NotConstant(f"{fn.name}() returns nothing verify can follow")
 
 
 def _tensor_shape(maker: str, node: ast.Call, scope: _Scope) -> tuple[int, ...]:
@@ -424,10 +288,10 @@ def _tensor_shape(maker: str, node: ast.Call, scope: _Scope) -> tuple[int, ...]:
             if kw.arg == "size":
                 args = [kw.value]
     elif maker == "arange":
-        values = [_evaluate(a, scope) for a in args]
+        values = [evaluate(a, scope) for a in args]
         return (len(range(*[int(v) for v in values])),)
     elif maker == "eye":
-        size = int(_evaluate(args[0], scope))
+        size = int(evaluate(args[0], scope))
         return (size, size)
     elif maker == "normal":
         for kw in node.keywords:
@@ -438,13 +302,13 @@ def _tensor_shape(maker: str, node: ast.Call, scope: _Scope) -> tuple[int, ...]:
             args = [kw.value]
     dims: list[int] = []
     for arg in args:
-        value = _evaluate(arg, scope)
+        value = evaluate(arg, scope)
         if isinstance(value, (tuple, list)):
             dims.extend(int(v) for v in value)
         elif isinstance(value, int) and not isinstance(value, bool):
             dims.append(value)
         else:
-            raise _Unknown(ast.unparse(node))
+            raise NotConstant(ast.unparse(node))
     return tuple(dims)
 
 
@@ -454,17 +318,17 @@ def _container_children(ref: LayerRef, scope: _Scope) -> list[Any]:
     for arg in ref.call.args:
         try:
             if isinstance(arg, ast.Starred):
-                values.extend(_evaluate(arg.value, scope))
+                values.extend(evaluate(arg.value, scope))
             else:
-                value = _evaluate(arg, scope)
+                value = evaluate(arg, scope)
                 if ref.kind in ("ModuleList", "ModuleDict") or isinstance(value, dict):
                     values.extend(value.values() if isinstance(value, dict) else value)
                 else:
                     values.append(value)
-        except _Unknown as exc:
+        except NotConstant as exc:
             values.append(exc)
         except TypeError:
-            values.append(_Unknown(ast.unparse(arg)))
+            values.append(NotConstant(ast.unparse(arg)))
     return values
 
 
@@ -474,13 +338,13 @@ def _bind_target(target: ast.expr, value: Any, scope: _Scope) -> None:
         scope.names[target.id] = value
     elif isinstance(target, (ast.Tuple, ast.List)):
         try:
-            items = list(value) if not isinstance(value, _Unknown) else None
+            items = list(value) if not isinstance(value, NotConstant) else None
         except TypeError:
             items = None
         for i, elt in enumerate(target.elts):
             if isinstance(elt, ast.Starred):
                 elt = elt.value
-            item = items[i] if items is not None and i < len(items) else _Unknown("unpacking")
+            item = items[i] if items is not None and i < len(items) else NotConstant("unpacking")
             _bind_target(elt, item, scope)
 
 
@@ -560,11 +424,11 @@ def _bind_call(
     for name, default in _defaults(fn).items():
         if name not in bound:
             try:
-                bound[name] = _evaluate(default, scope)
-            except _Unknown as exc:
+                bound[name] = evaluate(default, scope)
+            except NotConstant as exc:
                 bound[name] = exc
     for name in names:
-        bound.setdefault(name, _Unknown(f"`{name}` has no value"))
+        bound.setdefault(name, NotConstant(f"`{name}` has no value"))
     return bound
 
 
@@ -573,10 +437,10 @@ def _evaluate_args(call: ast.Call, scope: _Scope) -> tuple[list[Any], dict[str, 
     for arg in call.args:
         try:
             if isinstance(arg, ast.Starred):
-                args.extend(_evaluate(arg.value, scope))
+                args.extend(evaluate(arg.value, scope))
             else:
-                args.append(_evaluate(arg, scope))
-        except _Unknown as exc:
+                args.append(evaluate(arg, scope))
+        except NotConstant as exc:
             if isinstance(arg, ast.Starred):
                 break  # the positions after it are unknown
             args.append(exc)
@@ -585,8 +449,8 @@ def _evaluate_args(call: ast.Call, scope: _Scope) -> tuple[list[Any], dict[str, 
     kwargs: dict[str, Any] = {}
     for kw in call.keywords:
         try:
-            value = _evaluate(kw.value, scope)
-        except _Unknown as exc:
+            value = evaluate(kw.value, scope)
+        except NotConstant as exc:
             value = exc
         if kw.arg is None:
             if isinstance(value, Mapping):
@@ -628,8 +492,8 @@ def _class_ctx(
             target = stmt.targets[0]
             if isinstance(target, ast.Name) and target.id not in attrs:
                 try:
-                    attrs[target.id] = _evaluate(stmt.value, _Scope(owner, {}, None, consts))
-                except _Unknown:
+                    attrs[target.id] = evaluate(stmt.value, _Scope(owner, {}, None, consts))
+                except NotConstant:
                     pass
     return _ClassCtx(info, owner, attrs)
 
@@ -653,11 +517,11 @@ def _assign(target: ast.expr, value: Any, scope: _Scope) -> None:
 
 def _try_eval(node: ast.expr, scope: _Scope) -> Any:
     try:
-        return _evaluate(node, scope)
-    except _Unknown as exc:
+        return evaluate(node, scope)
+    except NotConstant as exc:
         return exc
     except (TypeError, ValueError, ArithmeticError, IndexError, KeyError) as exc:
-        return _Unknown(f"{ast.unparse(node)}: {exc}")
+        return NotConstant(f"{ast.unparse(node)}: {exc}")
 
 
 def _run_statement(stmt: ast.stmt, scope: _Scope, depth: int) -> None:
@@ -668,13 +532,13 @@ def _run_statement(stmt: ast.stmt, scope: _Scope, depth: int) -> None:
     elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
         _assign(stmt.target, _try_eval(stmt.value, scope), scope)
     elif isinstance(stmt, ast.AugAssign):
-        op = _BINOPS.get(type(stmt.op))
+        op = BINARY_OPS.get(type(stmt.op))
         load = ast.BinOp(left=_as_load(stmt.target), op=stmt.op, right=stmt.value)
-        value = _try_eval(load, scope) if op is not None else _Unknown("augmented assignment")
+        value = _try_eval(load, scope) if op is not None else NotConstant("augmented assignment")
         _assign(stmt.target, value, scope)
     elif isinstance(stmt, ast.If):
         test = _try_eval(stmt.test, scope)
-        if isinstance(test, _Unknown):
+        if isinstance(test, NotConstant):
             _run_body(stmt.body, scope, depth)
             saved_names, saved_attrs = dict(scope.names), dict(scope.attrs or {})
             _run_body(stmt.orelse, scope, depth)
@@ -686,8 +550,8 @@ def _run_statement(stmt: ast.stmt, scope: _Scope, depth: int) -> None:
             _run_body(stmt.body if test else stmt.orelse, scope, depth)
     elif isinstance(stmt, (ast.For, ast.AsyncFor)):
         iterable = _try_eval(stmt.iter, scope)
-        first: Any = _Unknown("loop variable")
-        if not isinstance(iterable, _Unknown):
+        first: Any = NotConstant("loop variable")
+        if not isinstance(iterable, NotConstant):
             try:
                 # Only the first item is bound: `range(10**9)` in a training loop must not
                 # become a list.
@@ -729,8 +593,8 @@ def _run_call_statement(call: ast.Call, scope: _Scope) -> None:
         return
     if func.attr in ("append", "extend"):
         try:
-            container = _evaluate(func.value, scope)
-        except _Unknown:
+            container = evaluate(func.value, scope)
+        except NotConstant:
             return
         if isinstance(container, LayerRef) and container.children is not None and call.args:
             value = _try_eval(call.args[0], scope)
@@ -773,7 +637,7 @@ def _module_consts(tree: ast.Module, model: ModuleModel) -> dict[str, Any]:
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign):
             value = _try_eval(stmt.value, scope)
-            if isinstance(value, LayerRef) or isinstance(value, _Unknown):
+            if isinstance(value, LayerRef) or isinstance(value, NotConstant):
                 for target in stmt.targets:
                     if isinstance(target, ast.Name):
                         consts.pop(target.id, None)
@@ -784,7 +648,7 @@ def _module_consts(tree: ast.Module, model: ModuleModel) -> dict[str, Any]:
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             if isinstance(stmt.target, ast.Name):
                 value = _try_eval(stmt.value, scope)
-                if not isinstance(value, (LayerRef, _Unknown)):
+                if not isinstance(value, (LayerRef, NotConstant)):
                     consts[stmt.target.id] = value
     return consts
 
@@ -980,7 +844,7 @@ def _layer_args(ref: LayerRef) -> dict[str, Any]:
 def _int_arg(ref: LayerRef, bound: Mapping[str, Any], name: str) -> int:
     value = bound.get(name)
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, _Unknown):
+        if isinstance(value, NotConstant):
             raise _NoShape(f"{ref.kind}'s {name} in `{ref.text()}`: {value}")
         if value is None and ref.kind == "Transformer" and name == "d_model":
             return _TRANSFORMER_DEFAULTS["Transformer"]
@@ -1010,7 +874,7 @@ class _Finder:
     def layer_need(self, ref: Any, index: int, keyword: str | None, rank: int | None) -> Any:
         """Candidates for input ``index`` (or ``keyword``) of a layer; _PASS for shape-keeping
         layers. Raises _NoShape when the layer is known but its input is not."""
-        if isinstance(ref, _Unknown):
+        if isinstance(ref, NotConstant):
             raise _NoShape(str(ref))
         if not isinstance(ref, LayerRef):
             raise _NoShape(f"{type(ref).__name__} is not a module")
@@ -1329,13 +1193,13 @@ class _Walk:
                     return "layer", value
                 if self.ctx.method(func.attr) is not None:
                     return "method", func.attr
-                return "layer", _Unknown(f"`self.{func.attr}` is not built in __init__")
+                return "layer", NotConstant(f"`self.{func.attr}` is not built in __init__")
         if isinstance(func, ast.Subscript):
             container = self.self_attr(func.value)
             if isinstance(container, LayerRef) and container.children:
                 try:
-                    index = _evaluate(func.slice, _Scope(self.ctx.model, {}, None, {}))
-                except _Unknown:
+                    index = evaluate(func.slice, _Scope(self.ctx.model, {}, None, {}))
+                except NotConstant:
                     index = 0
                 children = container.children
                 if isinstance(index, int) and -len(children) <= index < len(children):
@@ -1558,8 +1422,8 @@ class _Walk:
 
     def constants(self, nodes: Sequence[ast.expr]) -> list[Any] | None:
         try:
-            return [_evaluate(n, _Scope(self.ctx.model, {}, None, {})) for n in nodes]
-        except _Unknown:
+            return [evaluate(n, _Scope(self.ctx.model, {}, None, {})) for n in nodes]
+        except NotConstant:
             return None
 
 
@@ -1625,8 +1489,8 @@ def _static_return(fn: ast.FunctionDef, scope: _Scope) -> Any:
         s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
     ]
     if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
-        raise _Unknown("not a single return")
-    return _evaluate(body[0].value, scope)
+        raise NotConstant("not a single return")
+    return evaluate(body[0].value, scope)
 
 
 def _split_args(value: Any) -> tuple[list[Any], dict[str, Any]]:
@@ -1664,15 +1528,15 @@ def _literal_call_args(
     for _, _, call, defaults in found:
         scope = _Scope(model, dict(defaults), None, consts)
         try:
-            args = [_evaluate(a, scope) for a in call.args if not isinstance(a, ast.Starred)]
+            args = [evaluate(a, scope) for a in call.args if not isinstance(a, ast.Starred)]
             if any(isinstance(a, ast.Starred) for a in call.args):
                 continue
-            kwargs = {kw.arg: _evaluate(kw.value, scope) for kw in call.keywords if kw.arg}
+            kwargs = {kw.arg: evaluate(kw.value, scope) for kw in call.keywords if kw.arg}
             if any(kw.arg is None for kw in call.keywords):
                 continue
             for value in [*args, *kwargs.values()]:
                 literal_spec(value)
-        except (_Unknown, TypeError, ValueError, ArithmeticError):
+        except (NotConstant, TypeError, ValueError, ArithmeticError):
             continue
         return args, {str(k): v for k, v in kwargs.items()}, call.lineno
     return None
@@ -1695,9 +1559,9 @@ def _literal_defaults(
     values: dict[str, Any] = {}
     for arg, default in pairs:
         try:
-            value = _evaluate(default, scope)
+            value = evaluate(default, scope)
             literal_spec(value)
-        except (_Unknown, TypeError, ValueError, ArithmeticError):
+        except (NotConstant, TypeError, ValueError, ArithmeticError):
             continue
         values[arg.arg] = value
     return values
@@ -1742,7 +1606,7 @@ def _construct_spec(
                 "kwargs": {k: literal_spec(v) for k, v in kwargs.items()},
                 "source": "settings",
             }
-        except _Unknown as exc:
+        except NotConstant as exc:
             raise VerifyError(f"constructor arguments for {info.name}: {exc}") from None
         return spec, args, kwargs, True
     hook = _hook(tree, info.node, ARGS_HOOK)
@@ -1752,7 +1616,7 @@ def _construct_spec(
             value = _static_return(fn, scope)
             args, kwargs = _split_args(value)
             known = True
-        except (_Unknown, TypeError, ValueError, ArithmeticError):
+        except (NotConstant, TypeError, ValueError, ArithmeticError):
             args, kwargs, known = [], {}, False
         source = f"{ARGS_HOOK}()" + (" of the class" if ref["scope"] == "class" else "")
         return {"hook": ref, "args": [], "kwargs": {}, "source": source}, args, kwargs, known
@@ -1834,7 +1698,7 @@ def _input_candidates(
         except _NoShape as exc:
             problems.append(f"`{name}` first goes into {exc}")
             continue
-        except (RecursionError, _Unknown) as exc:
+        except (RecursionError, NotConstant) as exc:
             problems.append(f"`{name}`: {exc}")
             continue
         if not need:
@@ -1924,7 +1788,7 @@ def _function_ctx(
     params = [a.arg for a in (*_parameters(fn, False), *fn.args.kwonlyargs)]
     scope = _Scope(model, dict(module_names), None, consts)
     for name in params:
-        scope.names[name] = _Unknown(f"`{name}` is an argument")
+        scope.names[name] = NotConstant(f"`{name}` is an argument")
     try:
         _run_body(fn.body, scope, 0)
     except _Returned:
