@@ -233,12 +233,7 @@ def evaluate(node: ast.expr, scope: Scope) -> Any:
     if isinstance(node, ast.IfExp):
         return evaluate(node.body if evaluate(node.test, scope) else node.orelse, scope)
     if isinstance(node, (ast.Tuple, ast.List)):
-        items: list[Any] = []
-        for elt in node.elts:
-            if isinstance(elt, ast.Starred):
-                items.extend(_items(evaluate(elt.value, scope), node))
-            else:
-                items.append(evaluate(elt, scope))
+        items = _elements(node.elts, scope, node)
         return tuple(items) if isinstance(node, ast.Tuple) else items
     if isinstance(node, ast.Dict):
         return _dict(node, scope)
@@ -269,6 +264,18 @@ def evaluate(node: ast.expr, scope: Scope) -> Any:
     raise NotConstant(ast.unparse(node))
 
 
+def _elements(nodes: list[ast.expr], scope: Scope, where: ast.expr) -> list[Any]:
+    """The values of a display's elements or a call's positional arguments, starred ones
+    unpacked (`where`: the expression, for the message of one that is not a sequence)."""
+    items: list[Any] = []
+    for elt in nodes:
+        if isinstance(elt, ast.Starred):
+            items.extend(_items(evaluate(elt.value, scope), where))
+        else:
+            items.append(evaluate(elt, scope))
+    return items
+
+
 def _call(node: ast.Call, scope: Scope) -> Any:
     func = node.func
     target: Callable[..., Any] | None = None
@@ -280,12 +287,7 @@ def _call(node: ast.Call, scope: Scope) -> Any:
             target = MATH[qual]
     if target is None:
         return scope.call(node)
-    args: list[Any] = []
-    for arg in node.args:
-        if isinstance(arg, ast.Starred):
-            args.extend(_items(evaluate(arg.value, scope), node))
-        else:
-            args.append(evaluate(arg, scope))
+    args = _elements(node.args, scope, node)
     kwargs = {kw.arg: evaluate(kw.value, scope) for kw in node.keywords if kw.arg is not None}
     if len(kwargs) != len(node.keywords):  # f(**options)
         raise NotConstant(ast.unparse(node))
