@@ -369,7 +369,13 @@ def test_a_syntax_error_typed_beside_a_long_function_does_not_parse_it_again() -
     head = "import torch\n\n\n" + _long_block(3000) + "\n\ndef short(x):\n    y = x.exp()\n"
     analysis.update(head + "    return y\n")
     before = cache.parses
+    analysis.update(head + "    return y + 0\n")
+    print(f"\nparses for a keystroke: {cache.parses - before} (the edited block)")
+    assert cache.parses - before == 1
+    analysis.update(head + "    return y\n")
+    before = cache.parses
     typed = analysis.update(head + "    y.\n    return y\n")
+    print(f"parses for a syntax error typed beside a 3,000-line function: {cache.parses - before}")
     assert [e.line for e in typed.syntax_errors] == [3010]
     assert cache.parses - before == 2  # the short block: tried, then kept with its error
     fixed = analysis.update(head + "    y.add_(1)\n    return y\n")
