@@ -731,6 +731,18 @@ def _summarized(
     return made, result
 
 
+def _edits_of_units(edited: str, again: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The functions an update of UNITS to `edited` made summaries of; the findings of that
+    update and of a later one to `again` must be a fresh analysis's."""
+    live = DocumentAnalysis()
+    live.update(UNITS)
+    made, result = _summarized(live, edited, monkeypatch)
+    assert result.findings == DocumentAnalysis().update(edited).findings
+    assert again != edited
+    assert live.update(again).findings == DocumentAnalysis().update(again).findings
+    return sorted(made)
+
+
 def test_summaries_outlive_edits_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keystrokes in one function leave the summaries of other functions in place: back in
     `Net.forward` after three edits of `unrelated`, the edit runs `Net.forward` again, not
@@ -765,14 +777,9 @@ def test_an_edited_callee_that_says_the_same_keeps_its_callers(
     """Early cutoff: an edit in `Block.forward` analyses it again (as an entry point and for
     the arguments `Net.forward` gave it); `Net.forward` is analysed again only when the
     callee's new summary differs from the one its summary applied."""
-    live = DocumentAnalysis()
-    live.update(UNITS)
     edited = UNITS.replace("h += 1", new)
-    made, result = _summarized(live, edited, monkeypatch)
-    assert sorted(made) == summarized
-    assert result.findings == DocumentAnalysis().update(edited).findings
     again = UNITS.replace("h += 1", "h += 1; h = h * 1")  # and a later edit that changes it
-    assert live.update(again).findings == DocumentAnalysis().update(again).findings
+    assert _edits_of_units(edited, again, monkeypatch) == summarized
 
 
 @pytest.mark.parametrize(
@@ -803,15 +810,9 @@ def test_an_edit_in_init_that_gives_the_same_attributes_keeps_the_summaries_of_i
     (ClassInfo.init_said): an edit there that gives the same is an edit of a callee, cut
     off early like any other; the findings are a fresh analysis's, then and after a later
     edit that changes them."""
-    live = DocumentAnalysis()
-    live.update(UNITS)
     edited = UNITS.replace("self.fc = nn.Linear(4, 4)", new)
-    made, result = _summarized(live, edited, monkeypatch)
-    assert sorted(made) == summarized
-    assert result.findings == DocumentAnalysis().update(edited).findings
     again = edited.replace("nn.Linear(4, 2)", "nn.Linear(4, 2)\n        self.fc.inplace = 1")
-    assert again != edited
-    assert live.update(again).findings == DocumentAnalysis().update(again).findings
+    assert _edits_of_units(edited, again, monkeypatch) == summarized
 
 
 def test_objects_kept_in_summaries_run_the_methods_their_class_has_now() -> None:

@@ -608,16 +608,7 @@ class DocumentAnalysis:
             wanted = kept[0] if kept is not None and kept[1] == shapes else None
         if wanted is None:
             block_lines = split_lines(block.text)
-            segments = {
-                id(fn): "\n".join(
-                    block_lines[
-                        max(fn.lineno - block.tree_line0, 0) : (fn.end_lineno or fn.lineno)
-                        - block.tree_line0
-                        + 1
-                    ]
-                )
-                for fn, _, _ in entries
-            }
+            segments = {id(fn): _def_text(block, block_lines, fn) for fn, _, _ in entries}
             ids = self._wanted_entries(entries, segments, model)
             wanted = tuple(i for i, (fn, _, _) in enumerate(entries) if id(fn) in ids)
             if len(self._wanted) > 4 * len(self._units) + 64:
@@ -648,20 +639,18 @@ class DocumentAnalysis:
             found = [(entry, f) for rule in self._rules for f in rule.check(facts, ctx)]
             notes = _unfollowed(interp)
             result: _Analysed = (found, notes, ((entry, frozenset(interp.followed)),))
-        except RecursionError:
+        except (RecursionError, TimeLimit) as exc:
             # Said, never a silent loss: the findings of a half-interpreted function could be
             # wrong either way, so none are reported for it.
             line = fn.lineno + block.start - 1
-            where = interp.too_deep_line or line
             what = f"function `{entry}`"
-            result = ([], (Note(line, fn.col_offset, _too_deep(what, where), what),), ())
-        except TimeLimit as exc:
-            line = fn.lineno + block.start - 1
-            what = f"function `{entry}`"
-            message = (
-                f"{what} is not analysed: its analysis took longer than {_limit(exc.limit)} "
-                "(setting function_time_limit_s); the rest of the file is analysed"
-            )
+            if isinstance(exc, TimeLimit):
+                message = (
+                    f"{what} is not analysed: its analysis took longer than {_limit(exc.limit)} "
+                    "(setting function_time_limit_s); the rest of the file is analysed"
+                )
+            else:
+                message = _too_deep(what, interp.too_deep_line or line)
             result = ([], (Note(line, fn.col_offset, message, what),), ())
         finally:
             self._box[0] = None
@@ -779,13 +768,8 @@ class DocumentAnalysis:
         init = dict.get(info.methods, "__init__")
         if init is None:
             return model_mod.init_digest(info)
-        lines = split_lines(block.text)
-        first, last = (
-            init.lineno - block.tree_line0,
-            (init.end_lineno or init.lineno) - block.tree_line0,
-        )
         key = (
-            "\n".join(lines[max(first, 0) : last + 1]),
+            _def_text(block, split_lines(block.text), init),
             init.lineno - info.node.lineno,
             init.col_offset,
             imports_key,
@@ -1044,6 +1028,12 @@ def _comment_start(line: str, tree: ast.Module, lineno: int) -> int | None:
         if char not in _BEFORE_COMMENT:
             return None
     return None
+
+
+def _def_text(block: Block, lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """The text of a def of `block` (`lines`: the block's text, split)."""
+    first = max(fn.lineno - block.tree_line0, 0)
+    return "\n".join(lines[first : (fn.end_lineno or fn.lineno) - block.tree_line0 + 1])
 
 
 def _unfollowed(interp: Interpreter) -> tuple[Note, ...]:

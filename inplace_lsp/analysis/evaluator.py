@@ -802,7 +802,7 @@ class Interpreter(Objects):
         frame.loop_depth += 1
         frame.loop_names.append(set(frame.env))
         frame.loop_has_backward.append(
-            self.model.mentions_training and self._loop_has_backward(stmt)
+            self.model.mentions_training and self._flag(stmt, lambda: has_backward(stmt))
         )
         frame.loop_resets.append(set())
         frame.loop_accumulations.append([])
@@ -1986,7 +1986,9 @@ class Interpreter(Objects):
             # interpreting (model factories and config helpers are not).
             if any(v.kind == "tensor" for v in (*args, *kwargs.values())):
                 function = self.model.lookup_function(qual)
-                if function is not None and self._writes_in_place(*function):
+                if function is not None and self._flag(
+                    function[1], lambda: writes_in_place(*function)
+                ):
                     owner, fn = function
                     return self.inline(fn, owner.start_of(fn), args, kwargs, node, frame, owner)
             return unknown_call(args, kwargs)
@@ -2122,7 +2124,7 @@ class Interpreter(Objects):
             return unknown_call(args, kwargs)  # recursion: what it does is not known
         if len(self.call_stack) >= MAX_CALL_DEPTH:
             self.cut += 1
-            self._too_deep(fn, start)
+            self._unfollowed(fn, start, None)
             return unknown_call(args, kwargs)
         library = self.model.path is not None
         if library and self.library_calls >= LIBRARY_DEPTH:
@@ -2493,29 +2495,23 @@ class Interpreter(Objects):
             elif event.what in ("grad", "toggle"):
                 self.set_grad(target, event.flag, toggled=event.what == "toggle")  # type: ignore[arg-type]
 
-    def _too_deep(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int) -> None:
-        """A call chain too deep to follow: the function is unknown there, and said so."""
+    def _unfollowed(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int, limit: float | None
+    ) -> None:
+        """A function not followed where it is called (a call chain too deep: `limit` None;
+        its run longer than `limit` seconds): unknown there, and said so on its def."""
         if self.model.path is None:
             place = (fn.lineno + start - 1, fn.col_offset)
-            self.unsummarized.setdefault(place, (self.model.def_key(fn) or fn.name, None))
+            self.unsummarized.setdefault(place, (self.model.def_key(fn) or fn.name, limit))
 
-    def _loop_has_backward(self, loop: ast.stmt) -> bool:
-        """Whether a loop body calls backward() or step() (binder.has_backward), said once
-        per loop."""
-        found = self.summaries.flags.get(loop)
+    def _flag(self, node: ast.AST, compute: Callable[[], bool]) -> bool:
+        """A fact of a syntax node computed once per node (SummaryCache.flags): whether a
+        loop calls backward() (binder.has_backward), whether another file's function can
+        write in place (binder.writes_in_place)."""
+        found = self.summaries.flags.get(node)
         if found is None:
-            found = self.summaries.flags[loop] = has_backward(loop)
+            found = self.summaries.flags[node] = compute()
         return found
-
-    def _writes_in_place(
-        self, owner: ModuleModel, fn: ast.FunctionDef | ast.AsyncFunctionDef
-    ) -> bool:
-        """Whether a function of another file can write in place (binder.writes_in_place),
-        said once per def."""
-        writes = self.summaries.flags.get(fn)
-        if writes is None:
-            writes = self.summaries.flags[fn] = writes_in_place(owner, fn)
-        return writes
 
     def _too_slow(
         self,
@@ -2531,9 +2527,7 @@ class Interpreter(Objects):
         self.cut += 1
         if slot[1] is not None and self.recorder[0] is not None:
             self.recorder[0].add(slot[1])
-        if self.model.path is None:
-            place = (fn.lineno + start - 1, fn.col_offset)
-            self.unsummarized.setdefault(place, (self.model.def_key(fn) or fn.name, limit))
+        self._unfollowed(fn, start, limit)
         return unknown_call(args, kwargs)
 
     def _run_inline(
