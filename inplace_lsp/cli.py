@@ -2,12 +2,14 @@
 
 No analysis logic lives here: each file goes through `engine.analyze` and `config.apply` (a
 Jupyter notebook as the one program its code cells make, through `inplace_lsp.notebook`).
-Exit codes: 0 no error-severity finding, 1 some, 2 usage or internal error, 130 interrupted.
+Exit codes (ruff's): 0 no error-severity finding, 1 some (a file that could not be read or does
+not parse is one: see `inplace_lsp.problems`), 2 usage or internal error, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import concurrent.futures
 import gc
 import io
@@ -28,9 +30,15 @@ from urllib.parse import quote
 from inplace_lsp import __version__, config, notebook
 from inplace_lsp.analysis import engine
 from inplace_lsp.analysis.findings import Finding, Severity, Span
-from inplace_lsp.analysis.lines import split_lines
+from inplace_lsp.analysis.lines import decode_source, split_lines
 from inplace_lsp.analysis.rules import all_rules
 from inplace_lsp.cache import CheckCache, cache_dir
+from inplace_lsp.problems import (
+    FILE_PROBLEMS,
+    INVALID_NOTEBOOK,
+    SYNTAX_ERROR,
+    UNREADABLE_FILE,
+)
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -64,9 +72,10 @@ def _first_paragraph(text: str) -> str:
 
 
 def rule_infos() -> dict[str, RuleInfo]:
-    """Every rule of the registry by code; the summary is the docstring's first paragraph, as
-    docs/rules.md shows it (Rule.summary() keeps only the first line)."""
-    return {
+    """Every rule of the registry by code, then the file problems; a rule's summary is its
+    docstring's first paragraph, as docs/rules.md shows it (Rule.summary() keeps only the
+    first line)."""
+    infos = {
         rule.CODE: RuleInfo(
             rule.CODE,
             rule.NAME,
@@ -75,6 +84,9 @@ def rule_infos() -> dict[str, RuleInfo]:
         )
         for rule in all_rules()
     }
+    for kind in FILE_PROBLEMS:
+        infos[kind.code] = RuleInfo(kind.code, kind.name, kind.summary, "error")
+    return infos
 
 
 # ---------------------------------------------------------------- checking files
@@ -112,12 +124,16 @@ class FileResult:
 
     path: str
     findings: list[Finding] = field(default_factory=list)  # in the analysed program's lines
+    # What kept the file, or a statement of it, from being checked (inplace_lsp.problems):
+    # error diagnostics that settings do not turn off.
+    problems: list[Finding] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)  # for stderr
+    notes: list[str] = field(default_factory=list)  # for stderr: the functions not analysed
     checked: bool = False  # the analysis ran to the end
-    failed: bool = False  # an internal or read error: exit 2
+    without_torch: bool = False  # never mentions torch: nothing to find, nothing analysed
+    failed: bool = False  # an internal error: exit 2
     fixed: int = 0
-    skipped: str | None = None  # why the file was not analysed ("not UTF-8"), for the summary
-    not_analysed: int = 0  # functions the analysis gave up on (each one said in messages)
+    skipped: str | None = None  # why the file was left out ("not a Python notebook")
     # A notebook: where each program line lives, and each layout cell's notebook cell number.
     layout: notebook.Layout | None = None
     cell_numbers: tuple[int, ...] = ()
@@ -137,7 +153,7 @@ class FileResult:
         return Place(self.path, local, self.cell_numbers[self.layout.cells.index(cell)])
 
     def located(self) -> list[Located]:
-        return [self._located(finding) for finding in self.findings]
+        return [self._located(finding) for finding in self.findings + self.problems]
 
     def _located(self, finding: Finding) -> Located:
         place = self.place(finding.span)
@@ -164,24 +180,25 @@ class FileResult:
         return Located(finding, place, related)
 
 
-def _findings(
-    text: str, path: str, settings: config.Settings, result: FileResult | None = None
-) -> list[Finding]:
-    """The findings of `text` (the file's program); syntax errors and the functions too deep
-    to analyse go to result's messages."""
+def _analyse(text: str, path: str, settings: config.Settings, result: FileResult) -> None:
+    """Sets result's findings, problems (syntax errors) and notes (the functions not
+    analysed) to those of `text`, the file's program (after a fix: its new text)."""
     analysis = engine.analyze_document(text, path, time_limit_s=settings.function_time_limit_s)
-    if result is not None:
-        for problem in analysis.syntax_errors:
-            where = result.place(Span(problem.line, problem.col, problem.line, problem.col))
-            result.messages.append(
-                f"{where.label()}: syntax error: {problem.message} "
-                "(this statement was skipped; the rest of the file was checked)"
-            )
-        for note in analysis.notes:
-            where = result.place(Span(note.line, note.col, note.line, note.col))
-            result.messages.append(f"{where.label()}: note: {note.message}")
-        result.not_analysed = len(analysis.notes)
-    return config.apply(analysis.findings, settings, split_lines(text))
+    result.findings = config.apply(analysis.findings, settings, split_lines(text))
+    result.problems = [
+        SYNTAX_ERROR.at(
+            f"syntax error: {error.message} (this statement was not analysed; the rest of the "
+            "file was)",
+            error.line,
+            error.col,
+        )
+        for error in analysis.syntax_errors
+    ]
+    result.notes = [
+        f"{result.place(Span(note.line, note.col, note.line, note.col)).label()}: "
+        f"note: {note.message}"
+        for note in analysis.notes
+    ]
 
 
 def _is_notebook(path: str) -> bool:
@@ -218,7 +235,7 @@ def read_source(path: str, max_bytes: int) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "special")
-            raise Unreadable("not a regular file", f"not a regular file ({kind}), skipped")
+            raise Unreadable("not a regular file", f"not a regular file ({kind})")
         if info.st_size > max_bytes:
             raise Unreadable("too large", _too_large(info.st_size, max_bytes))
         with os.fdopen(fd, "rb", closefd=False) as stream:
@@ -233,7 +250,7 @@ def read_source(path: str, max_bytes: int) -> bytes:
 
 
 def _too_large(size: int, max_bytes: int) -> str:
-    return f"{config.too_large(size, max_bytes, 'max_file_bytes')}, skipped"
+    return config.too_large(size, max_bytes, "max_file_bytes")
 
 
 def check_file(
@@ -246,11 +263,10 @@ def check_file(
     try:
         data = read_source(path, settings.max_file_bytes)
     except Unreadable as exc:
-        result.messages.append(f"{path}: {exc}")
-        result.skipped = exc.reason
-        result.failed = exc.reason == "unreadable"
+        result.problems.append(UNREADABLE_FILE.at(f"not checked: {exc}"))
         return result
-    if b"torch" not in data:  # cheap: most files of a project never touch torch
+    if b"torch" not in data and not _is_notebook(path):  # most files of a project
+        result.without_torch = True
         return result
     store = _cache(settings) if use_cache and not fix else None
     if store is None:
@@ -281,35 +297,41 @@ def _cache(settings: config.Settings) -> CheckCache:
 def _check_data(
     path: str, data: bytes, settings: config.Settings, fix: bool, result: FileResult
 ) -> FileResult:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        byte = data[exc.start]
-        result.messages.append(
-            f"{path}: not UTF-8 (byte 0x{byte:02x} at offset {exc.start}), skipped"
-        )
-        result.skipped = "not UTF-8"
-        if _is_notebook(path):  # nbformat files are UTF-8 JSON: this one is broken
-            result.failed = True
-        return result
-    bom = "\ufeff" if text.startswith("\ufeff") else ""
-    text = text[len(bom) :]
+    if _is_notebook(path):  # nbformat files are UTF-8 JSON
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            message = f"{_undecodable(data, exc)} (a notebook is UTF-8 JSON)"
+            result.problems.append(INVALID_NOTEBOOK.at(message))
+            return result
+        encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
+    else:
+        try:
+            text, encoding = decode_source(data)
+        except UnicodeDecodeError as exc:
+            unnamed = "no coding line names another encoding; " if exc.encoding == "utf-8" else ""
+            message = f"{_undecodable(data, exc)} ({unnamed}Python cannot read it either)"
+            result.problems.append(UNREADABLE_FILE.at(message, data.count(b"\n", 0, exc.start) + 1))
+            return result
+        except SyntaxError as exc:  # a coding line Python refuses
+            message = f"not checked: {exc.msg} (Python cannot read it either)"
+            result.problems.append(UNREADABLE_FILE.at(message, exc.lineno or 1))
+            return result
     try:
         if _is_notebook(path):
-            _check_notebook(path, bom, text, settings, fix, result)
+            _check_notebook(path, encoding, text, settings, fix, result)
         else:
-            result.findings = _findings(text, path, settings, result)
+            _analyse(text, path, settings, result)
             if fix:
-                _fix(path, bom, text, settings, result)
+                _fix(path, encoding, text, settings, result)
             result.checked = True
     except SyntaxError as exc:  # the analyzer reports syntax errors itself; this is a fallback
         line = exc.lineno or 1
-        where = result.place(Span(line, max(0, (exc.offset or 1) - 1), line, 0)).label()
-        result.messages.append(f"{where}: syntax error: {exc.msg}, skipped")
-        result.skipped = "syntax error"
+        col = max(0, (exc.offset or 1) - 1)
+        message = f"syntax error: {exc.msg} (the file was not analysed)"
+        result.problems.append(SYNTAX_ERROR.at(message, line, col))
     except RecursionError:
-        result.messages.append(f"{path}: too deeply nested to analyze (RecursionError), skipped")
-        result.skipped = "too deep"
+        result.messages.append(f"{path}: too deeply nested to analyze (RecursionError)")
         result.failed = True
     except Exception as exc:
         result.messages.append(f"{path}: internal error: {_describe(exc)} (please report)")
@@ -317,11 +339,19 @@ def _check_data(
     return result
 
 
+def _undecodable(data: bytes, exc: UnicodeDecodeError) -> str:
+    encoding = "UTF-8" if exc.encoding in ("utf-8", "utf-8-sig") else exc.encoding
+    return f"not checked: not {encoding} text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+
+
 def _fixable(finding: Finding) -> bool:
     return finding.fix is not None and finding.fix.safe
 
 
-def _fix(path: str, bom: str, text: str, settings: config.Settings, result: FileResult) -> None:
+def _fix(
+    path: str, encoding: str, text: str, settings: config.Settings, result: FileResult
+) -> None:
+    """Applies the safe fixes and writes the file back in the encoding it was read in."""
     from inplace_lsp.fixes import apply_safe_fixes  # here: `check` alone does not load libcst
 
     fixable = [f for f in result.findings if _fixable(f)]
@@ -330,10 +360,15 @@ def _fix(path: str, bom: str, text: str, settings: config.Settings, result: File
     fixed_text = apply_safe_fixes(text, fixable)
     if fixed_text == text:
         return
-    Path(path).write_bytes((bom + fixed_text).encode("utf-8"))
-    remaining = _findings(fixed_text, path, settings)
-    result.fixed = max(0, len(result.findings) - len(remaining))
-    result.findings = remaining
+    try:
+        data = fixed_text.encode(encoding)
+    except UnicodeEncodeError:
+        result.messages.append(f"{path}: the fixed text is not {encoding}: not written")
+        return
+    Path(path).write_bytes(data)
+    before = len(result.findings)
+    _analyse(fixed_text, path, settings, result)
+    result.fixed = max(0, before - len(result.findings))
 
 
 # ---------------------------------------------------------------- notebooks
@@ -349,30 +384,30 @@ def _notebook_program(path: str, nb: notebook.NotebookFile, result: FileResult) 
 
 
 def _check_notebook(
-    path: str, bom: str, text: str, settings: config.Settings, fix: bool, result: FileResult
+    path: str, encoding: str, text: str, settings: config.Settings, fix: bool, result: FileResult
 ) -> None:
     try:
         nb = notebook.read_notebook(text)
     except notebook.NotebookError as exc:
-        result.messages.append(f"{path}: {exc}")
-        result.failed = True
+        result.problems.append(INVALID_NOTEBOOK.at(f"not checked: {exc}"))
         return
     if not nb.language.startswith(("python", "ipython")):
         result.messages.append(f"{path}: not a Python notebook ({nb.language}), skipped")
         result.skipped = "not a Python notebook"
         return
     program = _notebook_program(path, nb, result)
-    if "torch" not in program:  # only its outputs or markdown mention torch
+    if "torch" not in program:  # only its outputs or markdown mention torch (or no cell)
+        result.without_torch = True
         return
-    result.findings = _findings(program, path, settings, result)
+    _analyse(program, path, settings, result)
     if fix:
-        _fix_notebook(path, bom, nb, program, settings, result)
+        _fix_notebook(path, encoding, nb, program, settings, result)
     result.checked = True
 
 
 def _fix_notebook(
     path: str,
-    bom: str,
+    encoding: str,
     nb: notebook.NotebookFile,
     program: str,
     settings: config.Settings,
@@ -401,11 +436,11 @@ def _fix_notebook(
     if not sources:
         return
     text = notebook.write_notebook(nb, sources)
-    Path(path).write_bytes((bom + text).encode("utf-8"))
+    Path(path).write_bytes(text.encode(encoding))
     fixed = notebook.read_notebook(text)
-    remaining = _findings(_notebook_program(path, fixed, result), path, settings)
-    result.fixed = max(0, len(result.findings) - len(remaining))
-    result.findings = remaining
+    before = len(result.findings)
+    _analyse(_notebook_program(path, fixed, result), path, settings, result)
+    result.fixed = max(0, before - len(result.findings))
 
 
 def _describe(exc: BaseException) -> str:
@@ -585,14 +620,20 @@ def discover(
 
 @dataclass(frozen=True)
 class Summary:
-    files_checked: int
+    files: int  # every file given or found (those that could not be read too)
     fixed: int = 0
+    without_torch: int = 0  # files that never mention torch: nothing to find in them
     skipped: Mapping[str, int] = field(default_factory=dict)  # why -> how many files
     not_analysed: int = 0  # functions too deep or too slow to analyse
+    failed: int = 0  # files an internal error kept from being checked
 
     def unchecked(self) -> str:
-        """What the run left out, for the summary line: " (1 skipped: not UTF-8)"."""
+        """What the run did not analyse, for the summary line: " (2 without torch)"."""
         parts = []
+        if self.without_torch:
+            parts.append(f"{self.without_torch} without torch")
+        if self.failed:
+            parts.append(f"{self.failed} not checked: internal error")
         if self.skipped:
             reasons = ", ".join(  # one reason: it covers them all
                 f"{n} {why}" if len(self.skipped) > 1 else why
@@ -634,12 +675,15 @@ def format_text(items: Sequence[Located], summary: Summary) -> str:
         files_with = len({item.path for item in items})
         lines.append(
             f"Found {_plural(len(items), 'problem')} ({', '.join(parts)}) "
-            f"in {files_with} of {_plural(summary.files_checked, 'file')}{summary.unchecked()}."
+            f"in {files_with} of {_plural(summary.files, 'file')}{summary.unchecked()}."
+        )
+    elif summary.failed:
+        lines.append(
+            f"No problems found in {summary.files - summary.failed} of "
+            f"{_plural(summary.files, 'file')}{summary.unchecked()}."
         )
     else:
-        lines.append(
-            f"All checks passed: {_plural(summary.files_checked, 'file')}{summary.unchecked()}."
-        )
+        lines.append(f"All checks passed: {_plural(summary.files, 'file')}{summary.unchecked()}.")
     return "\n".join(lines) + "\n"
 
 
@@ -870,19 +914,20 @@ def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         )
     excluded: list[str] = []
     files, missing = discover(args.paths, settings, root, excluded)
-    for path in missing:
-        _error(f"{path}: no such file or directory")
     if excluded and not files:
         _error(
             f"warning: every file excluded ({_plural(len(excluded), 'file')} matched the "
             "exclude patterns): nothing to check"
         )
     results = check_files(files, settings, fix=args.fix, use_cache=not args.no_cache)
+    results += [
+        FileResult(path, problems=[UNREADABLE_FILE.at("not checked: no such file or directory")])
+        for path in missing
+    ]
     for result in results:
-        for message in result.messages:
+        for message in result.messages + result.notes:
             _error(message)
-    checked = sum(result.checked for result in results)
-    if files and not checked and not any(result.messages for result in results):
+    if files and all(result.without_torch for result in results):
         _error("note: no file under the given paths mentions torch; nothing to check")
     items = sorted(
         (
@@ -904,13 +949,15 @@ def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         if result.skipped is not None:
             skipped[result.skipped] = skipped.get(result.skipped, 0) + 1
     summary = Summary(
-        files_checked=checked,
+        files=len(results),
         fixed=sum(result.fixed for result in results),
+        without_torch=sum(result.without_torch for result in results),
         skipped=skipped,
-        not_analysed=sum(result.not_analysed for result in results),
+        not_analysed=sum(len(result.notes) for result in results),
+        failed=sum(result.failed for result in results),
     )
     _write(FORMATS[args.format](items, summary))
-    if missing or any(result.failed for result in results):
+    if summary.failed:
         return EXIT_ERROR
     if any(item.finding.severity is Severity.ERROR for item in items):
         return EXIT_FINDINGS
@@ -990,11 +1037,11 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         _error(f"warning: {problem}")
     try:
         # A FIFO or a link to /dev/zero is refused here: verify must not hang or fill memory.
-        text = read_source(path, settings.max_file_bytes).decode("utf-8")
+        text = decode_source(read_source(path, settings.max_file_bytes))[0]
     except Unreadable as exc:
         _error(f"{path}: {exc}")
         return EXIT_ERROR
-    except UnicodeDecodeError as exc:
+    except (UnicodeDecodeError, SyntaxError) as exc:
         _error(f"{path}: cannot read: {exc}")
         return EXIT_ERROR
     stop_signals = _catch_stop_signals()

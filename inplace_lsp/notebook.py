@@ -220,6 +220,8 @@ def _json_style(text: str) -> JsonStyle:
 
 def read_notebook(text: str) -> NotebookFile:
     """Parses an `.ipynb` file's text; raises NotebookError naming what is wrong."""
+    if not text.strip():
+        raise NotebookError("an empty file, not a Jupyter notebook")
     try:
         content = json.loads(text)
     except json.JSONDecodeError as exc:

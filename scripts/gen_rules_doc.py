@@ -19,6 +19,7 @@ from pathlib import Path
 
 from inplace_lsp.analysis.rules import RULES
 from inplace_lsp.analysis.rules.base import Rule
+from inplace_lsp.problems import FILE_PROBLEMS
 
 REPO = Path(__file__).resolve().parent.parent
 DOC_PATH = REPO / "docs" / "rules.md"
@@ -128,6 +129,24 @@ def render(rules: Sequence[type[Rule]] = RULES) -> str:
     lines.append("")
     for rule in rules:
         lines += _section(rule)
+    lines += [
+        "## File problems",
+        "",
+        "What keeps `inplace-lsp check` from checking all of a file: error-severity diagnostics",
+        "in every output format (exit code 1). They are not rules: `select`, `ignore` and `noqa`",
+        "do not turn them off (a CI job must not pass a file it never read); `exclude` leaves a",
+        "file out of the run.",
+        "",
+    ]
+    for kind in FILE_PROBLEMS:
+        lines += [
+            f'<a id="{kind.code.lower()}"></a>',
+            "",
+            f"### {kind.code} {kind.name}",
+            "",
+            kind.summary,
+            "",
+        ]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

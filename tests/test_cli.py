@@ -366,7 +366,7 @@ def test_recursion_error_is_reported_per_file(
     write(project / "deep.py", "import torch\nx = " + "(" * 5000 + ")" * 5000 + "\n")
     code, _, err = run_main(capsys, "check")
     assert code == 2
-    assert err == "deep.py: too deeply nested to analyze (RecursionError), skipped\n"
+    assert err == "deep.py: too deeply nested to analyze (RecursionError)\n"
 
 
 def test_syntax_error_from_the_engine_is_not_internal(
@@ -377,9 +377,12 @@ def test_syntax_error_from_the_engine_is_not_internal(
 
     patch_analyzer(monkeypatch, analyze)
     write(project / "bad.py", "import torch\nx = = 1\n")
-    code, _, err = run_main(capsys, "check")
-    assert code == 0
-    assert err == "bad.py:2:5: syntax error: invalid syntax, skipped\n"
+    code, out, err = run_main(capsys, "check")
+    assert (code, err) == (1, "")
+    assert out == (
+        "bad.py:2:5: IPL900 [error] syntax error: invalid syntax (the file was not analysed)\n"
+        "Found 1 problem (1 error, 0 warnings) in 1 of 1 file.\n"
+    )
 
 
 def test_keyboard_interrupt_exits_130(
@@ -393,25 +396,39 @@ def test_keyboard_interrupt_exits_130(
     assert run_main(capsys, "check") == (130, "", "inplace-lsp: interrupted\n")
 
 
-def test_missing_path_exit_2_others_still_checked(
+def test_a_missing_path_is_an_error_diagnostic_and_the_others_are_checked(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write(project / "model.py", MODEL)
     code, out, err = run_main(capsys, "check", "nope.py", "model.py")
-    assert code == 2
-    assert err == "nope.py: no such file or directory\n"
+    assert (code, err) == (1, "")
     assert "model.py:3:1" in out
+    assert "nope.py:1:1: IPL901 [error] not checked: no such file or directory\n" in out
+    code, out, err = run_main(capsys, "check", "nope.py")
+    assert (code, err) == (1, "")
+    assert out.endswith("Found 1 problem (1 error, 0 warnings) in 1 of 1 file.\n")
 
 
-def test_non_utf8_does_not_change_the_exit_code(
+def test_a_file_python_cannot_decode_is_an_error_and_a_coding_line_is_honoured(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (project / "latin.py").write_bytes(b"import torch\n# caf\xe9\n")
     write(project / "clean.py", "import torch\n")
     code, out, err = run_main(capsys, "check")
-    assert code == 0
-    assert err == "latin.py: not UTF-8 (byte 0xe9 at offset 18), skipped\n"
-    assert out == "All checks passed: 1 file (1 skipped: not UTF-8).\n"
+    assert (code, err) == (1, "")
+    assert out == (
+        "latin.py:2:1: IPL901 [error] not checked: not UTF-8 text (byte 0xe9 at offset 18) (no "
+        "coding line names another encoding; Python cannot read it either)\n"
+        "Found 1 problem (1 error, 0 warnings) in 1 of 2 files.\n"
+    )
+    # With its PEP 263 line Python runs it, and so the file is checked (its bug found).
+    (project / "latin.py").write_bytes(
+        b"# -*- coding: latin-1 -*-\nimport torch\nw += 1  # caf\xe9 #! IPL002 error\n"
+    )
+    code, out, err = run_main(capsys, "check")
+    assert (code, err) == (1, "")
+    assert out.startswith("latin.py:3:1: IPL002 [error]")
+    assert out.endswith("Found 1 problem (1 error, 0 warnings) in 1 of 2 files.\n")
 
 
 def test_ten_megabyte_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -567,14 +584,74 @@ def test_subprocess_walk_exclude_skip_and_non_utf8(tmp_path: Path) -> None:
     write(tmp_path / "build" / "lib" / "model.py", "import torch\n")
     (tmp_path / "pkg" / "latin1.py").write_bytes(b"import torch\ns = '\xff'\n")
     result = run_cli("check", cwd=tmp_path)
-    assert result.stderr == (
-        f"{os.path.join('pkg', 'latin1.py')}: not UTF-8 (byte 0xff at offset 18), skipped\n"
+    assert result.stderr == ""
+    assert result.stdout == (
+        f"{os.path.join('pkg', 'latin1.py')}:2:1: IPL901 [error] not checked: not UTF-8 text "
+        "(byte 0xff at offset 18) (no coding line names another encoding; Python cannot read "
+        "it either)\n"
+        "Found 1 problem (1 error, 0 warnings) in 1 of 3 files (1 without torch).\n"
     )
-    assert result.stdout == "All checks passed: 1 file (1 skipped: not UTF-8).\n"
-    assert result.returncode == 0
+    assert result.returncode == 1
     # A file named on the command line is checked even inside an excluded directory.
     result = run_cli("check", "build/lib/model.py", "pkg/util.py", cwd=tmp_path)
-    assert (result.returncode, result.stdout) == (0, "All checks passed: 1 file.\n")
+    assert (result.returncode, result.stdout) == (
+        0,
+        "All checks passed: 2 files (1 without torch).\n",
+    )
+
+
+def test_every_file_is_accounted_for_and_one_that_was_not_checked_fails_the_run(
+    tmp_path: Path,
+) -> None:
+    """Issue 25's directory: each file that could not be checked is an error diagnostic."""
+    write(tmp_path / "good.py", "import torch\nx = torch.zeros(3)\ny = x * 2\n")
+    (tmp_path / "cookie.py").write_bytes(
+        b"# -*- coding: latin-1 -*-\nimport torch\nname = 'caf\xe9'\n"
+        b"w = torch.zeros(3, requires_grad=True)\nw += 1\n"
+    )
+    (tmp_path / "no_cookie.py").write_bytes(b"import torch\nname = 'caf\xe9'\n")
+    write(tmp_path / "syntax.py", "import torch\nx = = 1\nw = torch.zeros(3, requires_grad=True)\n")
+    write(tmp_path / "empty.ipynb", "")
+    write(tmp_path / "invalid.ipynb", '{"cells": [')
+    result = run_cli("check", ".", cwd=tmp_path)
+    lines = result.stdout.splitlines()
+    assert [line.split(" [")[0] for line in lines[:-1]] == [
+        "cookie.py:5:1: IPL002",
+        "empty.ipynb:1:1: IPL902",
+        "invalid.ipynb:1:1: IPL902",
+        "no_cookie.py:2:1: IPL901",
+        "syntax.py:2:5: IPL900",
+    ]
+    assert lines[-1] == "Found 5 problems (5 errors, 0 warnings) in 5 of 6 files."
+    assert (result.returncode, result.stderr) == (1, "")
+    for form in ("json", "github", "sarif"):
+        out = run_cli("check", ".", "--format", form, cwd=tmp_path)
+        assert out.returncode == 1, form
+        for code in ("IPL900", "IPL901", "IPL902"):
+            assert code in out.stdout, (form, code)
+    sarif = json.loads(run_cli("check", ".", "--format", "sarif", cwd=tmp_path).stdout)
+    rules = {rule["id"]: rule["name"] for rule in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    assert rules["IPL901"] == "unreadable-file"
+    # --select / --ignore do not hide them: a CI job must not pass a file it never read.
+    ignored = run_cli("check", ".", "--ignore", "IPL900,IPL901,IPL902", cwd=tmp_path)
+    assert ignored.returncode == 1 and "IPL901" in ignored.stdout
+
+
+def test_fix_writes_a_file_back_in_the_encoding_its_coding_line_names(tmp_path: Path) -> None:
+    source = (
+        "# -*- coding: latin-1 -*-\nimport torch\n"
+        "def f(x):\n"
+        "    y = torch.sigmoid(x)  # café\n"
+        "    y.mul_(2)\n"
+        "    return y\n"
+        "f(torch.ones(3, requires_grad=True)).sum().backward()\n"
+    )
+    (tmp_path / "m.py").write_bytes(source.encode("latin-1"))
+    result = run_cli("check", "--fix", "m.py", cwd=tmp_path)
+    assert "Fixed 1 problem." in result.stdout, result.stdout + result.stderr
+    fixed = (tmp_path / "m.py").read_bytes()
+    assert b"caf\xe9" in fixed and b"y = y.mul(2)" in fixed
+    assert fixed.decode("latin-1").replace("y = y.mul(2)", "y.mul_(2)") == source
 
 
 def test_subprocess_json_on_real_engine(tmp_path: Path) -> None:
@@ -591,17 +668,21 @@ def test_summary_says_what_was_skipped_and_why(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (project / "latin.py").write_bytes(b"import torch\n# caf\xe9\n")
-    code, out, _ = run_main(capsys, "check", "latin.py")
-    assert (code, out) == (0, "All checks passed: 0 files (1 skipped: not UTF-8).\n")
     (project / "latin2.py").write_bytes(b"import torch\n# \xff\n")
     write(project / "big.py", "import torch\n" + "x = 1\n" * 100)
     write(project / "pyproject.toml", "[tool.inplace-lsp]\nmax_file_bytes = 500\n")
     write(project / "model.py", MODEL)
+    write(project / "util.py", "import os\n")
+    write(project / "r.ipynb", '{"cells": [], "metadata": {"language_info": {"name": "R"}}}')
     code, out, err = run_main(capsys, "check")
-    assert "big.py: file too large to analyse (0.0 MB > 0.0 MB, setting max_file_bytes)" in err
+    assert code == 1
+    assert (
+        "big.py:1:1: IPL901 [error] not checked: file too large to analyse (0.0 MB > 0.0 MB, "
+        "setting max_file_bytes)\n" in out
+    )
     assert out.splitlines()[-1] == (
-        "Found 2 problems (1 error, 1 warning) in 1 of 1 file "
-        "(3 skipped: 2 not UTF-8, 1 too large)."
+        "Found 5 problems (4 errors, 1 warning) in 4 of 6 files "
+        "(1 without torch; 1 skipped: not a Python notebook)."
     )
 
 
@@ -613,11 +694,11 @@ def test_a_file_above_max_file_bytes_is_not_read_whole(
     analysed: list[str] = []
     patch_analyzer(monkeypatch, lambda text, path: analysed.append(text) or [])
     code, out, err = run_main(capsys, "check", "big.py")
-    assert (code, analysed) == (0, [])
-    assert err == (
-        "big.py: file too large to analyse (0.0 MB > 0.0 MB, setting max_file_bytes), skipped\n"
+    assert (code, analysed, err) == (1, [], "")
+    assert out == (
+        "big.py:1:1: IPL901 [error] not checked: file too large to analyse (0.0 MB > 0.0 MB, "
+        "setting max_file_bytes)\nFound 1 problem (1 error, 0 warnings) in 1 of 1 file.\n"
     )
-    assert out == "All checks passed: 0 files (1 skipped: too large).\n"
 
 
 def test_nothing_selected_and_every_file_excluded_are_said(
@@ -688,18 +769,18 @@ def test_fifos_and_device_links_are_skipped_not_read(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "linked.py").symlink_to("sub")  # a directory link: not followed, not said
     walked = run_cli_bytes("check", cwd=tmp_path)
-    assert walked.stderr.decode().splitlines() == [
-        "pipe.py: not a regular file (a FIFO), skipped",
-        "zero.py: not a regular file (a character device), skipped",
+    assert walked.stdout.decode().splitlines() == [
+        "pipe.py:1:1: IPL901 [error] not checked: not a regular file (a FIFO)",
+        "zero.py:1:1: IPL901 [error] not checked: not a regular file (a character device)",
+        "Found 2 problems (2 errors, 0 warnings) in 2 of 3 files.",
     ]
-    assert walked.stdout == b"All checks passed: 1 file (2 skipped: not a regular file).\n"
-    assert walked.returncode == 0
+    assert (walked.returncode, walked.stderr) == (1, b"")
     named = run_cli_bytes("check", "pipe.py", "zero.py", cwd=tmp_path)
-    assert named.stdout == b"All checks passed: 0 files (2 skipped: not a regular file).\n"
+    assert named.stdout.endswith(b"Found 2 problems (2 errors, 0 warnings) in 2 of 2 files.\n")
     verified = run_cli_bytes("verify", "pipe.py", cwd=tmp_path)
     assert (verified.returncode, verified.stderr) == (
         2,
-        b"pipe.py: not a regular file (a FIFO), skipped\n",
+        b"pipe.py: not a regular file (a FIFO)\n",
     )
 
 

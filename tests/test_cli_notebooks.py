@@ -304,9 +304,22 @@ def test_a_bad_notebook_is_reported_and_the_others_checked(
     write(project / "bad.ipynb", content)
     write(project / "nb.ipynb", notebook_text(CELLS))
     code, out, err = run_main(capsys, "check", "bad.ipynb", "nb.ipynb")
-    assert code == 2
-    assert err.startswith("bad.ipynb: ") and message in err and "Traceback" not in err
-    assert out.endswith("Found 2 problems (2 errors, 0 warnings) in 1 of 1 file.\n")
+    assert (code, err) == (1, "")
+    assert out.startswith("bad.ipynb:1:1: IPL902 [error] not checked: ") and message in out
+    assert out.endswith("Found 3 problems (3 errors, 0 warnings) in 2 of 2 files.\n")
+
+
+@pytest.mark.parametrize("content", ["", "\n  \n"], ids=["empty", "blank"])
+def test_an_empty_notebook_is_reported(
+    project: Path, capsys: pytest.CaptureFixture[str], content: str
+) -> None:
+    write(project / "empty.ipynb", content)
+    code, out, err = run_main(capsys, "check", ".")
+    assert (code, err) == (1, "")
+    assert out == (
+        "empty.ipynb:1:1: IPL902 [error] not checked: an empty file, not a Jupyter notebook\n"
+        "Found 1 problem (1 error, 0 warnings) in 1 of 1 file.\n"
+    )
 
 
 def test_check_dot_finds_notebooks_and_skips_checkpoints(
@@ -330,7 +343,8 @@ def test_check_dot_finds_notebooks_and_skips_checkpoints(
     *findings, summary = [line for line in out.splitlines() if not line.startswith(" ")]
     assert {line.split(":", 1)[0] for line in findings} == {os.path.join("notebooks", "nb.ipynb")}
     assert summary == (
-        "Found 2 problems (2 errors, 0 warnings) in 1 of 1 file (1 skipped: not a Python notebook)."
+        "Found 2 problems (2 errors, 0 warnings) in 1 of 4 files "
+        "(2 without torch; 1 skipped: not a Python notebook)."
     )
 
 

@@ -77,6 +77,16 @@ def test_save_in_imported_class_write_here(tmp_path: Path) -> None:
     assert "torch.sigmoid" in findings[0].message
 
 
+def test_an_imported_file_is_read_in_the_encoding_its_coding_line_names(tmp_path: Path) -> None:
+    model = make_package(tmp_path)
+    latin = "# -*- coding: latin-1 -*-\n# Gate: a sigmoid (café)\n" + LAYERS
+    (tmp_path / "pkg" / "layers.py").write_bytes(latin.encode("latin-1"))
+    analysis = DocumentAnalysis(path=str(model), workspace=Workspace(tmp_path))
+    findings = analysis.update(MODEL).findings
+    assert [(f.code, f.line) for f in findings if f.severity.value == "error"] == [("IPL001", 13)]
+    assert findings[0].related[0].span.line == 13  # two lines below where it was in UTF-8
+
+
 def test_editor_buffer_of_imported_file_wins_over_disk(tmp_path: Path) -> None:
     model = make_package(tmp_path)
     workspace = Workspace(tmp_path)

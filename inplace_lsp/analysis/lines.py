@@ -7,7 +7,10 @@ that numbers lines (blocks, rules, fixes, conversion, the CLI, verify) splits wi
 
 from __future__ import annotations
 
+import io
+import os
 import re
+import tokenize
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -45,3 +48,25 @@ def line_count(text: str) -> int:
     if not text:
         return 0
     return line_breaks(text) + (0 if text[-1] in "\r\n" else 1)
+
+
+def decode_source(data: bytes) -> tuple[str, str]:
+    """Python source bytes as Python reads them: the encoding a byte-order mark or a PEP 263
+    cookie (`# -*- coding: latin-1 -*-`) names on the first two lines, UTF-8 otherwise.
+    Returns the text (without the mark) and the encoding that writes it back as it was
+    ("utf-8-sig" where the mark was). Raises SyntaxError for a cookie Python refuses (an
+    unknown encoding, a mark with a cookie naming another) and UnicodeDecodeError for bytes
+    the encoding cannot decode, as Python does."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        data.decode("utf-8")  # first lines that are not UTF-8: say which byte
+        raise
+    return data.decode(encoding), encoding
+
+
+def read_python(path: str | os.PathLike[str]) -> str:
+    """The text of a Python file as Python reads it (see decode_source); raises OSError,
+    UnicodeDecodeError or SyntaxError."""
+    with open(path, "rb") as stream:
+        return decode_source(stream.read())[0]

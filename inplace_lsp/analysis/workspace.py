@@ -20,7 +20,7 @@ from pathlib import Path
 
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import ParseCache, Splitter
-from inplace_lsp.analysis.lines import split_lines
+from inplace_lsp.analysis.lines import read_python, split_lines
 
 MAX_FILE_BYTES = 2_000_000  # larger imported files are not modelled
 STAT_INTERVAL_S = 2.0
@@ -216,8 +216,8 @@ class Workspace:
             stat = os.stat(path)
             if stat.st_size > MAX_FILE_BYTES:
                 return None, ("big", stat.st_mtime_ns)
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError, ValueError):
+            text = read_python(path)
+        except (OSError, ValueError, SyntaxError):  # UnicodeDecodeError is a ValueError
             return None, ("unreadable",)
         return text, ("disk", stat.st_mtime_ns, stat.st_size)
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from inplace_lsp.analysis.lines import line_breaks, split_lines
+from inplace_lsp.analysis.lines import decode_source, line_breaks, split_lines
 from inplace_lsp.lsp import convert
 from inplace_lsp.report import Finding, Place, Run
 
@@ -45,13 +45,18 @@ def file_key(path: str) -> str:
 
 
 def read_lines(path: str) -> list[str] | None:
-    """A file's lines on disk, None when it cannot be read as text."""
+    """A file's lines on disk (decoded as Python decodes source), None when it cannot be read."""
     try:
         if os.path.getsize(path) > MAX_BYTES:
             return None
-        return split_lines(Path(path).read_text(encoding="utf-8", errors="surrogateescape"))
+        data = Path(path).read_bytes()
     except OSError:
         return None
+    try:
+        text = decode_source(data)[0]
+    except (UnicodeDecodeError, SyntaxError):  # still anchors the lines that are ASCII
+        text = data.decode("utf-8", "surrogateescape")
+    return split_lines(text)
 
 
 def _count(lines: Sequence[str]) -> int:

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from lsprotocol import types
 
 from inplace_lsp.analysis.engine import DocumentAnalysis
-from inplace_lsp.analysis.lines import split_lines
+from inplace_lsp.analysis.lines import read_python, split_lines
 from inplace_lsp.analysis.workspace import Workspace
 from inplace_lsp.config import Settings, too_large
 from inplace_lsp.lsp import actions, convert, hover, verification
@@ -485,8 +485,8 @@ class Session:
             return known
         if path not in self._other_lines:
             try:
-                self._other_lines[path] = split_lines(Path(path).read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError):
+                self._other_lines[path] = split_lines(read_python(path))
+            except (OSError, UnicodeDecodeError, SyntaxError):
                 self._other_lines[path] = None
         return self._other_lines[path]
 

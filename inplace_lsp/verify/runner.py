@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from inplace_lsp.analysis.lines import split_lines
+from inplace_lsp.analysis.lines import read_python, split_lines
 from inplace_lsp.config import Settings, VerifySettings
 from inplace_lsp.verify import coverage, targets
 from inplace_lsp.verify.harness import error_result
@@ -801,8 +801,8 @@ def run_verify(
     path = os.path.abspath(path)
     if text is None:
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_python(path)
+        except (OSError, UnicodeDecodeError, SyntaxError) as exc:
             return _error_result(path, f"cannot read {path}: {exc}", started)
     if parsed is None or parsed.text != text:
         parsed = Parsed(text)
