@@ -1024,6 +1024,11 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     from inplace_lsp.verify import runner  # imported here: `check` does not pay for it
 
     path, line = _verify_target(args.target)
+    head, sep, tail = args.target.rpartition(":")
+    if line is None and sep and head and not os.path.lexists(path) and os.path.lexists(head):
+        parser.error(
+            f"{args.target}: expected FILE or FILE:LINE, and {tail!r} is not a line number"
+        )
     if line == 0:
         parser.error(f"{args.target}: lines are numbered from 1")
     if args.timeout is not None and not 0 < args.timeout < 1e9:

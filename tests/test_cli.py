@@ -549,6 +549,15 @@ def test_verify_missing_file_exit_2(tmp_path: Path) -> None:
     assert result.stderr == "m.py: no such file\n"
 
 
+def test_verify_file_colon_not_a_number_is_a_usage_error(tmp_path: Path) -> None:
+    write(tmp_path / "m.py", "import torch\n")
+    result = run_cli("verify", "m.py:abc", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.endswith(
+        "error: m.py:abc: expected FILE or FILE:LINE, and 'abc' is not a line number\n"
+    )
+
+
 @pytest.mark.parametrize("address", ["2087", "localhost:", ":2087", "host:port", "h:70000"])
 def test_serve_tcp_address_is_checked(tmp_path: Path, address: str) -> None:
     result = run_cli("serve", "--tcp", address, cwd=tmp_path)

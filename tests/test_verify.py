@@ -25,7 +25,7 @@ import pytest
 
 from inplace_lsp.config import Settings, VerifySettings
 from inplace_lsp.verify import coverage, runner, targets
-from inplace_lsp.verify.runner import RunOptions, run_verify
+from inplace_lsp.verify.runner import RunOptions, describe_lines, run_verify
 from inplace_lsp.verify.targets import VerifyError, find_target
 
 try:
@@ -617,11 +617,72 @@ def test_missing_interpreter_is_an_error_result(tmp_path: Path) -> None:
     assert "nope (setting verify.python) does not exist" in result["message"]
 
 
+def test_a_line_outside_any_class_or_function_or_past_the_end_is_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    source = write(tmp_path / "m.py", MODULE_AT_IMPORT)
+    for line, start in ((1, "line 1 of "), (999, "line 999 is past the end of ")):
+        result = run_verify(str(source), None, line, Settings())
+        assert result["status"] == "error"
+        message = result["message"]
+        assert message.startswith(f"VerifyError: {start}"), message
+        assert "give a line inside one of: class Net (line 5), train() (line 13)" in message
+    assert "(17 lines)" in run_verify(str(source), None, 999, Settings())["message"]
+
+
+MODULE_AT_IMPORT = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+def train():
+    pass
+
+if __name__ == "__main__":
+    train()
+"""
+
+
+def test_the_result_names_the_module_level_code_that_importing_the_file_ran(
+    tmp_path: Path,
+) -> None:
+    source = write(
+        tmp_path / "m.py",
+        MODULE_AT_IMPORT.replace(
+            "if __name__", 'for epoch in range(3):\n    raise RuntimeError("at import")\nif __name__'
+        ),
+    )
+    result = run_verify(str(source), None, 10, Settings())
+    assert result["status"] == "error" and "cannot import" in result["message"]
+    assert result["module_code"] == {"path": str(source), "line": 16}
+    assert f"  {source}:16: importing the file ran its module-level code" in "\n".join(
+        describe_lines(result, str(source))
+    )
+    # Under the `__main__` guard nothing runs at import: nothing is said.
+    source.write_text(MODULE_AT_IMPORT)
+    result = run_verify(str(source), None, 10, Settings())
+    assert "module_code" not in result
+
+
 def test_verify_error_becomes_a_result(tmp_path: Path) -> None:
     source = write(tmp_path / "m.py", "import torch\nx = 1\n")
-    result = run_verify(str(source), None, 2, Settings())
+    result = run_verify(str(source), None, None, Settings())
     assert result["status"] == "error"
     assert result["message"].startswith("VerifyError: nothing to verify in ")
+    result = run_verify(str(source), None, 2, Settings())
+    assert result["message"].endswith(
+        "m.py is outside any class or function: verify runs the nn.Module class or the "
+        "function around the line it is given; this file has no nn.Module subclass and no "
+        "function to run"
+    )
 
 
 # =========================================================================== runs (torch)

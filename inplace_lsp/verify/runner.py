@@ -817,6 +817,7 @@ def run_verify(
     spec["path"] = path
     spec["source"] = text
     spec["device"] = device or verify.device
+    module_code = targets.module_code_line(parse(text, parsed))
     spec["train_step"] = train_step
     flagged = _flagged(text, path, spec, settings, findings, parsed)
     if flagged:
@@ -837,6 +838,8 @@ def run_verify(
         result["not_run"] = coverage.not_run(text, spec, flagged, lines_run, parsed)
         if result["not_run"] and result.get("status") == "ok":
             result["message"] = f"{result.get('message')}, but {not_run_text(result)}"
+    if module_code is not None:  # what importing the file ran before the target
+        result["module_code"] = {"path": path, "line": module_code}
     result["python_source"] = interpreter.source
     result["wall_s"] = round(time.monotonic() - started, 3)
     return result
@@ -1006,6 +1009,12 @@ def describe_lines(result: Mapping[str, Any], path: str | None = None) -> list[s
         lines.append(f"  {saved.get('path')}:{saved.get('line')}: saved by {saved.get('op')}")
     for related in result.get("related") or []:
         lines.append(f"  {related.get('path')}:{related.get('line')}: {related.get('message')}")
+    module_code = result.get("module_code")
+    if module_code and result.get("status") in ("error", "timeout"):
+        lines.append(
+            f"  {module_code.get('path')}:{module_code.get('line')}: importing the file ran its "
+            "module-level code from here on, before the target"
+        )
     if result.get("status") != "ok" and path:
         for entry in result.get("not_run") or []:  # the one-line summary names them for ok
             reason = f": {entry.get('reason')}" if entry.get("reason") else ""

@@ -1928,6 +1928,56 @@ def _default_target(tree: ast.Module, model: ModuleModel) -> ast.FunctionDef | C
     return None
 
 
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` (either side of the ==)."""
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    if not isinstance(test, ast.Compare) or len(test.comparators) != 1:
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (
+        isinstance(test.ops[0], ast.Eq)
+        and any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
+        and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
+    )
+
+
+_RUNS_CODE = (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Call, ast.Await)
+
+
+def module_code_line(tree: ast.Module) -> int | None:
+    """The first module-level statement that runs code when the file is imported (a call, a
+    loop, a `with`; not imports, definitions, plain assignments or the block under
+    `if __name__ == "__main__":`), which verify's import runs before the target."""
+    for stmt in tree.body:
+        if isinstance(
+            stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        ) or _is_main_guard(stmt):
+            continue
+        if any(isinstance(node, _RUNS_CODE) for node in ast.walk(stmt)):
+            return stmt.lineno
+    return None
+
+
+def _what_runs(tree: ast.Module, model: ModuleModel) -> str:
+    """The classes and functions of the file that verify can be pointed at, for a message."""
+    found = [
+        f"class {stmt.name} (line {stmt.lineno})"
+        if isinstance(stmt, ast.ClassDef)
+        else f"{stmt.name}() (line {stmt.lineno})"
+        for stmt in tree.body
+        if (
+            isinstance(stmt, ast.ClassDef)
+            and stmt.name in model.classes
+            and looks_like_module(model.classes[stmt.name])
+        )
+        or isinstance(stmt, ast.FunctionDef)
+    ]
+    if not found:
+        return "this file has no nn.Module subclass and no function to run"
+    shown = ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "")
+    return f"give a line inside one of: {shown}, or no line to run the file's main target"
+
+
 def find_target(
     text: str,
     line: int | None = None,
@@ -1947,9 +1997,21 @@ def find_target(
         tree = parse(text, parsed)
     except SyntaxError as exc:
         raise VerifyError(f"cannot parse {where}: line {exc.lineno}: {exc.msg}") from None
-    model = model_mod.build([(tree, 1, True)], path=path, lines=split_lines(text))
+    lines = split_lines(text)
+    model = model_mod.build([(tree, 1, True)], path=path, lines=lines)
     consts = _module_consts(tree, model)
     enclosing = _enclosing(tree, line) if line is not None else None
+    if line is not None and enclosing is None:
+        count = len(lines) - (lines[-1] == "")  # a final line break starts no line
+        where_line = (
+            f"line {line} is past the end of {where} ({count} lines)"
+            if line > count
+            else f"line {line} of {where} is outside any class or function"
+        )
+        raise VerifyError(
+            f"{where_line}: verify runs the nn.Module class or the function around the line "
+            f"it is given; {_what_runs(tree, model)}"
+        )
     spec: Spec
     if enclosing is None:
         chosen = _default_target(tree, model)
