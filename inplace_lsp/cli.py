@@ -48,9 +48,6 @@ EXIT_INTERRUPTED = 130
 # Below this many files, starting worker processes costs more than it saves.
 PARALLEL_MIN_FILES = 50
 
-HOME_URL = "https://github.com/inplace-lsp/inplace-lsp"
-RULES_DOC_URL = f"{HOME_URL}/blob/main/docs/rules.md"
-
 
 # ---------------------------------------------------------------- rules (names for the formats)
 
@@ -61,10 +58,6 @@ class RuleInfo:
     name: str
     summary: str
     default_severity: str  # as in DESIGN.md's rules table
-
-    @property
-    def help_uri(self) -> str:
-        return f"{RULES_DOC_URL}#{self.code.lower()}"
 
 
 def _first_paragraph(text: str) -> str:
@@ -800,7 +793,9 @@ def format_sarif(items: Sequence[Located], summary: Summary) -> str:
             "id": code,
             "name": infos[code].name,
             "shortDescription": {"text": infos[code].summary},
-            "helpUri": infos[code].help_uri,
+            # The rules page ships with the package: a reader of the log on another machine
+            # gets the summary (no web page of this project's is linked: it has none).
+            "help": {"text": f"{infos[code].summary} See docs/rules.md#{code.lower()}."},
             "defaultConfiguration": {
                 "level": {"error": "error", "warning": "warning"}.get(
                     infos[code].default_severity, "note"
@@ -836,7 +831,6 @@ def format_sarif(items: Sequence[Located], summary: Summary) -> str:
                     "driver": {
                         "name": "inplace-lsp",
                         "version": __version__,
-                        "informationUri": HOME_URL,
                         "rules": rules,
                     }
                 },

@@ -1,8 +1,9 @@
 """Generates docs/rules.md from the rule classes: their CODE, NAME, DEFAULT_SEVERITY, docstring
-and VALID / INVALID examples. The page is never edited by hand.
+and VALID / INVALID examples. The page is never edited by hand. The same page is written into
+the package (inplace_lsp/data/rules.md), where diagnostics link to it in an installed copy.
 
-    python scripts/gen_rules_doc.py            # rewrite docs/rules.md
-    python scripts/gen_rules_doc.py --check    # exit 1 when docs/rules.md is stale
+    python scripts/gen_rules_doc.py            # rewrite docs/rules.md and the package's copy
+    python scripts/gen_rules_doc.py --check    # exit 1 when either is stale
 
 `render()` returns the page and `stale_message()` says what is wrong with the file on disk;
 tests call both in-process.
@@ -23,6 +24,7 @@ from inplace_lsp.problems import FILE_PROBLEMS
 
 REPO = Path(__file__).resolve().parent.parent
 DOC_PATH = REPO / "docs" / "rules.md"
+PACKAGED = REPO / "inplace_lsp" / "data" / "rules.md"
 REGENERATE = "python scripts/gen_rules_doc.py"
 
 
@@ -150,32 +152,41 @@ def render(rules: Sequence[type[Rule]] = RULES) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def stale_message(path: Path = DOC_PATH) -> str | None:
-    """None when the file equals `render()`; else what is wrong and how to fix it."""
-    try:
-        current = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return f"{path} does not exist; run `{REGENERATE}`"
-    if current != render():
-        return f"{path} is stale (the rule classes changed); run `{REGENERATE}`"
+def stale_message(paths: Sequence[Path] = (DOC_PATH, PACKAGED)) -> str | None:
+    """None when the files equal `render()`; else what is wrong and how to fix it."""
+    page = render()
+    for path in paths:
+        try:
+            current = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return f"{path} does not exist; run `{REGENERATE}`"
+        if current != page:
+            return f"{path} is stale (the rule classes changed); run `{REGENERATE}`"
     return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--check", action="store_true", help="exit 1 when the file is stale")
-    parser.add_argument("--output", type=Path, default=DOC_PATH, help="default: docs/rules.md")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        nargs="*",
+        default=[DOC_PATH, PACKAGED],
+        help="default: docs/rules.md and inplace_lsp/data/rules.md",
+    )
     args = parser.parse_args(argv)
     if args.check:
         message = stale_message(args.output)
         if message is not None:
             print(message, file=sys.stderr)
             return 1
-        print(f"{args.output} is up to date")
+        print(f"{', '.join(map(str, args.output))}: up to date")
         return 0
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(render(), encoding="utf-8", newline="\n")
-    print(f"wrote {args.output}")
+    for path in args.output:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render(), encoding="utf-8", newline="\n")
+        print(f"wrote {path}")
     return 0
 
 

@@ -443,7 +443,7 @@ async def test_diagnostics_on_open_with_exact_columns(client: Editor, workspace:
     assert flagged.severity == types.DiagnosticSeverity.Error
     assert flagged.source == "inplace-lsp"
     assert flagged.code_description is not None
-    assert flagged.code_description.href.endswith("docs/rules.md#ipl001")
+    assert flagged.code_description.href.endswith("inplace_lsp/data/rules.md#ipl001")
     assert flagged.related_information is not None
     saved_by = flagged.related_information[0]
     assert saved_by.location.uri == uri
@@ -578,7 +578,7 @@ async def test_hover_names_the_saving_op_and_the_history(client: Editor, workspa
     assert f"- v0 saved by torch.sigmoid at line {SIGMOID_LINE + 1}" in text
     assert f"- v1 written by `+=` at line {FLAGGED_LINE + 1}" in text
     assert "earlier op saved for backward" in text  # the rule's documentation
-    assert "docs/rules.md#ipl001)" in text
+    assert "inplace_lsp/data/rules.md#ipl001)" in text
     assert hover.range == flagged.range
     elsewhere = types.Position(0, 0)
     assert (

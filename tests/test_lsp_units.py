@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import pytest
 from generated import with_slow_function
@@ -136,7 +138,11 @@ def test_diagnostic_fields() -> None:
     assert diagnostic.source == "inplace-lsp"
     assert diagnostic.severity == types.DiagnosticSeverity.Error
     assert diagnostic.code_description is not None
-    assert diagnostic.code_description.href.endswith("/docs/rules.md#ipl001")
+    href = diagnostic.code_description.href
+    assert href.startswith("file://") and href.endswith("/inplace_lsp/data/rules.md#ipl001")
+    # The link leads to the rules page, installed with the package, and to the rule's anchor.
+    page = Path(url2pathname(urlparse(href).path))
+    assert '<a id="ipl001"></a>' in page.read_text(encoding="utf-8")
     assert diagnostic.related_information is None
     assert diagnostic.data == {"k": 1}
     assert diagnostic.range.end.character == 11  # the emoji counts twice in UTF-16

@@ -88,6 +88,7 @@ def test_sdist_and_wheel_pass_twine_check(dist: Path) -> None:
 def test_the_wheel_holds_the_package_and_nothing_else(dist: Path) -> None:
     names = zipfile.ZipFile(_one(dist, "*.whl")).namelist()
     assert "inplace_lsp/data/autograd.json" in names  # the knowledge table
+    assert "inplace_lsp/data/rules.md" in names  # the page diagnostics link to
     assert "inplace_lsp/py.typed" in names
     assert {n.split("/")[0] for n in names} == {
         "inplace_lsp",

@@ -16,7 +16,7 @@ from lsprotocol import types
 
 from inplace_lsp.analysis.findings import Finding, Severity, Span
 from inplace_lsp.analysis.lines import LINE_BREAK
-from inplace_lsp.analysis.rules.base import DOCS_URL
+from inplace_lsp.analysis.rules.base import rule_uri
 
 SOURCE = "inplace-lsp"
 UTF8 = types.PositionEncodingKind.Utf8.value
@@ -142,11 +142,6 @@ def overlaps(a: Span, b: Span) -> bool:
 # ---------------------------------------------------------------- diagnostics
 
 
-def rule_url(code: str) -> str:
-    """The rule's section of the rules documentation."""
-    return f"{DOCS_URL}#{code.lower()}"
-
-
 def location(uri: str, span: Span, lines: Sequence[str], encoding: str) -> types.Location:
     return types.Location(uri, to_range(span, lines, encoding))
 
@@ -166,7 +161,7 @@ def diagnostic(
         message=finding.message,
         severity=SEVERITY[finding.severity],
         code=finding.code,
-        code_description=types.CodeDescription(href=rule_url(finding.code)),
+        code_description=types.CodeDescription(href=rule_uri(finding.code)),
         source=SOURCE,
         related_information=list(related) or None,
         data=data,

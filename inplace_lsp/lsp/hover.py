@@ -9,6 +9,7 @@ import functools
 from lsprotocol import types
 
 from inplace_lsp.analysis.rules import RULES
+from inplace_lsp.analysis.rules.base import rule_uri
 from inplace_lsp.lsp import convert
 from inplace_lsp.lsp.diagnostics import Item, View
 
@@ -34,7 +35,7 @@ def item_at(view: View, uri: str, line: int, col: int) -> Item | None:
 def hover_text(item: Item, markdown: bool) -> str:
     finding = item.finding
     name, summary = rule_docs().get(finding.code, (finding.code.lower(), ""))
-    url = convert.rule_url(finding.code)
+    url = rule_uri(finding.code)
     saved_by = next((r for r in finding.related if r.message.startswith("saved by")), None)
     code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
     bold = (lambda text: f"**{text}**") if markdown else (lambda text: text)

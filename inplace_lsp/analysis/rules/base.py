@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from inplace_lsp.analysis.domain import Conflict, Facts, Loc, Mutation, Save
@@ -19,7 +20,13 @@ from inplace_lsp.analysis.findings import (
 from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.analysis.model import ModuleModel
 
-DOCS_URL = "https://github.com/inplace-lsp/inplace-lsp/blob/main/docs/rules.md"
+# The rules page (docs/rules.md, generated) as installed with the package.
+RULES_PAGE = Path(__file__).resolve().parent.parent.parent / "data" / "rules.md"
+
+
+def rule_uri(code: str) -> str:
+    """A link to the rule's (or file problem's) section of the installed rules page."""
+    return f"{RULES_PAGE.as_uri()}#{code.lower()}"
 
 
 @dataclass(frozen=True)
