@@ -657,7 +657,8 @@ def test_the_result_names_the_module_level_code_that_importing_the_file_ran(
     source = write(
         tmp_path / "m.py",
         MODULE_AT_IMPORT.replace(
-            "if __name__", 'for epoch in range(3):\n    raise RuntimeError("at import")\nif __name__'
+            "if __name__",
+            'for epoch in range(3):\n    raise RuntimeError("at import")\nif __name__',
         ),
     )
     result = run_verify(str(source), None, 10, Settings())
