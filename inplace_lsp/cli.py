@@ -98,6 +98,17 @@ class Place:
         return f"{self.path}:{cell}{self.span.line}:{self.span.col + 1}"
 
 
+def _shown_like(path: str, main: str) -> str:
+    """`path` (absolute) relative to the working directory when `main`, the file checked, is
+    given relative: one path style in every output."""
+    if os.path.isabs(main):
+        return path
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return path
+
+
 @dataclass(frozen=True)
 class Located:
     """A finding where the user reads it; in a notebook its message names cells' lines."""
@@ -133,8 +144,10 @@ class FileResult:
 
     def place(self, span: Span, path: str | None = None) -> Place:
         """A program span (of this file, or of `path` when it names another) for the user."""
-        if path not in (None, self.path) or self.layout is None:
-            return Place(path or self.path, span)
+        if path not in (None, self.path):
+            return Place(_shown_like(path, self.path), span)
+        if self.layout is None:
+            return Place(self.path, span)
         placed = self.layout.to_cell(span)
         if placed is None:  # a span over a cell boundary: its start, in the first cell
             start = self.layout.cell_at(span.line)
@@ -1062,10 +1075,12 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     finally:
         for number, handler in stop_signals.items():
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
+    if not os.path.isabs(path):  # one path style: as the user gave the file's
+        result = _relative_paths(result, os.path.abspath(path), path)
     if args.format == "json":
         _write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     else:
-        _write("\n".join(runner.describe_lines(result, os.path.abspath(path))) + "\n")
+        _write("\n".join(runner.describe_lines(result, path)) + "\n")
         tail = str(result.get("stderr_tail") or "").rstrip()
         if result["status"] in ("error", "timeout") and tail:
             _error("output of the run (last lines):\n" + "\n".join(tail.splitlines()[-20:]))
@@ -1074,6 +1089,23 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     if result["status"] in ("inplace-error", "leaf-error"):
         return EXIT_FINDINGS
     return EXIT_ERROR
+
+
+def _relative_paths(value: Any, absolute: str, given: str) -> Any:
+    """A verify result whose locations ("path" keys) are relative to the working directory, and
+    whose texts name the verified file as the user gave it (`given`, for `absolute`)."""
+    if isinstance(value, dict):
+        return {
+            key: _shown_like(item, given)
+            if key == "path" and isinstance(item, str) and os.path.isabs(item)
+            else _relative_paths(item, absolute, given)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_relative_paths(item, absolute, given) for item in value]
+    if isinstance(value, str):
+        return value.replace(absolute, given)
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -256,9 +256,17 @@ class Detector(contextlib.ContextDecorator):
         else:
             lines.append(f"  saved by    {op}")
         lines.append(f"  tensor      {_tensor_text(record.tensor)}")
+        # "at line N" while every version is in one file; in two files each names its own.
+        files = {w.site.path for w in versions if w.site is not None}
         history = ", ".join(
             f"v{w.version} {w.event} by {w.op}"
-            + (f" at line {w.site.line}" if w.site is not None else "")
+            + (
+                ""
+                if w.site is None
+                else f" at line {w.site.line}"
+                if len(files) == 1
+                else f" at {_short(w.site)}"
+            )
             for w in versions
         )
         more = " (later writes not kept)" if len(versions) > _t.HISTORY_LIMIT else ""

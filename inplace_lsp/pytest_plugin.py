@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -83,24 +83,30 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.collector.finish(int(exitstatus))
 
 
-def _under_detector(item: pytest.Item) -> Generator[None, None, None]:
+def _under_detector(item: pytest.Item) -> Generator[None, Any, None]:
     state = item.config.stash.get(_KEY, None)
     if state is None:
         yield
         return
     detector = state.detector()
     with detector:
-        yield  # the test phase; its exception stays pytest's (an old-style wrapper)
+        outcome = yield  # the test phase; its exception stays pytest's (an old-style wrapper)
+    error = outcome.excinfo[1] if outcome.excinfo is not None else None
+    if error is not None:  # pytest shows the frames the error has without the detector
+        from inplace_lsp.verify import tracer
+
+        tracer.without_detector_frames(error)
+        outcome.force_exception(error)  # pluggy keeps the traceback it caught beside it
     state.gather(detector, item.nodeid)
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, None]:
     yield from _under_detector(item)
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, None]:
     yield from _under_detector(item)
 
 

@@ -9,10 +9,13 @@ them), one file per rank under torchrun. Imports no more than the detector does.
 
 from __future__ import annotations
 
+import builtins
+import importlib.machinery
 import os
 import runpy
 import sys
 import traceback
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -110,19 +113,37 @@ def _parse(argv: list[str]) -> _Options:
 
 
 def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
-    """The traceback from the first frame of the user's code on (not this tool's, not runpy's)."""
-    while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if not (tracer.is_internal(filename) or "runpy" in os.path.basename(filename)):
-            break
+    """The traceback from the first frame of the module `-m` runs on (not runpy's)."""
+    while tb is not None and "runpy" in os.path.basename(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
     return tb
 
 
 def _print_error(exc: BaseException) -> None:
+    """As the interpreter prints an uncaught exception (no frame of this tool's, or of torch's
+    dispatch to the detector)."""
+    tracer.without_detector_frames(exc)
     text = "".join(traceback.format_exception(type(exc), exc, _user_traceback(exc.__traceback__)))
-    sys.stderr.write(tracer.without_own_frames(text))
+    sys.stderr.write(text)
     sys.stderr.flush()
+
+
+def _run_script(script: str) -> None:
+    """Runs ``script`` as ``python SCRIPT`` does: its code, compiled from its bytes (a coding
+    line honoured), in a new ``__main__`` module whose ``__file__`` is the absolute path, with a
+    source loader and no spec; ``sys.argv`` is left as it is (``argv[0]`` as typed)."""
+    path = os.path.abspath(script)
+    loader = importlib.machinery.SourceFileLoader("__main__", path)
+    code = compile(loader.get_data(path), path, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __loader__=loader, __cached__=None, __builtins__=builtins)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 def _exit_code(exc: SystemExit) -> int:
@@ -176,7 +197,7 @@ def main(argv: list[str]) -> int:
             sys.path.insert(0, directory)
         with detector:
             if script is not None:
-                runpy.run_path(os.path.abspath(script), run_name="__main__")  # as python does
+                _run_script(script)
             else:
                 runpy.run_module(str(module), run_name="__main__", alter_sys=True)
     except SystemExit as exc:

@@ -665,6 +665,53 @@ def test_fix_writes_a_file_back_in_the_encoding_its_coding_line_names(tmp_path: 
     assert fixed.decode("latin-1").replace("y = y.mul(2)", "y.mul_(2)") == source
 
 
+LAYERS = """\
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return torch.sigmoid(self.proj(x))
+"""
+
+NET = """\
+import torch.nn as nn
+from .layers import Gate
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = Gate(4)
+
+    def forward(self, x):
+        g = self.gate(x)
+        g += 1
+        return g
+"""
+
+
+def test_a_related_location_in_another_file_has_the_main_paths_style(tmp_path: Path) -> None:
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "layers.py", LAYERS)
+    write(tmp_path / "pkg" / "model.py", NET)
+    relative = run_cli("check", os.path.join("pkg", "model.py"), cwd=tmp_path).stdout
+    # The message names the file of the line it cites (line 11 of model.py is another line).
+    assert "saved its output for backward (line 11 of layers.py)" in relative
+    assert f"\n  {os.path.join('pkg', 'layers.py')}:11:16: saved by torch.sigmoid" in relative
+    inside = run_cli("check", "model.py", cwd=tmp_path / "pkg").stdout
+    assert "\n  layers.py:11:16: saved by" in inside
+    absolute = run_cli("check", str(tmp_path / "pkg" / "model.py"), cwd=tmp_path).stdout
+    assert f"\n  {tmp_path / 'pkg' / 'layers.py'}:11:16: saved by" in absolute
+    records = json.loads(run_cli("check", "--format", "json", "pkg", cwd=tmp_path).stdout)
+    assert [r["path"] for r in records[0]["related"]] == [os.path.join("pkg", "layers.py")]
+
+
 def test_subprocess_json_on_real_engine(tmp_path: Path) -> None:
     write(tmp_path / "a.py", "import torch\nx = torch.zeros(3)\n")
     result = run_cli("check", "--format", "json", "a.py", cwd=tmp_path)

@@ -531,6 +531,92 @@ def test_bad_scripts_behave_as_without_the_detector(name: str, tmp_path: Path) -
     assert data["finished"] is not None
 
 
+SEES = """\
+# -*- coding: latin-1 -*-
+import json, os, sys, warnings
+warnings.warn("shown with its source line, as python shows it")
+print(json.dumps({
+    "argv": sys.argv, "file": __file__, "loader": type(__loader__).__name__,
+    "spec": repr(__spec__), "path0": sys.path[0], "cached": repr(globals().get("__cached__")),
+    "main": sys.modules["__main__"].__dict__ is globals(), "caf\xe9": len("caf\xe9"),
+}))
+"""
+
+
+def test_the_script_sees_what_python_script_gives_it(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "sees.py").write_bytes(SEES.encode("latin-1"))
+    plain = _run([sys.executable, os.path.join("sub", "sees.py"), "a", "-b"], cwd=tmp_path)
+    done = _detected("--no-report", os.path.join("sub", "sees.py"), "a", "-b", cwd=tmp_path)
+    assert plain.returncode == done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == json.loads(plain.stdout)
+    assert json.loads(plain.stdout)["argv"] == [os.path.join("sub", "sees.py"), "a", "-b"]
+    assert done.stderr == plain.stderr
+    assert not (tmp_path / "sub" / "__pycache__").exists()  # python compiles no .pyc of it
+
+
+def _frames(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.lstrip().startswith('File "')]
+
+
+def test_a_traceback_has_the_frames_python_gives_it_and_no_more(tmp_path: Path) -> None:
+    (tmp_path / "bw.py").write_text(
+        "import torch\n"
+        "def step(x):\n"
+        "    y = torch.sigmoid(x)\n"
+        "    y.mul_(2)\n"
+        "    y.sum().backward()\n"
+        "step(torch.ones(3, requires_grad=True))\n",
+        encoding="utf-8",
+    )
+    plain = _run([sys.executable, "bw.py"], cwd=tmp_path)
+    done = _detected("--no-report", "bw.py", cwd=tmp_path)
+    assert plain.returncode == done.returncode == 1
+    assert "handle_torch_function" not in done.stderr and "inplace_lsp" not in done.stderr
+    assert _frames(done.stderr) == _frames(plain.stderr)
+    assert "written at  bw.py:4 by mul_" in done.stderr
+
+
+def test_the_versions_name_the_file_of_each_line_when_they_are_in_two(tmp_path: Path) -> None:
+    (tmp_path / "layers.py").write_text(
+        "import torch\n\ndef gate(x):\n    return torch.sigmoid(x)\n", encoding="utf-8"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom layers import gate\n\n"
+        "y = gate(torch.ones(3, requires_grad=True))\ny += 1\ny.sum().backward()\n",
+        encoding="utf-8",
+    )
+    done = _detected("--no-report", "train.py", cwd=tmp_path)
+    assert done.returncode == 1
+    assert (
+        "  versions    v0 saved by SigmoidBackward0 at layers.py:4, v1 written by add_ at "
+        "train.py:5\n" in done.stderr
+    ), done.stderr
+    (tmp_path / "one.py").write_text(
+        "import torch\ny = torch.sigmoid(torch.ones(3, requires_grad=True))\ny += 1\n"
+        "y.sum().backward()\n",
+        encoding="utf-8",
+    )
+    one = _detected("--no-report", "one.py", cwd=tmp_path)
+    assert "versions    v0 saved by SigmoidBackward0 at line 2, v1 written by add_ at line 3" in (
+        one.stderr
+    )
+
+
+def test_pytest_shows_the_failing_frames_it_shows_without_the_detector(tmp_path: Path) -> None:
+    (tmp_path / "test_model.py").write_text(PYTEST_FILE, encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_model.py"]
+    off, on = _run(base, cwd=tmp_path), _run([*base, "--inplace-detect"], cwd=tmp_path)
+    assert off.returncode == on.returncode == 1
+
+    def where(out: str) -> list[str]:  # the frames pytest lists: "path:line: in name" lines
+        return re.findall(r"^\S+:\d+: (?:in \w+|\w+Error)$", out, flags=re.M)
+
+    assert where(on.stdout) == where(off.stdout) and where(off.stdout)
+    assert "tracer.py" not in on.stdout and "handle_torch_function" not in on.stdout
+
+
 def test_report_goes_to_the_project_and_a_caught_error_is_still_reported(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     (project / "scripts").mkdir(parents=True)

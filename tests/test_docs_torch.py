@@ -25,6 +25,7 @@ import pytest
 from inplace_lsp.analysis.engine import analyze
 from inplace_lsp.analysis.findings import Severity
 from inplace_lsp.analysis.rules import RULES
+from inplace_lsp.analysis.rules.ipl007_step_before_backward import StepBeforeBackward
 from inplace_lsp.verify import targets
 
 try:
@@ -159,13 +160,16 @@ def step(order):
 
 
 def test_step_before_backward_advice() -> None:
-    """IPL007's message: recomputing the loss after the step runs and trains the discriminator
-    on its own loss only; moving the step after the generator's backward() (what the message
-    says not to do with two optimizers) runs too, but mixes the generator's loss into the
-    discriminator's step."""
+    """IPL007's message: recomputing the call that built the graph after the step runs and
+    trains the discriminator on its own loss only; moving the step after the generator's
+    backward() (what the rule's documentation says not to do with two optimizers) runs too,
+    but mixes the generator's loss into the discriminator's step."""
     (finding,) = [f for f in analyze(GAN) if f.code == "IPL007"]
-    assert "Recompute that loss's forward pass after this step" in finding.message
-    assert "with two models or optimizers it adds its gradients to them" in finding.message
+    assert finding.message.endswith("Recompute `d(fake)` after this step.")
+    assert len(finding.message) <= 200  # two lines of an editor's hover
+    assert "do not move the step after the other backward()" in " ".join(
+        (StepBeforeBackward.__doc__ or "").split()
+    )
     namespace: dict[str, Any] = {}
     exec(compile(GAN, "<gan>", "exec"), namespace)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):

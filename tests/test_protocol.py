@@ -283,6 +283,20 @@ def test_no_message_and_no_id_is_logged(server: Server, body: bytes) -> None:
     assert server.stop() == 0
 
 
+def test_a_cancel_for_an_answered_request_is_ignored_without_a_word(server: Server) -> None:
+    """VS Code cancels requests the server has answered; its log shows stderr as errors."""
+    server.initialize()
+    server.send(hover(3))
+    assert server.reply(3)["result"] is None
+    server.send(notification("$/cancelRequest", {"id": 3}))
+    server.send(notification("$/cancelRequest", {"id": 99}))
+    server.send(hover(4))
+    assert server.reply(4)["result"] is None
+    assert server.stop() == 0
+    assert b"Cancel notification" not in server.log.read_bytes()
+    assert server.log.read_bytes() == b""
+
+
 @pytest.mark.parametrize(
     "message",
     [

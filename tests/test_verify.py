@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -871,6 +872,7 @@ def test_package_relative_imports(tmp_path: Path) -> None:
 
 HANG = """
 import os
+import shutil
 import subprocess
 import sys
 
@@ -1273,6 +1275,18 @@ def test_cli_text_and_exit_codes(tmp_path: Path) -> None:
     )
     assert lines[1] == f"  {norm(path)}:{line_of(text, '# error:')}: in-place write"
     assert lines[2] == f"  {norm(path)}:{line_of(text, '# saved-by')}: saved by SigmoidBackward0"
+    # A file given relative: every location (and the JSON's) is relative too, as `check`'s.
+    shutil.copy(path, tmp_path / "gate.py")
+    relative = run_cli(f"gate.py:{line_of(text, 'def forward')}", "--device", "cpu", cwd=tmp_path)
+    assert relative.stdout.splitlines()[1:3] == [
+        f"  gate.py:{line_of(text, '# error:')}: in-place write",
+        f"  gate.py:{line_of(text, '# saved-by')}: saved by SigmoidBackward0",
+    ]
+    report = json.loads(
+        run_cli("gate.py", "--device", "cpu", "--format", "json", cwd=tmp_path).stdout
+    )
+    assert (report["mutation"]["path"], report["saved_by"]["path"]) == ("gate.py", "gate.py")
+    assert str(tmp_path) not in json.dumps(report["mutation"])
 
 
 @needs_torch
@@ -1574,6 +1588,7 @@ def test_flagged_lines_follow_the_projects_settings_and_noqa(tmp_path: Path) -> 
 
 SPAWN = """
 import os
+import shutil
 import subprocess
 import sys
 import time

@@ -287,6 +287,10 @@ class Save:
     grad_from: str = ""  # saved only if this argument requires grad (it is not known)
     on_some_paths: bool = False  # possible for another reason than an unknown argument
     param: str = ""  # the module parameter saved (`weight`), where known ("": any of them)
+    # Made inside a call: the outermost call site (in the function analysed) that ran it, the
+    # line to recompute after a step, and its file (None: the document analysed).
+    called_at: Loc | None = None
+    called_at_path: str | None = None
 
 
 @dataclass(eq=False)

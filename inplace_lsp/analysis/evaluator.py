@@ -2413,6 +2413,7 @@ class Interpreter(Objects):
             self.resolver,
             self.saves,
             lazy=self.inputs is None,
+            call_site=(location(node, frame.start), frame.path),
         )
         for event in summary.events:
             self._replay(event, use, node, frame)

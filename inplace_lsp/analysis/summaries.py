@@ -758,8 +758,10 @@ class Application:
         resolver: Resolver,
         saves: dict[int, Save],
         lazy: bool = False,
+        call_site: tuple[Loc, str | None] | None = None,
     ) -> None:
         self.summary = summary
+        self.call_site = call_site  # where the caller calls it (the saves' called_at)
         # Outside any summary's run, the attributes of the objects it made are copied when
         # first read (ModuleRef.attributes): an object's whole tree is seldom used. What the
         # caller's objects are at the summary's paths is taken now, as a copy made now would.
@@ -842,6 +844,8 @@ class Application:
             return self.saves[known]
         (group,) = self.groups([save.group]) or (save.group,)
         copy = replace(save, id=new_id(), group=group, ctx=self.ctx(save.ctx))
+        if self.call_site is not None:
+            copy.called_at, copy.called_at_path = self.call_site
         self.saves[copy.id] = copy
         self.own_sids[save.id] = copy.id
         self._sids[save.id] = frozenset({copy.id})

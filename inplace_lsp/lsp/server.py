@@ -876,9 +876,19 @@ def _serve_tcp(server: InplaceLanguageServer, host: str, port: int) -> int:
     return code
 
 
+class _AnsweredCancel(logging.Filter):
+    """Drops pygls's warning for a `$/cancelRequest` whose request was already answered: the
+    LSP spec has servers ignore it, and it is routine (VS Code cancels requests at start-up),
+    but stderr reaches the editor's log as an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Cancel notification for unknown message id")
+
+
 def serve(tcp: tuple[str, int] | None = None) -> int:
     """Runs the server on stdio, or on a TCP port (one client), until the client says exit
     or goes; the exit code."""
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_AnsweredCancel())
     server = build_server()
     if tcp is None:
         return _serve_stdio(server)

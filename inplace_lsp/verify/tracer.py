@@ -990,6 +990,53 @@ def live_frames(frame: FrameType | None) -> Iterator[tuple[FrameType, int]]:
         frame = frame.f_back
 
 
+_DISPATCH = (os.path.join("torch", "overrides.py"), "handle_torch_function")
+
+
+def _dispatches(tb: TracebackType) -> bool:
+    """torch's `handle_torch_function`, which hands a call to the detector's TorchFunctionMode."""
+    code = tb.tb_frame.f_code
+    return code.co_name == _DISPATCH[1] and code.co_filename.endswith(_DISPATCH[0])
+
+
+def user_traceback(tb: TracebackType | None) -> TracebackType | None:
+    """``tb`` as the same error has it without the detector: without this tool's frames, nor
+    the two a TorchFunctionMode adds to each call it sees (``handle_torch_function``, and the
+    frame that called it, which runs again inside)."""
+    entries: list[TracebackType] = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    kept = [t for t in entries if not is_internal(t.tb_frame.f_code.co_filename)]
+    shown = [
+        t
+        for i, t in enumerate(kept)
+        if not _dispatches(t)
+        and not (
+            i + 2 < len(kept)
+            and _dispatches(kept[i + 1])
+            and kept[i + 2].tb_frame.f_code is t.tb_frame.f_code  # the same call, entered again
+        )
+    ]
+    rebuilt: TracebackType | None = None
+    for t in reversed(shown):
+        rebuilt = TracebackType(rebuilt, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return rebuilt
+
+
+def without_detector_frames(exc: BaseException) -> None:
+    """Gives ``exc`` and the exceptions chained to it their user_traceback."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = user_traceback(current.__traceback__)
+        todo += [current.__cause__, current.__context__]
+
+
 def traceback_frames(tb: TracebackType | None) -> list[tuple[FrameType, int]]:
     """The frames of a traceback, innermost first, with the line each was at."""
     found: list[tuple[FrameType, int]] = []

@@ -401,6 +401,12 @@ function* logFiles() {
   }
 }
 
+/** The lines of the extension's log at level error (the server's stderr lands there too). */
+function logErrors() {
+  return [...logFiles()].flatMap((file) => fs.readFileSync(file, 'utf8').split('\n'))
+    .filter((line) => /\[error\]/i.test(line));
+}
+
 /** The last line of the extension's log that holds `needle`, waiting up to `ms` for it. */
 async function logLine(needle, ms) {
   const end = Date.now() + ms;
@@ -495,6 +501,7 @@ test('an interpreter without inplace-lsp runs the bundled server: squiggle and q
     assert.ok(line.includes(`Starting server: ${bundledPython} -E `), line);
     assert.match(line, /bundled\/tool\/serve\.py serve /);
     assert.match(line, /inplace_lsp from \S*bundled\/libs\/common\/inplace_lsp/);
+    assert.deepEqual(logErrors(), [], 'a normal start logs no error');
   });
 });
 
@@ -738,6 +745,7 @@ test('a changed setting restarts the server, which applies it', async (t) => {
     await page.locator('.monaco-editor .squiggly-warning').first().waitFor({ timeout: 60000 });
     await page.locator('.monaco-editor .squiggly-error').first().waitFor({ state: 'detached', timeout: 30000 });
     lap('IPL001 is now a warning squiggle, from the new server');
+    assert.deepEqual(logErrors(), [], 'a normal stop and start log no error');
   });
 });
 

@@ -94,6 +94,12 @@ def op_name(save: Save) -> str:
     return save.op.strip("`").removesuffix("()")
 
 
+def save_line(save: Save) -> str:
+    """Where a save is, for a message: "line 12", or "line 11 of layers.py" in another file
+    (whose full path is the finding's related location)."""
+    return f"line {save.loc[0]}" + (f" of {Path(save.path).name}" if save.path else "")
+
+
 def describe_save(save: Save) -> str:
     op = op_name(save)
     if save.slot == "output":

@@ -6,7 +6,14 @@ from collections.abc import Iterable
 
 from inplace_lsp.analysis.domain import Facts
 from inplace_lsp.analysis.findings import Finding, Severity
-from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule, describe_save, suggestion
+from inplace_lsp.analysis.rules.base import (
+    DocContext,
+    Invalid,
+    Rule,
+    describe_save,
+    save_line,
+    suggestion,
+)
 
 GENERIC_KINDS = frozenset({"augassign", "method", "setitem", "out"})
 
@@ -89,7 +96,7 @@ class InplaceOnSaved(Rule):
             if mutation.kind not in GENERIC_KINDS or mutation.activation or mutation.value.detached:
                 continue
             message = (
-                f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); "
+                f"{describe_save(conflict.save)} ({save_line(conflict.save)}); "
                 f"this `{mutation.op}` overwrites it in place, "
                 f"so backward() {self.hedge(conflict)}. "
                 f"{suggestion(ctx, mutation)}"

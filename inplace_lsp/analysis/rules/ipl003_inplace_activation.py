@@ -15,6 +15,7 @@ from inplace_lsp.analysis.rules.base import (
     discarding_call,
     fix_recipe,
     inplace_sites,
+    save_line,
 )
 
 KINDS = frozenset({"inplace_module", "inplace_kwarg"})
@@ -89,7 +90,7 @@ class InplaceActivation(Rule):
             if mutation.value.detached:
                 continue
             message = (
-                f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); "
+                f"{describe_save(conflict.save)} ({save_line(conflict.save)}); "
                 f"`{mutation.op}` overwrites it, so backward() {self.hedge(conflict)}. "
                 + remedy(facts, ctx, mutation)
             )

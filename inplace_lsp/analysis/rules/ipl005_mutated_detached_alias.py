@@ -13,6 +13,7 @@ from inplace_lsp.analysis.rules.base import (
     Rule,
     describe_save,
     keeps_values,
+    save_line,
 )
 
 
@@ -71,7 +72,7 @@ class MutatedDetachedAlias(Rule):
             reported.add(mutation.id)
             if conflict.via == "data":
                 message = (
-                    f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); writing it "
+                    f"{describe_save(conflict.save)} ({save_line(conflict.save)}); writing it "
                     "through `.data` hides the change from autograd's version check, so no error "
                     "is raised and the gradients computed from it are silently wrong. Write out "
                     "of place, or `.detach().clone()`."
@@ -84,7 +85,7 @@ class MutatedDetachedAlias(Rule):
                     )
                 continue
             message = (
-                f"{describe_save(conflict.save)} (line {conflict.save.loc[0]}); this write goes "
+                f"{describe_save(conflict.save)} ({save_line(conflict.save)}); this write goes "
                 f"through a detached alias that shares its memory and version counter, so "
                 f"backward() {self.hedge(conflict)}. Use `.detach().clone()`."
             )

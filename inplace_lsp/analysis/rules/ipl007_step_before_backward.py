@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from inplace_lsp.analysis.domain import Facts
-from inplace_lsp.analysis.findings import Finding, Severity
-from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule, op_name
+from inplace_lsp.analysis.domain import Facts, Save
+from inplace_lsp.analysis.findings import Finding, Related, Severity
+from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule, op_name, save_line
 
 
 class StepBeforeBackward(Rule):
@@ -28,12 +28,6 @@ class StepBeforeBackward(Rule):
     both backward() calls is the fix only when this optimizer is meant to train on both
     losses.
     """
-
-    ADVICE = (
-        "Recompute that loss's forward pass after this step, so its graph holds the new "
-        "weights. Moving step() after that backward() is right only if that loss should train "
-        "these weights too: with two models or optimizers it adds its gradients to them."
-    )
 
     CODE = "IPL007"
     NAME = "step-before-backward"
@@ -71,23 +65,54 @@ class StepBeforeBackward(Rule):
             if conflict.mutation.kind != "step":
                 continue
             save = conflict.save
+            built, again = _graph_builder(save, ctx)
+            step = f"`{conflict.mutation.op}`"
             if conflict.mutation.value.origin == "fused":
                 # Measured with torch 2.13 on CPU: a fused step does not bump the parameters'
                 # version counter, so nothing raises and backward() uses the new weights.
                 message = (
-                    f"`{conflict.mutation.op}` updates parameters in place that {op_name(save)} "
-                    f"(line {save.loc[0]}) saved for a later backward(); a fused optimizer does "
-                    "not bump their version, so no error is raised but the gradients are "
-                    "silently computed with the new weights. " + self.ADVICE
+                    f"{step} (fused) changes weights {built} saved for a later backward(): "
+                    f"nothing raises, but its gradients use the new weights. {again}"
                 )
                 for finding in self.conflict_finding(conflict, ctx, message):
-                    yield replace(finding, severity=Severity.WARNING)
+                    yield replace(_with_call_site(finding, save, ctx), severity=Severity.WARNING)
                 continue
-            message = (
-                f"`{conflict.mutation.op}` updates parameters in place that {op_name(save)} "
-                f"(line {save.loc[0]}) saved for a backward() that runs later"
-                + (f" (line {conflict.backward_loc[0]})" if conflict.backward_loc else "")
-                + f"; that backward() {self.hedge(conflict)}. "
-                + self.ADVICE
+            later = (
+                f"the backward() at line {conflict.backward_loc[0]}"
+                if conflict.backward_loc
+                else "a later backward()"
             )
-            yield from self.conflict_finding(conflict, ctx, message)
+            message = (
+                f"{step} changes weights {built} saved for {later}, which "
+                f"{self.hedge(conflict)}. {again}"
+            )
+            for finding in self.conflict_finding(conflict, ctx, message):
+                yield _with_call_site(finding, save, ctx)
+
+
+def _with_call_site(finding: Finding, save: Save, ctx: DocContext) -> Finding:
+    """The finding with the call that built the stale graph as a related location, when the
+    saving op ran inside it (the line to run again after the step)."""
+    if save.called_at is None or save.called_at_path is not None:
+        return finding
+    built = Related(
+        ctx.span(save.called_at), "this call built the graph: run it again after the step"
+    )
+    return replace(finding, related=(*finding.related, built))
+
+
+def _graph_builder(save: Save, ctx: DocContext) -> tuple[str, str]:
+    """What built the graph the step makes stale, for the message: the call in this function
+    that ran the saving op (`D(fake)`, line 22) or the op itself; and the advice to run it
+    again after the step (which the rule's documentation explains, with when moving the
+    step is right instead)."""
+    at = save.called_at if save.called_at_path is None else None
+    if at is None and save.path is None and save.called_at is None:
+        at = save.loc  # the op or module call is in this function
+    call = ctx.text(at) if at is not None else ""
+    if at is not None and call and len(call) <= 40:
+        return f"that `{call}` (line {at[0]})", f"Recompute `{call}` after this step."
+    return (
+        f"that {op_name(save)} ({save_line(save)})",
+        "Recompute that loss's forward pass after this step.",
+    )
