@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from generated import with_slow_function
+from test_workspace import make_package
 
 from inplace_lsp import cli, fixes
 from inplace_lsp.analysis import engine
@@ -665,41 +666,8 @@ def test_fix_writes_a_file_back_in_the_encoding_its_coding_line_names(tmp_path: 
     assert fixed.decode("latin-1").replace("y = y.mul(2)", "y.mul_(2)") == source
 
 
-LAYERS = """\
-import torch
-import torch.nn as nn
-
-
-class Gate(nn.Module):
-    def __init__(self, dim):
-        super().__init__()
-        self.proj = nn.Linear(dim, dim)
-
-    def forward(self, x):
-        return torch.sigmoid(self.proj(x))
-"""
-
-NET = """\
-import torch.nn as nn
-from .layers import Gate
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.gate = Gate(4)
-
-    def forward(self, x):
-        g = self.gate(x)
-        g += 1
-        return g
-"""
-
-
 def test_a_related_location_in_another_file_has_the_main_paths_style(tmp_path: Path) -> None:
-    write(tmp_path / "pkg" / "__init__.py", "")
-    write(tmp_path / "pkg" / "layers.py", LAYERS)
-    write(tmp_path / "pkg" / "model.py", NET)
+    make_package(tmp_path)  # pkg/model.py's `g += 1` (line 13) on pkg/layers.py's sigmoid
     relative = run_cli("check", os.path.join("pkg", "model.py"), cwd=tmp_path).stdout
     # The message names the file of the line it cites (line 11 of model.py is another line).
     assert "saved its output for backward (line 11 of layers.py)" in relative
