@@ -97,6 +97,17 @@ def _short(site: _t.Site) -> str:
     return f"{path}:{site.line}"
 
 
+def _via(site: _t.Site | None) -> str:
+    """`` (via package/module.py:123)``: the installed package's line (a framework's) that the
+    user's line went through to reach the op, when there is one."""
+    if site is None or site.via is None:
+        return ""
+    parts = site.via.path.split(os.sep)
+    starts = [i for i, part in enumerate(parts) if part in _t._INSTALLED]
+    inside = parts[starts[-1] + 1 :] if starts else parts[-2:]
+    return f" (via {'/'.join(inside)}:{site.via.line})"
+
+
 def _tensor_json(tensor: torch.Tensor | None) -> dict[str, object] | None:
     if tensor is None:
         return None
@@ -240,17 +251,24 @@ class Detector(contextlib.ContextDecorator):
         elif module is not None:
             built = "constructed here" if call_site is not None else "(constructed earlier)"
             lines += [
-                f"  written at  {_short(mutation)}, in {module}(inplace=True) {built}",
+                f"  written at  {_short(mutation)}, in {module}(inplace=True) {built}"
+                f"{_via(mutation)}",
                 f"      {_source(mutation)}",
             ]
         else:
             last = record.writes[0].op if record.writes else "?"
-            lines += [f"  written at  {_short(mutation)} by {last}", f"      {_source(mutation)}"]
+            lines += [
+                f"  written at  {_short(mutation)} by {last}{_via(mutation)}",
+                f"      {_source(mutation)}",
+            ]
         if call_site is not None:
-            lines += [f"  called at   {_short(call_site)}", f"      {_source(call_site)}"]
+            lines += [
+                f"  called at   {_short(call_site)}{_via(call_site)}",
+                f"      {_source(call_site)}",
+            ]
         if record.site is not None:
             lines += [
-                f"  saved by    {op} at {_short(record.site)}",
+                f"  saved by    {op} at {_short(record.site)}{_via(record.site)}",
                 f"      {_source(record.site)}",
             ]
         else:
@@ -337,14 +355,23 @@ class Detector(contextlib.ContextDecorator):
         lines = [f"{_MARK} an in-place write on a tensor that requires grad and has no history"]
         if mutation is not None:
             via = f", in {module}(inplace=True) constructed here" if module else ""
-            lines += [f"  written at  {_short(mutation)}{via}", f"      {_source(mutation)}"]
+            lines += [
+                f"  written at  {_short(mutation)}{via}{_via(mutation)}",
+                f"      {_source(mutation)}",
+            ]
         if call_site is not None:
-            lines += [f"  called at   {_short(call_site)}", f"      {_source(call_site)}"]
+            lines += [
+                f"  called at   {_short(call_site)}{_via(call_site)}",
+                f"      {_source(call_site)}",
+            ]
         if tensor is not None:
             view = " (a view of the leaf)" if leaf is not tensor else ""
             lines.append(f"  tensor      {_tensor_text(tensor)}{view}")
         if created is not None:
-            lines += [f"  created at  {_short(created)}", f"      {_source(created)}"]
+            lines += [
+                f"  created at  {_short(created)}{_via(created)}",
+                f"      {_source(created)}",
+            ]
         if owner is not None:
             lines += [f"  {owner[0]} at {_short(owner[1])}", f"      {_source(owner[1])}"]
         lines.append(

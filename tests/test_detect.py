@@ -603,6 +603,69 @@ def test_the_versions_name_the_file_of_each_line_when_they_are_in_two(tmp_path: 
     )
 
 
+def test_the_users_line_is_named_with_the_installed_packages_line_beside_it(
+    tmp_path: Path,
+) -> None:
+    """A framework (an installed package: site-packages) between the user's line and the op:
+    the user's line is named, the framework's as context ("via")."""
+    package = tmp_path / "lib" / "site-packages" / "fakelight"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "loop.py").write_text(
+        "def step(optimizer):\n    return optimizer.step()\n\n\n"
+        "def train(model, optimizer, x):\n"
+        "    out = model(x)\n"
+        "    first, second = out.sum(), out.pow(2).sum()\n"
+        "    first.backward(retain_graph=True)\n"
+        "    optimizer.step()\n"
+        "    second.backward()\n",
+        encoding="utf-8",
+    )
+    head = (
+        "import sys\nsys.path.insert(0, 'lib/site-packages')\nimport torch\n"
+        "from fakelight.loop import step, train\n"
+        "d = torch.nn.Linear(2, 1)\nopt = torch.optim.Adam(d.parameters())\n"
+    )
+    (tmp_path / "user.py").write_text(
+        head + "out = d(torch.randn(4, 2, requires_grad=True))\n"
+        "first, second = out.sum(), out.pow(2).sum()\n"
+        "first.backward(retain_graph=True)\n"
+        "step(opt)\n"
+        "second.backward()\n",
+        encoding="utf-8",
+    )
+    report = tmp_path / "r.json"
+    done = _detected("--report", str(report), "user.py", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "  written at  user.py:10 by addcdiv_ (via fakelight/loop.py:2)\n" in done.stderr
+    (finding,) = _report(report)["findings"]
+    assert finding["mutation"]["line"] == 10
+    assert finding["mutation"]["via"]["line"] == 2
+    # The whole loop inside the package: the user's line is the call into it.
+    (tmp_path / "inside.py").write_text(
+        head + "train(d, opt, torch.randn(4, 2, requires_grad=True))\n", encoding="utf-8"
+    )
+    inside = _detected("--no-report", "inside.py", cwd=tmp_path)
+    assert inside.returncode == 1
+    assert "  written at  inside.py:7 by addcdiv_ (via fakelight/loop.py:9)\n" in inside.stderr
+    # No line of the user's on the stack (the package's own entry point): its line is named.
+    (package / "main.py").write_text(
+        head.replace("import sys\nsys.path.insert(0, 'lib/site-packages')\n", "")
+        + "train(d, opt, torch.randn(4, 2, requires_grad=True))\n",
+        encoding="utf-8",
+    )
+    installed = str(tmp_path / "lib" / "site-packages")
+    alone = _detected(
+        "--no-report",
+        "-m",
+        "fakelight.main",
+        cwd=tmp_path,
+        PYTHONPATH=f"{ROOT}{os.pathsep}{installed}",
+    )
+    assert alone.returncode == 1
+    assert "loop.py:9 by addcdiv_\n" in alone.stderr and "(via" not in alone.stderr
+
+
 def test_pytest_shows_the_failing_frames_it_shows_without_the_detector(tmp_path: Path) -> None:
     (tmp_path / "test_model.py").write_text(PYTEST_FILE, encoding="utf-8")
     (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")

@@ -36,7 +36,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -89,12 +89,21 @@ _VIEW_NODE = re.compile(
 class Site:
     path: str
     line: int
+    # The innermost library frame (an installed package's: a framework's optimizer wrapper)
+    # between this line of the user's and the op: context, not part of the site's identity.
+    via: Site | None = field(default=None, compare=False)
 
     def as_json(self) -> dict[str, object]:
-        return {"path": self.path, "line": self.line}
+        found: dict[str, object] = {"path": self.path, "line": self.line}
+        if self.via is not None:
+            found["via"] = self.via.as_json()
+        return found
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}"
+
+
+_INSTALLED = ("site-packages", "dist-packages")
 
 
 @dataclass
@@ -199,13 +208,19 @@ class Saved:
 # --------------------------------------------------------------------------- user frames
 
 
+_USER, _LIBRARY, _OTHER = 1, 2, 0  # a frame's file: the user's, an installed package's, neither
+
+
 class UserFrames:
-    """Decides which source files are user code and finds the innermost user frame."""
+    """Decides which source files are user code and finds the innermost user frame: not
+    this tool's, torch's, the standard library's, nor an installed package's (site-packages:
+    a framework's); when no frame is the user's, the innermost installed package's (unless
+    the user's files are given, as verify gives them: then none)."""
 
     def __init__(self, user_files: Collection[str] | None) -> None:
         import torch
 
-        self._cache: dict[str, bool] = {}
+        self._cache: dict[str, int] = {}
         self._wanted: frozenset[str] | None = None
         if user_files is not None:
             self._wanted = frozenset(norm(p) for p in user_files)
@@ -213,37 +228,58 @@ class UserFrames:
         self._stdlib = _stdlib_dirs()
 
     def is_user(self, filename: str) -> bool:
+        return self._kind(filename) == _USER
+
+    def _kind(self, filename: str) -> int:
         known = self._cache.get(filename)
         if known is None:
             known = self._classify(filename)
             self._cache[filename] = known
         return known
 
-    def _classify(self, filename: str) -> bool:
+    def _classify(self, filename: str) -> int:
         if filename.startswith("<frozen") or filename.startswith("<built-in"):
-            return False
+            return _OTHER
         path = norm(filename)
         if path.startswith(PACKAGE_DIR):
-            return False
-        if self._wanted is not None:
-            return path in self._wanted
+            return _OTHER
+        if self._wanted is not None and path in self._wanted:
+            return _USER
         if path.startswith(self._torch_dir):
-            return False
-        if path.startswith(self._stdlib):
-            parts = path.split(os.sep)
-            return "site-packages" in parts or "dist-packages" in parts
-        return True
+            return _OTHER
+        if any(part in _INSTALLED for part in path.split(os.sep)):
+            return _LIBRARY
+        if self._wanted is not None or path.startswith(self._stdlib):
+            return _OTHER
+        return _USER
 
     def innermost(self, frame: FrameType | None) -> FrameType | None:
-        while frame is not None and not self.is_user(frame.f_code.co_filename):
+        return self._innermost(frame)[0]
+
+    def _innermost(self, frame: FrameType | None) -> tuple[FrameType | None, FrameType | None]:
+        """The innermost user frame (else the innermost library frame), and the innermost
+        library frame inside it (None when there is none, or no user frame)."""
+        library = None
+        while frame is not None:
+            kind = self._kind(frame.f_code.co_filename)
+            if kind == _USER:
+                return frame, library
+            if kind == _LIBRARY and library is None:
+                library = frame
             frame = frame.f_back
-        return frame
+        return (library if self.fallback else None), None
+
+    @property
+    def fallback(self) -> bool:
+        """Whether an installed package's line stands in for a missing user line."""
+        return self._wanted is None
 
     def site(self, frame: FrameType | None) -> Site | None:
-        user = self.innermost(frame)
+        user, library = self._innermost(frame)
         if user is None:
             return None
-        return Site(norm(user.f_code.co_filename), user.f_lineno)
+        via = None if library is None else Site(norm(library.f_code.co_filename), library.f_lineno)
+        return Site(norm(user.f_code.co_filename), user.f_lineno, via)
 
 
 def norm(path: str) -> str:
@@ -1061,16 +1097,22 @@ def locate_write(
     module: torch.nn.Module | None = None
     call_site: Site | None = None
     caller: FrameType | None = None
+    library: Site | None = None  # the innermost installed package's line (see Site.via)
     for frame, line in stack:
         filename = frame.f_code.co_filename
-        if frames.is_user(filename):
-            call_site = Site(norm(filename), line)
+        kind = frames._kind(filename)
+        if kind == _USER:
+            call_site = Site(norm(filename), line, library)
             caller = frame
             break
+        if kind == _LIBRARY and library is None:
+            library = Site(norm(filename), line)
         if module is None:
             candidate = frame.f_locals.get("self")
             if isinstance(candidate, torch.nn.Module) and getattr(candidate, "inplace", False):
                 module = candidate
+    if call_site is None and frames.fallback:
+        call_site = library  # no line of the user's: the package's, rather than none
     if module is None:
         return call_site, None, None
     constructed = _construction_site(module)
@@ -1109,10 +1151,15 @@ def _assignment_site(owner: object, module: object) -> Site | None:
 
 
 def site_of(stack: Iterable[tuple[FrameType, int]], frames: UserFrames) -> Site | None:
+    """The innermost user line of a stack (innermost first), as UserFrames.site."""
+    library: Site | None = None
     for frame, line in stack:
-        if frames.is_user(frame.f_code.co_filename):
-            return Site(norm(frame.f_code.co_filename), line)
-    return None
+        kind = frames._kind(frame.f_code.co_filename)
+        if kind == _USER:
+            return Site(norm(frame.f_code.co_filename), line, library)
+        if kind == _LIBRARY and library is None:
+            library = Site(norm(frame.f_code.co_filename), line)
+    return library if frames.fallback else None
 
 
 # --------------------------------------------------------------------------- the call
