@@ -1,0 +1,1 @@
+"""The runtime detector inside training frameworks (each module imports its framework)."""
