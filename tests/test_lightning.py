@@ -173,4 +173,4 @@ def test_a_clean_model_trains_bit_for_bit_the_same_and_off_adds_nothing(tmp_path
     assert report["findings"] == [] and report["exit_code"] == 0
     off = InplaceDetect(enabled=False, report=tmp_path / "off.json")
     assert _fit([off]).losses == plain.losses
-    assert off.detector is None and not (tmp_path / "off.json").exists()
+    assert off.steps.detector is None and not (tmp_path / "off.json").exists()

@@ -1,1 +1,68 @@
-"""The runtime detector inside training frameworks (each module imports its framework)."""
+"""The runtime detector inside training frameworks: ``integrations.lightning`` (a Trainer
+callback) and ``integrations.transformers`` (a ``transformers.Trainer`` callback). Each imports
+its framework; this module imports only the detector."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from inplace_lsp.detector import Detector
+from inplace_lsp.report import DIRECTORY, NAME, project_root
+
+
+class Steps:
+    """The detector entered for each training step and left after it, over a whole run: one
+    report (per rank), written when a finding appears and when the run ends, not per step."""
+
+    def __init__(
+        self,
+        *,
+        enabled: bool,
+        silent: bool,
+        retention: bool,
+        report: str | os.PathLike[str] | None,
+        command: str,
+    ) -> None:
+        self.enabled = enabled
+        self._options = (silent, retention, report, command)
+        self.detector: Detector | None = None  # made at the first step (None while off)
+        self._inside = False
+
+    def _made(self) -> Detector:
+        if self.detector is None:
+            silent, retention, report, command = self._options
+            self.detector = Detector(
+                silent=silent,
+                retention=retention,
+                report=report or Path(project_root(os.getcwd())) / DIRECTORY / NAME,
+                header={"command": [command]},
+            )
+        return self.detector
+
+    def enter(self) -> None:
+        if not self.enabled or self._inside:
+            return
+        detector = self._made()
+        report, detector.report = detector.report, None  # entering writes no report
+        try:
+            detector.__enter__()
+        finally:
+            detector.report = report
+        self._inside = True
+
+    def leave(self) -> None:
+        if not self._inside or self.detector is None:
+            return
+        self._inside = False
+        report, self.detector.report = self.detector.report, None  # nor does each step's end
+        try:
+            self.detector.__exit__(None, None, None)
+        finally:
+            self.detector.report = report
+
+    def finish(self, exit_code: int) -> None:
+        """The run ended (1: with an exception): the report's last version."""
+        self.leave()
+        if self.detector is not None:
+            self.detector.finish(exit_code)

@@ -16,11 +16,9 @@ installed (``lightning`` first); the Trainer must come from the same package.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
-from inplace_lsp.detector import Detector
-from inplace_lsp.report import DIRECTORY, NAME, project_root
+from inplace_lsp.integrations import Steps
 
 try:
     from lightning.pytorch.callbacks import Callback
@@ -45,58 +43,24 @@ class InplaceDetect(Callback):  # type: ignore[misc]  # Lightning ships no type 
         ``retention`` about graphs kept alive across backwards; ``report`` is where the
         findings go (default: ``.inplace-lsp/last-run.json`` in the project of the working
         directory)."""
-        self.enabled = enabled
-        self.silent = silent
-        self.retention = retention
-        self.report_path = report
-        self.detector: Detector | None = None
-        self._inside = False
+        self.steps = Steps(
+            enabled=enabled,
+            silent=silent,
+            retention=retention,
+            report=report,
+            command="lightning Trainer.fit",
+        )
 
-    def _detector(self) -> Detector:
-        if self.detector is None:
-            path = self.report_path or Path(project_root(os.getcwd())) / DIRECTORY / NAME
-            self.detector = Detector(
-                silent=self.silent,
-                retention=self.retention,
-                report=path,
-                header={"command": ["lightning", "Trainer.fit"]},
-            )
-        return self.detector
-
-    def on_train_batch_start(
-        self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
-    ) -> None:
-        if not self.enabled or self._inside:
-            return
-        detector = self._detector()
-        report, detector.report = detector.report, None  # written at the end, not per batch
-        try:
-            detector.__enter__()
-        finally:
-            detector.report = report
-        self._inside = True
+    def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, index: int) -> None:
+        self.steps.enter()
 
     def on_train_batch_end(
-        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, index: int
     ) -> None:
-        self._leave()
-
-    def _leave(self) -> None:
-        if not self._inside or self.detector is None:
-            return
-        self._inside = False
-        report, self.detector.report = self.detector.report, None
-        try:
-            self.detector.__exit__(None, None, None)
-        finally:
-            self.detector.report = report
+        self.steps.leave()
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
-        self._leave()
-        if self.detector is not None:
-            self.detector.finish(1)
+        self.steps.finish(1)
 
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
-        self._leave()
-        if self.detector is not None:
-            self.detector.finish(0)
+        self.steps.finish(0)
