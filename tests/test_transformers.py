@@ -150,3 +150,27 @@ def test_a_clean_model_trains_bit_for_bit_the_same_and_off_adds_nothing(tmp_path
     off = InplaceDetectCallback(enabled=False, report=tmp_path / "off.json")
     assert _train(tmp_path, [off])[0] == plain_losses
     assert off.steps.detector is None and not (tmp_path / "off.json").exists()
+
+
+def test_accelerate_launch_runs_the_script_under_the_detector(tmp_path: Path) -> None:
+    """The documented equivalent for a script started with `accelerate launch`."""
+    _write(tmp_path)
+    paths = [str(ROOT), str(tmp_path), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, paths)), PYTHONWARNINGS="ignore")
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "1"]
+    launch += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    done = subprocess.run(
+        [*launch, "-m", "inplace_lsp", "run", "train.py", "bug"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0
+    written = MODEL.splitlines().index(
+        "            h += 1  # sigmoid saved its output: backward fails"
+    )
+    assert f"  written at  tiny.py:{written + 1} by add_" in done.stderr, done.stderr
+    report = json.loads((tmp_path / ".inplace-lsp" / "last-run.json").read_text(encoding="utf-8"))
+    assert report["findings"][0]["mutation"]["line"] == written + 1
