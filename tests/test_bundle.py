@@ -227,6 +227,28 @@ def test_a_bundle_for_another_platform_takes_that_platforms_wheels(tmp_path: Pat
     assert not [n for n in names if n.endswith(".so")]
 
 
+# What a clone does not have: the names .gitignore ignores, wherever they are.
+GITIGNORED = (
+    "__pycache__",
+    "*.pyc",
+    "*.egg-info",
+    ".venv",
+    "venv",
+    "build",
+    "dist",
+    ".*_cache",
+    ".cache",
+    "node_modules",
+    "*.vsix",
+    "test-artifacts",
+    ".vscode-e2e",
+    ".inplace-lsp",
+    "libs",
+    "libs.zip",
+    "manifest.json",
+)
+
+
 def test_the_wheel_step_builds_in_a_checkout_that_pip_install_left_a_build_folder_in(
     tmp_path: Path,
 ) -> None:
@@ -236,16 +258,7 @@ def test_the_wheel_step_builds_in_a_checkout_that_pip_install_left_a_build_folde
     named build.__main__"), and setuptools puts the stale files of `build/lib` into a wheel
     built in the checkout. The script's wheel step builds the package's own files."""
     clone = tmp_path / "clone"
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    files = [name for name in listed.split("\0") if name and (REPO / name).is_file()]
-    for name in files:
-        (clone / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / name, clone / name)
+    shutil.copytree(REPO, clone, ignore=shutil.ignore_patterns(".git", *GITIGNORED))
     stale = clone / "build" / "lib" / "inplace_lsp" / "stale_module.py"
     stale.parent.mkdir(parents=True)
     stale.write_text("STALE = True\n", encoding="utf-8")
@@ -274,5 +287,6 @@ def test_the_wheel_step_builds_in_a_checkout_that_pip_install_left_a_build_folde
         for name in zipfile.ZipFile(wheel).namelist()
         if not name.split("/")[0].endswith(".dist-info")
     }
-    assert packaged == {name for name in files if name.startswith("inplace_lsp/")}
+    package = clone / "inplace_lsp"
+    assert packaged == {p.relative_to(clone).as_posix() for p in package.rglob("*") if p.is_file()}
     assert not (clone / "build" / "lib" / "inplace_lsp" / "cli.py").exists()  # not built there
