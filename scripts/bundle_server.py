@@ -5,15 +5,14 @@ installing anything there.
 
     python scripts/bundle_server.py --target linux-x64 [--wheel dist/inplace_lsp-*.whl]
 
-pip installs the wheel (built from this checkout unless given) with its dependencies once per
-Python version, binary wheels of that platform only (libcst has native code, built per
-Python). What every version got alike and holds no compiled code (pygls, lsprotocol, jedi,
-inplace_lsp itself...) goes to `common/`, the rest (libcst, PyYAML, tomli for 3.10) to
-`cp3XY/`, all of it into
-one archive, `bundled/libs.zip`: the .vsix then holds a few files instead of thousands (vsce
-packs and scans each; 7,500 files took it 13 minutes). `bundled/tool/serve.py` unpacks it on
-its first run and puts the two folders on `sys.path`. `bundled/manifest.json` says what is in
-it, and which Pythons it serves.
+pip installs the wheel (built from this checkout unless given: see `build_wheel`; pip is all
+it needs) with its dependencies once per Python version, binary wheels of that platform only
+(libcst has native code, built per Python). What every version got alike and holds no
+compiled code (pygls, lsprotocol, jedi, inplace_lsp itself...) goes to `common/`, the rest
+(libcst, PyYAML, tomli for 3.10) to `cp3XY/`, all of it into one archive, `bundled/libs.zip`:
+the .vsix then holds a few files instead of thousands (vsce packs and scans each; 7,500 files
+took it 13 minutes). `bundled/tool/serve.py` unpacks it on its first run and puts the two
+folders on `sys.path`. `bundled/manifest.json` says what is in it, and which Pythons it serves.
 """
 
 from __future__ import annotations
@@ -46,12 +45,32 @@ PLATFORMS = {
 }
 
 
-def _build_wheel(into: Path) -> Path:
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(into), str(REPO)],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+# What the wheel is made of: the package, its metadata (README.md, LICENSE) and the files
+# MANIFEST.in names.
+WHEEL_SOURCES = ("pyproject.toml", "MANIFEST.in", "README.md", "CHANGELOG.md", "LICENSE")
+WHEEL_FOLDERS = ("inplace_lsp", "examples")
+
+
+def build_wheel(into: Path, repo: Path = REPO) -> Path:
+    """The wheel of the checkout's package, built by `pip wheel` from a copy of what it is made
+    of, with a new folder as the working directory. A `build/` folder in the checkout's root
+    (`pip install .` leaves one) is then neither taken for a package of that name (as by
+    `python -m build` run from the root without the `build` package installed) nor read by
+    setuptools, which puts what it finds in `build/lib`, stale files too, into the wheel."""
+    with tempfile.TemporaryDirectory(prefix="inplace-lsp-source-") as tmp:
+        source = Path(tmp) / "source"
+        source.mkdir()
+        for name in WHEEL_SOURCES:
+            shutil.copy2(repo / name, source / name)
+        for name in WHEEL_FOLDERS:
+            junk = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+            shutil.copytree(repo / name, source / name, ignore=junk)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet"]
+            + ["--disable-pip-version-check", "--wheel-dir", str(into), str(source)],
+            check=True,
+            cwd=tmp,
+        )
     (wheel,) = into.glob("inplace_lsp-*.whl")
     return wheel
 
@@ -170,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", action="append", help=f"default: {' '.join(PYTHONS)}")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="inplace-lsp-wheel-") as tmp:
-        wheel = args.wheel or _build_wheel(Path(tmp))
+        wheel = args.wheel or build_wheel(Path(tmp))
         manifest = bundle(wheel.resolve(), args.target, args.out, tuple(args.python or PYTHONS))
     size = (args.out / "libs.zip").stat().st_size
     print(

@@ -7,7 +7,7 @@
 #   bash scripts/ci_install_vscode_e2e.sh [PYTHON]   # from anywhere; as root on Debian 12, node 20
 #
 # PYTHON (default .ci/venv/bin/python, else python3) builds the wheel that is bundled; it needs
-# `build` (the test extra).
+# pip, nothing else.
 #
 # Everything it writes outside apt stays in git-ignored folders (.vscode-e2e/, node_modules/,
 # dist/, *.vsix). Prints the time of each step.

