@@ -66,3 +66,26 @@ class Steps:
         self.leave()
         if self.detector is not None:
             self.detector.finish(exit_code)
+
+
+class StepsCallback:
+    """The options of a framework's callback (before the framework's base class in its
+    bases): ``enabled=False`` adds nothing to a step; ``silent`` also warns about writes
+    through ``.data`` or NumPy that backward read; ``retention`` about graphs kept alive
+    across backwards; ``report`` is where the findings go (default:
+    ``.inplace-lsp/last-run.json`` in the project of the working directory)."""
+
+    COMMAND = ""  # what the report's header says ran
+
+    def __init__(
+        self,
+        *,
+        enabled: bool = True,
+        silent: bool = True,
+        retention: bool = False,
+        report: str | os.PathLike[str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.steps = Steps(
+            enabled=enabled, silent=silent, retention=retention, report=report, command=self.COMMAND
+        )

@@ -15,10 +15,9 @@ installed (``lightning`` first); the Trainer must come from the same package.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from inplace_lsp.integrations import Steps
+from inplace_lsp.integrations import StepsCallback
 
 try:
     from lightning.pytorch.callbacks import Callback
@@ -28,28 +27,11 @@ except ImportError:
 __all__ = ["InplaceDetect"]
 
 
-class InplaceDetect(Callback):  # type: ignore[misc]  # Lightning ships no type for subclasses
-    """Runs each training batch under ``inplace_lsp.detect()``; see the module."""
+class InplaceDetect(StepsCallback, Callback):  # type: ignore[misc]  # Lightning: no types
+    """Runs each training batch under ``inplace_lsp.detect()``; see the module (and
+    ``StepsCallback`` for the options)."""
 
-    def __init__(
-        self,
-        *,
-        enabled: bool = True,
-        silent: bool = True,
-        retention: bool = False,
-        report: str | os.PathLike[str] | None = None,
-    ) -> None:
-        """``silent`` also warns about writes through ``.data`` or NumPy that backward read;
-        ``retention`` about graphs kept alive across backwards; ``report`` is where the
-        findings go (default: ``.inplace-lsp/last-run.json`` in the project of the working
-        directory)."""
-        self.steps = Steps(
-            enabled=enabled,
-            silent=silent,
-            retention=retention,
-            report=report,
-            command="lightning Trainer.fit",
-        )
+    COMMAND = "lightning Trainer.fit"
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, index: int) -> None:
         self.steps.enter()

@@ -15,35 +15,20 @@ detector instead: ``accelerate launch -m inplace_lsp run train.py``.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from transformers import TrainerCallback
 
-from inplace_lsp.integrations import Steps
+from inplace_lsp.integrations import StepsCallback
 
 __all__ = ["InplaceDetectCallback"]
 
 
-class InplaceDetectCallback(TrainerCallback):  # type: ignore[misc]
-    """Runs each training step under ``inplace_lsp.detect()``; see the module."""
+class InplaceDetectCallback(StepsCallback, TrainerCallback):  # type: ignore[misc]
+    """Runs each training step under ``inplace_lsp.detect()``; see the module (and
+    ``StepsCallback`` for the options)."""
 
-    def __init__(
-        self,
-        *,
-        enabled: bool = True,
-        silent: bool = True,
-        retention: bool = False,
-        report: str | os.PathLike[str] | None = None,
-    ) -> None:
-        """As ``integrations.lightning.InplaceDetect``'s options."""
-        self.steps = Steps(
-            enabled=enabled,
-            silent=silent,
-            retention=retention,
-            report=report,
-            command="transformers Trainer.train",
-        )
+    COMMAND = "transformers Trainer.train"
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.steps.leave()  # a step that raised (and was caught) did not end: it ends now
