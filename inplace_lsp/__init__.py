@@ -15,6 +15,14 @@ if TYPE_CHECKING:
     from inplace_lsp.detector import InplaceWarning, detect
 
 
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext inplace_lsp``: the ``%inplace_detect`` magics (see
+    ``inplace_lsp.integrations.ipython``)."""
+    from inplace_lsp.integrations import ipython
+
+    ipython.load(shell)
+
+
 def __getattr__(name: str) -> Any:
     if name in ("detect", "InplaceWarning"):
         from inplace_lsp import detector

@@ -136,6 +136,9 @@ class Detector(contextlib.ContextDecorator):
         self.rank, self.world_size = _rank()
         self.report = None if report is None else rank_path(report, self.rank)
         self.header: dict[str, object] = dict(header or {})
+        # What a file is called in messages, where it has a name of its own (a notebook
+        # cell's code: "Cell In[3]"); None: its path.
+        self.names: Callable[[str], str | None] | None = None
         self.findings: list[dict[str, Any]] = []
         self._keys: dict[tuple[object, ...], dict[str, Any]] = {}
         self._tracer: _t.Tracer | None = None
@@ -187,6 +190,12 @@ class Detector(contextlib.ContextDecorator):
         _t.prune_construction_sites()
         if self.report is not None:
             self.write_report()
+
+    def _short(self, site: _t.Site) -> str:
+        """Where a line is, for a message: ``path:line``, or what ``names`` calls its file
+        (``Cell In[3], line 5`` for a notebook cell's code)."""
+        named = self.names(site.path) if self.names is not None else None
+        return f"{named}, line {site.line}" if named else _short(site)
 
     @property
     def errors(self) -> list[dict[str, Any]]:
@@ -251,24 +260,24 @@ class Detector(contextlib.ContextDecorator):
         elif module is not None:
             built = "constructed here" if call_site is not None else "(constructed earlier)"
             lines += [
-                f"  written at  {_short(mutation)}, in {module}(inplace=True) {built}"
+                f"  written at  {self._short(mutation)}, in {module}(inplace=True) {built}"
                 f"{_via(mutation)}",
                 f"      {_source(mutation)}",
             ]
         else:
             last = record.writes[0].op if record.writes else "?"
             lines += [
-                f"  written at  {_short(mutation)} by {last}{_via(mutation)}",
+                f"  written at  {self._short(mutation)} by {last}{_via(mutation)}",
                 f"      {_source(mutation)}",
             ]
         if call_site is not None:
             lines += [
-                f"  called at   {_short(call_site)}{_via(call_site)}",
+                f"  called at   {self._short(call_site)}{_via(call_site)}",
                 f"      {_source(call_site)}",
             ]
         if record.site is not None:
             lines += [
-                f"  saved by    {op} at {_short(record.site)}{_via(record.site)}",
+                f"  saved by    {op} at {self._short(record.site)}{_via(record.site)}",
                 f"      {_source(record.site)}",
             ]
         else:
@@ -283,7 +292,7 @@ class Detector(contextlib.ContextDecorator):
                 if w.site is None
                 else f" at line {w.site.line}"
                 if len(files) == 1
-                else f" at {_short(w.site)}"
+                else f" at {self._short(w.site)}"
             )
             for w in versions
         )
@@ -356,12 +365,12 @@ class Detector(contextlib.ContextDecorator):
         if mutation is not None:
             via = f", in {module}(inplace=True) constructed here" if module else ""
             lines += [
-                f"  written at  {_short(mutation)}{via}{_via(mutation)}",
+                f"  written at  {self._short(mutation)}{via}{_via(mutation)}",
                 f"      {_source(mutation)}",
             ]
         if call_site is not None:
             lines += [
-                f"  called at   {_short(call_site)}{_via(call_site)}",
+                f"  called at   {self._short(call_site)}{_via(call_site)}",
                 f"      {_source(call_site)}",
             ]
         if tensor is not None:
@@ -369,11 +378,11 @@ class Detector(contextlib.ContextDecorator):
             lines.append(f"  tensor      {_tensor_text(tensor)}{view}")
         if created is not None:
             lines += [
-                f"  created at  {_short(created)}{_via(created)}",
+                f"  created at  {self._short(created)}{_via(created)}",
                 f"      {_source(created)}",
             ]
         if owner is not None:
-            lines += [f"  {owner[0]} at {_short(owner[1])}", f"      {_source(owner[1])}"]
+            lines += [f"  {owner[0]} at {self._short(owner[1])}", f"      {_source(owner[1])}"]
         lines.append(
             "  fix         an update of a parameter goes in `with torch.no_grad():`; a value "
             "computed from it is written out of place (`x = x + 1`)"
@@ -390,8 +399,8 @@ class Detector(contextlib.ContextDecorator):
         for use, (op, freed_by) in list(tracer.retained.items())[:5]:
             if use is None:
                 continue
-            by = f" (freed by the backward at {_short(freed_by)})" if freed_by else ""
-            lines += [f"  {op} at {_short(use)}{by}", f"      {_source(use)}"]
+            by = f" (freed by the backward at {self._short(freed_by)})" if freed_by else ""
+            lines += [f"  {op} at {self._short(use)}{by}", f"      {_source(use)}"]
         lines.append(
             "  fix         detach() a tensor kept across steps (an RNN's hidden state), or pass "
             "retain_graph=True to the first backward"

@@ -1,0 +1,116 @@
+"""IPython and Jupyter: ``%load_ext inplace_lsp``, then the runtime detector for the session
+(``%inplace_detect on``, ``%inplace_detect off``) or for one cell (``%%inplace_detect`` on its
+first line).
+
+Code run under it fails, where backward meets a tensor changed in place, with the line that
+wrote and the op that saved it named as IPython names cells in its tracebacks:
+``written at  Cell In[3], line 5 by mul_``. The findings go to ``.inplace-lsp/last-run.json`` in
+the project of the kernel's working directory, as ``inplace-lsp run`` writes them (the report
+is rewritten when a finding appears and when the detector is turned off).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+from inplace_lsp.detector import Detector
+from inplace_lsp.report import DIRECTORY, NAME, project_root
+from inplace_lsp.verify.tracer import norm
+
+USAGE = "usage: %inplace_detect on | off   (or %%inplace_detect as a cell's first line)"
+
+
+@magics_class
+class InplaceMagics(Magics):  # type: ignore[misc]  # IPython ships no types for subclasses
+    """``%inplace_detect`` and ``%%inplace_detect``; see the module."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.session: Detector | None = None  # on for the session (between on and off)
+
+    def _detector(self) -> Detector:
+        report = Path(project_root(os.getcwd())) / DIRECTORY / NAME
+        detector = Detector(report=report, header={"command": ["ipython", "%inplace_detect"]})
+        detector.names = self._cell_name
+        return detector
+
+    def _cell_name(self, path: str) -> str | None:
+        """ "Cell In[3]" for the code of a cell (the kernel's file for it), as IPython's
+        tracebacks say it."""
+        shell: Any = self.shell
+        numbers = getattr(shell.compile, "_filename_map", {})
+        for name, number in numbers.items():
+            if name == path or norm(name) == path:
+                return f"Cell In[{number}]"
+        return None
+
+    @line_cell_magic  # type: ignore[misc]
+    def inplace_detect(self, line: str, cell: str | None = None) -> None:
+        if cell is not None:
+            self._one_cell(cell)
+            return
+        word = line.strip()
+        if word == "on":
+            if self.session is None:
+                self.session = self._detector()
+                self.session.__enter__()
+            print("inplace-lsp: the detector is on for this session (%inplace_detect off)")
+        elif word == "off":
+            if self.session is not None:
+                self.session.__exit__(None, None, None)
+                self.session.finish(0)
+                self.session = None
+            print("inplace-lsp: the detector is off")
+        else:
+            print(USAGE)
+
+    def _one_cell(self, cell: str) -> None:
+        """The cell's code under a detector of its own; its lines keep their numbers in the
+        cell (the magic is line 1)."""
+        shell: Any = self.shell
+        name = shell.compile.cache("\n" + cell, _running_cell(shell))
+        code = compile("\n" + cell, name, "exec")
+        detector = self._detector()
+        try:
+            with detector:
+                exec(code, shell.user_ns)
+        finally:
+            detector.finish(0 if not detector.errors else 1)
+
+
+def _running_cell(shell: Any) -> int:
+    """The execution count of the cell running the magic (its code's frame is on the stack)."""
+    numbers = getattr(shell.compile, "_filename_map", {})
+    frame = sys._getframe(1)
+    while frame is not None:
+        number = numbers.get(frame.f_code.co_filename)
+        if number is not None:
+            return int(number)
+        frame = frame.f_back  # type: ignore[assignment]
+    return int(shell.execution_count)
+
+
+def _shown_without_the_detector(
+    shell: Any, kind: type[BaseException], error: BaseException, tb: Any, tb_offset: Any = None
+) -> Any:
+    """IPython's traceback of an error, with the frames it has without the detector."""
+    from inplace_lsp.verify import tracer
+
+    tracer.without_detector_frames(error)
+    shown = shell.InteractiveTB.structured_traceback(
+        kind, error, error.__traceback__, tb_offset=tb_offset
+    )
+    shell._showtraceback(kind, error, shown)
+    return shown
+
+
+def load(shell: Any) -> None:
+    """What ``%load_ext inplace_lsp`` does: the magics, and tracebacks of RuntimeErrors (the
+    in-place error) without the detector's frames."""
+    shell.register_magics(InplaceMagics)
+    shell.set_custom_exc((RuntimeError,), _shown_without_the_detector)

@@ -1,0 +1,76 @@
+"""`%load_ext inplace_lsp` in a real IPython kernel (ipykernel, driven through jupyter_client
+as a notebook front end drives it): `%%inplace_detect` for one cell and `%inplace_detect on` /
+`off` for the session name the writing and the saving lines as IPython names cells."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+manager = pytest.importorskip("jupyter_client.manager", reason="jupyter-client: test extra")
+pytest.importorskip("ipykernel", reason="ipykernel is in the test extra")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Iterator[Any]:
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    paths = [str(ROOT), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, paths)))
+    env["PYTHONWARNINGS"] = "ignore"
+    km, kc = manager.start_new_kernel(startup_timeout=120, cwd=str(tmp_path), env=env)
+    try:
+        yield kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def run(kc: Any, code: str) -> tuple[str, str]:
+    """A cell's status and what it showed (streams, and the error's traceback)."""
+    shown: list[str] = []
+
+    def output(message: dict[str, Any]) -> None:
+        content = message["content"]
+        if message["msg_type"] == "stream":
+            shown.append(content["text"])
+        elif message["msg_type"] == "error":
+            shown.append("\n".join(content["traceback"]))
+
+    reply = kc.execute_interactive(code, output_hook=output, timeout=120)
+    return reply["content"]["status"], "".join(shown)
+
+
+def test_the_cell_magic_and_the_session_name_the_cells_lines(kernel: Any, tmp_path: Path) -> None:
+    assert run(kernel, "%load_ext inplace_lsp")[0] == "ok"  # In [1]
+    assert run(kernel, "import torch")[0] == "ok"  # In [2]
+    bug = "x = torch.ones(3, requires_grad=True)\ny = torch.sigmoid(x)\ny.mul_(2)\n"
+    status, shown = run(kernel, "%%inplace_detect\n" + bug + "y.sum().backward()")  # In [3]
+    assert status == "error"
+    assert "written at  Cell In[3], line 4 by mul_" in shown, shown
+    assert "saved by    SigmoidBackward0 at Cell In[3], line 3" in shown
+    assert "overrides.py" not in shown and "inplace_lsp/" not in shown  # no frame of theirs
+    report = json.loads((tmp_path / ".inplace-lsp" / "last-run.json").read_text("utf-8"))
+    (finding,) = report["findings"]
+    assert (finding["mutation"]["line"], finding["mutation"]["source"]) == (4, "y.mul_(2)")
+
+    status, shown = run(kernel, "%inplace_detect on")  # In [4]
+    assert status == "ok" and "on for this session" in shown
+    status, shown = run(kernel, bug + "y.sum().backward()")  # In [5]
+    assert status == "error" and "written at  Cell In[5], line 3 by mul_" in shown, shown
+    assert run(kernel, "z = torch.ones(2, requires_grad=True)\n(z * 2).sum().backward()")[0] == "ok"
+    status, shown = run(kernel, "%inplace_detect off")
+    assert status == "ok" and "off" in shown
+    report = json.loads((tmp_path / ".inplace-lsp" / "last-run.json").read_text("utf-8"))
+    assert [f["mutation"]["line"] for f in report["findings"]] == [3]
+    assert report["exit_code"] == 0
+    # Off: torch's own error, untouched.
+    status, shown = run(kernel, bug + "y.sum().backward()")
+    assert status == "error" and "inplace-lsp detect" not in shown
