@@ -1,8 +1,9 @@
 """Training code written for a framework (data/frameworks/*.pyi): a LightningModule in manual
 optimization and a Hugging Face Trainer whose compute_loss the user overrides. Each program is
-analysed as the user wrote it and run under torch through the framework: the real one where it
-is installed, else the stand-in of tests/realworld/standins (the part of the API these call,
-behaving as the framework does), put at the END of sys.path so an installed framework wins.
+analysed as the user wrote it and run under torch through the stand-in of
+tests/realworld/standins (the part of the API these call, behaving as the framework does), put
+before the installed packages (the real frameworks the test extra installs run
+tests/test_lightning.py and tests/test_transformers.py).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def _run(text: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     runner = textwrap.dedent(
         f"""
         import runpy, sys
-        sys.path.append({str(STANDINS)!r})
+        sys.path.insert(0, {str(STANDINS)!r})
         runpy.run_path({str(script)!r}, run_name="__main__")
         """
     )

@@ -64,8 +64,10 @@ def _run_one(path: Path, detected: bool) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="realworld-") as work:
             os.chdir(work)  # a case that writes files writes them here
             sys.argv = [str(path)]
-            # As `python case.py` sets it: the script's folder first; the stand-ins last.
-            sys.path[:] = [str(path.parent), *path_before, str(STANDINS)]
+            # As `python case.py` sets it: the script's folder first; then the stand-ins, the
+            # frameworks as the case's user met them (a newer installed version, as the test
+            # extra has for the callbacks' tests, may have changed the API the case calls).
+            sys.path[:] = [str(path.parent), str(STANDINS), *path_before]
             torch.manual_seed(0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -117,15 +119,17 @@ def _line(place: dict[str, Any] | None, path: Path) -> int | None:
 
 
 def _framework_frames_are_not_the_users() -> None:
-    """The stand-ins play installed frameworks: the detector names the case's own line, as it
-    names the user's line beside a framework under site-packages."""
+    """The stand-ins play installed frameworks: their frames are a library's, as a framework's
+    under site-packages are (the detector names the case's own line, the stand-in's beside it)."""
     from inplace_lsp.verify import tracer
 
     classify = tracer.UserFrames._classify
     prefix = tracer.norm(str(STANDINS)) + os.sep
 
-    def _classify(self: tracer.UserFrames, filename: str) -> bool:
-        return not tracer.norm(filename).startswith(prefix) and classify(self, filename)
+    def _classify(self: tracer.UserFrames, filename: str) -> int:
+        if tracer.norm(filename).startswith(prefix):
+            return tracer._LIBRARY
+        return classify(self, filename)
 
     tracer.UserFrames._classify = _classify  # type: ignore[method-assign]
 
