@@ -212,12 +212,7 @@ def _is_notebook(path: str) -> bool:
 
 
 class Unreadable(Exception):
-    """A file that is not analysed: `reason` is the summary's short word for why, the
-    message says it in full."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
+    """A file that is not analysed; the message says why."""
 
 
 _FILE_KINDS = (
@@ -236,22 +231,22 @@ def read_source(path: str, max_bytes: int) -> bytes:
         # O_NONBLOCK: opening a FIFO without a writer returns at once (and is refused below).
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        raise Unreadable("unreadable", f"cannot read: {exc.strerror or exc}") from None
+        raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "special")
-            raise Unreadable("not a regular file", f"not a regular file ({kind})")
+            raise Unreadable(f"not a regular file ({kind})")
         if info.st_size > max_bytes:
-            raise Unreadable("too large", _too_large(info.st_size, max_bytes))
+            raise Unreadable(_too_large(info.st_size, max_bytes))
         with os.fdopen(fd, "rb", closefd=False) as stream:
             data = stream.read(max_bytes + 1)  # the file may grow while it is read
     except OSError as exc:
-        raise Unreadable("unreadable", f"cannot read: {exc.strerror or exc}") from None
+        raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
     if len(data) > max_bytes:
-        raise Unreadable("too large", _too_large(len(data), max_bytes))
+        raise Unreadable(_too_large(len(data), max_bytes))
     return data
 
 
@@ -988,10 +983,15 @@ def _cmd_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
 
 def _verify_target(value: str) -> tuple[str, int | None]:
-    """FILE or FILE:LINE (an existing file whose name ends in :digits stays a file)."""
+    """FILE or FILE:LINE (an existing file whose name ends in :digits stays a file); raises
+    ValueError for FILE:abc where FILE exists (and FILE:abc does not)."""
     path, sep, line = value.rpartition(":")
-    if sep and path and line.isdigit() and not os.path.exists(value):
+    if not sep or not path or os.path.exists(value):
+        return value, None
+    if line.isdigit():
         return path, int(line)
+    if os.path.lexists(path) and not os.path.lexists(value):
+        raise ValueError(f"{value}: expected FILE or FILE:LINE, and {line!r} is not a line number")
     return value, None
 
 
@@ -1030,12 +1030,10 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     """Exit 0: forward and backward ran; 1: an in-place or leaf error; 2: error or timeout."""
     from inplace_lsp.verify import runner  # imported here: `check` does not pay for it
 
-    path, line = _verify_target(args.target)
-    head, sep, tail = args.target.rpartition(":")
-    if line is None and sep and head and not os.path.lexists(path) and os.path.lexists(head):
-        parser.error(
-            f"{args.target}: expected FILE or FILE:LINE, and {tail!r} is not a line number"
-        )
+    try:
+        path, line = _verify_target(args.target)
+    except ValueError as exc:
+        parser.error(str(exc))
     if line == 0:
         parser.error(f"{args.target}: lines are numbered from 1")
     if args.timeout is not None and not 0 < args.timeout < 1e9:

@@ -43,19 +43,14 @@ class Steps:
     def enter(self) -> None:
         if not self.enabled or self._inside:
             return
-        detector = self._made()
-        report, detector.report = detector.report, None  # entering writes no report
-        try:
-            detector.__enter__()
-        finally:
-            detector.report = report
+        self._made().__enter__()
         self._inside = True
 
     def leave(self) -> None:
         if not self._inside or self.detector is None:
             return
         self._inside = False
-        report, self.detector.report = self.detector.report, None  # nor does each step's end
+        report, self.detector.report = self.detector.report, None  # no report per step's end
         try:
             self.detector.__exit__(None, None, None)
         finally:

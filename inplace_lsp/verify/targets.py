@@ -25,11 +25,11 @@ import ast
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.constants import BINARY_OPS, NotConstant, Scope, evaluate
-from inplace_lsp.analysis.lines import split_lines
+from inplace_lsp.analysis.lines import line_count, split_lines
 from inplace_lsp.analysis.model import (
     ClassInfo,
     ModuleModel,
@@ -1895,6 +1895,15 @@ def _function_spec(
     }
 
 
+def _module_class(stmt: ast.stmt, model: ModuleModel) -> TypeGuard[ast.ClassDef]:
+    """A top-level `class` statement of an nn.Module subclass."""
+    return (
+        isinstance(stmt, ast.ClassDef)
+        and stmt.name in model.classes
+        and looks_like_module(model.classes[stmt.name])
+    )
+
+
 def _default_target(tree: ast.Module, model: ModuleModel) -> ast.FunctionDef | ClassInfo | None:
     functions = {
         stmt.name: stmt
@@ -1905,13 +1914,7 @@ def _default_target(tree: ast.Module, model: ModuleModel) -> ast.FunctionDef | C
         fn = functions.get(name)
         if fn is not None and not _required(fn, False) and calls_backward(fn):
             return fn
-    modules = [
-        model.classes[s.name]
-        for s in tree.body
-        if isinstance(s, ast.ClassDef)
-        and s.name in model.classes
-        and looks_like_module(model.classes[s.name])
-    ]
+    modules = [model.classes[s.name] for s in tree.body if _module_class(s, model)]
     used: set[str] = set()
     for info in modules:
         for sub in ast.walk(info.node):
@@ -1965,12 +1968,7 @@ def _what_runs(tree: ast.Module, model: ModuleModel) -> str:
         if isinstance(stmt, ast.ClassDef)
         else f"{stmt.name}() (line {stmt.lineno})"
         for stmt in tree.body
-        if (
-            isinstance(stmt, ast.ClassDef)
-            and stmt.name in model.classes
-            and looks_like_module(model.classes[stmt.name])
-        )
-        or isinstance(stmt, ast.FunctionDef)
+        if _module_class(stmt, model) or isinstance(stmt, ast.FunctionDef)
     ]
     if not found:
         return "this file has no nn.Module subclass and no function to run"
@@ -1997,12 +1995,11 @@ def find_target(
         tree = parse(text, parsed)
     except SyntaxError as exc:
         raise VerifyError(f"cannot parse {where}: line {exc.lineno}: {exc.msg}") from None
-    lines = split_lines(text)
-    model = model_mod.build([(tree, 1, True)], path=path, lines=lines)
+    model = model_mod.build([(tree, 1, True)], path=path, lines=split_lines(text))
     consts = _module_consts(tree, model)
     enclosing = _enclosing(tree, line) if line is not None else None
     if line is not None and enclosing is None:
-        count = len(lines) - (lines[-1] == "")  # a final line break starts no line
+        count = line_count(text)
         where_line = (
             f"line {line} is past the end of {where} ({count} lines)"
             if line > count
