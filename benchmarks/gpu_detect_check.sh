@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The detector's checks on a CUDA machine, from a fresh checkout with torch (CUDA) installed:
-#   1. benchmarks/detect_overhead.py --device cuda   -> $OUT/detect_cuda.json, .txt
-#   2. no device synchronisation per op: under torch.cuda.set_sync_debug_mode("error"), a clean
-#      training step and one with an in-place bug run under inplace_lsp.detect(); the only
-#      RuntimeError must be the in-place one                -> $OUT/sync_check.json, .txt
+#   1. benchmarks/detect_overhead.py --device cuda: ResNet-50 (batch 128) and two GPT-2 blocks
+#      (batch 16 x 1024 tokens) in fp32, bf16 and fp16 (autocast, GradScaler), then the four
+#      CPU models at their CPU batches; each beside plain and anomaly mode, and the cheaper mode
+#      (one step in 20)                  -> $OUT/detect_cuda_realistic.json, detect_cuda_small.json
+#   2. no device synchronisation per op: under torch.cuda.set_sync_debug_mode("error"), clean
+#      training steps (fp32, bf16 autocast, the cheaper mode's steps) and one with an in-place
+#      bug run under the detector; the only RuntimeError must be the in-place one
+#                                                            -> $OUT/sync_check.json, .txt
 #   3. pytest -q tests/test_detect.py                        -> $OUT/pytest_detect.txt
 # Every step runs; the exit status is 1 when any failed. PYTHON picks the interpreter.
 #     OUT=/tmp/out bash benchmarks/gpu_detect_check.sh
@@ -24,9 +28,14 @@ if ! "$PY" -c "import inplace_lsp, pytest" 2>/dev/null; then
         || echo "gpu_detect_check: pip install failed; running from the checkout"
 fi
 
-"$PY" benchmarks/detect_overhead.py --device cuda --profile --json "$OUT/detect_cuda.json" \
-    2>&1 | tee "$OUT/detect_cuda.txt"
-[ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(detect_overhead)
+"$PY" benchmarks/detect_overhead.py --device cuda --models resnet50 gpt2 \
+    --precision fp32 bf16 fp16 --every 20 --repeat 6 --json "$OUT/detect_cuda_realistic.json" \
+    2>&1 | tee "$OUT/detect_cuda_realistic.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(detect_overhead_realistic)
+"$PY" benchmarks/detect_overhead.py --device cuda --models resnet18 gpt lstm mlp \
+    --every 20 --repeat 10 --json "$OUT/detect_cuda_small.json" \
+    2>&1 | tee "$OUT/detect_cuda_small.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(detect_overhead_small)
 
 # From a file, not stdin: the detector quotes the source of the line that wrote.
 cat >"$OUT/sync_check.py" <<'EOF'
@@ -38,6 +47,7 @@ import torch
 from torch import nn
 
 import inplace_lsp
+from inplace_lsp.integrations import Steps
 
 device = "cuda" if torch.cuda.is_available() else "cpu"  # cpu: a dry run of the logic
 SYNC = "called a synchronizing CUDA operation"
@@ -51,6 +61,24 @@ def clean():
     model[1](torch.sigmoid(model[0](x))).pow(2).mean().backward()
     optimizer.step()
     optimizer.zero_grad()
+
+
+def clean_bf16():
+    with torch.autocast(device, dtype=torch.bfloat16):
+        loss = model[1](torch.sigmoid(model[0](x))).float().pow(2).mean()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+def cheaper_mode():  # as InplaceDetect(every=2) runs steps: on, on, off, on, off
+    steps = Steps(enabled=True, silent=True, retention=False, report=None, command="", every=2)
+    for _ in range(5):
+        steps.enter()
+        try:
+            clean_bf16()
+        finally:
+            steps.leave()
 
 
 def buggy():
@@ -80,7 +108,7 @@ def outcome(fn, detect):
         optimizer.zero_grad()
 
 
-for fn in (clean, buggy):  # warm-up outside the debug mode: context, handles, allocator
+for fn in (clean, clean_bf16, buggy):  # warm-up outside the debug mode: context, handles, allocator
     for detect in (False, True):
         with contextlib.suppress(RuntimeError):
             with inplace_lsp.detect() if detect else contextlib.nullcontext():
@@ -92,6 +120,9 @@ found = {
     "control: .item()": outcome(control, False),
     "clean step, plain": outcome(clean, False),
     "clean step, detect()": outcome(clean, True),
+    "clean bf16 step, plain": outcome(clean_bf16, False),
+    "clean bf16 step, detect()": outcome(clean_bf16, True),
+    "cheaper mode, 5 steps": outcome(cheaper_mode, False),
     "in-place bug, detect()": outcome(buggy, True),
 }
 bug = found["in-place bug, detect()"]
@@ -99,6 +130,9 @@ checks = {
     "the debug mode catches a sync (control)": device != "cuda" or SYNC in found["control: .item()"],
     "a plain step does not sync": found["clean step, plain"] == "ok",
     "a step under detect() does not sync": found["clean step, detect()"] == "ok",
+    "a plain bf16 step does not sync": found["clean bf16 step, plain"] == "ok",
+    "a bf16 step under detect() does not sync": found["clean bf16 step, detect()"] == "ok",
+    "the cheaper mode's steps do not sync": found["cheaper mode, 5 steps"] == "ok",
     "the bug raises the in-place error": "modified by an inplace operation" in bug,
     "the detector names the write": "inplace-lsp detect:" in bug and "h.mul_(2)" in bug,
     "no sync error with the bug": SYNC not in bug,

@@ -174,3 +174,69 @@ def test_a_clean_model_trains_bit_for_bit_the_same_and_off_adds_nothing(tmp_path
     off = InplaceDetect(enabled=False, report=tmp_path / "off.json")
     assert _fit([off]).losses == plain.losses
     assert off.steps.detector is None and not (tmp_path / "off.json").exists()
+
+
+SOMETIMES = textwrap.dedent(
+    """\
+    import sys
+
+    import pytorch_lightning as pl
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from inplace_lsp.integrations.lightning import InplaceDetect
+
+
+    class Sometimes(pl.LightningModule):
+        def __init__(self, bad_batch):
+            super().__init__()
+            self.bad_batch = bad_batch
+            self.body = nn.Linear(2, 2)
+
+        def training_step(self, batch, batch_idx):
+            (x,) = batch
+            h = torch.sigmoid(self.body(x))
+            if batch_idx == self.bad_batch:  # a branch that runs on one batch only
+                h.mul_(2)  # sigmoid saved its output
+            return h.sum()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+    if __name__ == "__main__":
+        torch.manual_seed(0)
+        data = DataLoader(TensorDataset(torch.randn(20, 2)), batch_size=2)
+        trainer = pl.Trainer(
+            max_epochs=1, accelerator="cpu", logger=False, enable_checkpointing=False,
+            enable_progress_bar=False, enable_model_summary=False,
+            callbacks=[InplaceDetect(every=3)],
+        )
+        trainer.fit(Sometimes(int(sys.argv[1])), data)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("bad_batch", "checked"),
+    [(0, True), (1, True), (2, False), (3, True), (4, False), (5, False), (6, True)],
+)
+def test_the_cheaper_mode_checks_the_first_two_steps_then_every_nth(
+    tmp_path: Path, bad_batch: int, checked: bool
+) -> None:
+    """``InplaceDetect(every=3)``: batches 0, 1, 3, 6, ... run under the detector; a bug on
+    another batch fails with torch's own error and a line that says how to find it."""
+    script = tmp_path / "sometimes.py"
+    script.write_text(SOMETIMES, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    run = _run(script, str(bad_batch))
+    assert run.returncode == 1 and "modified by an inplace operation" in run.stderr, run.stderr
+    mul_line = SOMETIMES.splitlines().index("            h.mul_(2)  # sigmoid saved its output")
+    named = f"written at  sometimes.py:{mul_line + 1} by mul_" in run.stderr
+    hint = (
+        f"inplace-lsp: step {bad_batch + 1} failed with an in-place error while the detector "
+        "was off (it checks the first two steps, then one in 3); rerun with every=1"
+    )
+    assert named is checked, run.stderr
+    assert (hint in run.stderr) is not checked, run.stderr

@@ -13,7 +13,11 @@ from inplace_lsp.report import DIRECTORY, NAME, project_root
 
 class Steps:
     """The detector entered for each training step and left after it, over a whole run: one
-    report (per rank), written when a finding appears and when the run ends, not per step."""
+    report (per rank), written when a finding appears and when the run ends, not per step.
+
+    ``every`` (the cheaper mode): the first two steps run under the detector (a bug that needs
+    the state one step leaves, such as a recurrent hidden state, fails in the second), then
+    one step in ``every``; the others run as without it."""
 
     def __init__(
         self,
@@ -23,11 +27,17 @@ class Steps:
         retention: bool,
         report: str | os.PathLike[str] | None,
         command: str,
+        every: int = 1,
     ) -> None:
+        if every < 1:
+            raise ValueError(f"every must be 1 or more, not {every}")
         self.enabled = enabled
+        self.every = every
         self._options = (silent, retention, report, command)
         self.detector: Detector | None = None  # made at the first step (None while off)
         self._inside = False
+        self.started = 0  # steps begun
+        self.checked = False  # whether the last step begun ran under the detector
 
     def _made(self) -> Detector:
         if self.detector is None:
@@ -43,8 +53,24 @@ class Steps:
     def enter(self) -> None:
         if not self.enabled or self._inside:
             return
+        number = self.started
+        self.started += 1
+        self.checked = number < 2 or number % self.every == 0
+        if not self.checked:
+            return
         self._made().__enter__()
         self._inside = True
+
+    def unchecked_failure(self, error: BaseException) -> str | None:
+        """What to tell a user whose step failed with torch's in-place error while the
+        detector skipped that step (``every`` > 1); None otherwise."""
+        if self.checked or not self.enabled or "modified by an inplace operation" not in str(error):
+            return None
+        return (
+            f"inplace-lsp: step {self.started} failed with an in-place error while the detector "
+            f"was off (it checks the first two steps, then one in {self.every}); rerun with "
+            "every=1 to name the line that wrote"
+        )
 
     def leave(self) -> None:
         if not self._inside or self.detector is None:
@@ -68,7 +94,9 @@ class StepsCallback:
     bases): ``enabled=False`` adds nothing to a step; ``silent`` also warns about writes
     through ``.data`` or NumPy that backward read; ``retention`` about graphs kept alive
     across backwards; ``report`` is where the findings go (default:
-    ``.inplace-lsp/last-run.json`` in the project of the working directory)."""
+    ``.inplace-lsp/last-run.json`` in the project of the working directory); ``every=N`` is
+    the cheaper mode: the detector checks the first two steps and then one in N, and the
+    steps between cost nothing."""
 
     COMMAND = ""  # what the report's header says ran
 
@@ -79,8 +107,14 @@ class StepsCallback:
         silent: bool = True,
         retention: bool = False,
         report: str | os.PathLike[str] | None = None,
+        every: int = 1,
     ) -> None:
         super().__init__()
         self.steps = Steps(
-            enabled=enabled, silent=silent, retention=retention, report=report, command=self.COMMAND
+            enabled=enabled,
+            silent=silent,
+            retention=retention,
+            report=report,
+            command=self.COMMAND,
+            every=every,
         )

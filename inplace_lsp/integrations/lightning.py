@@ -7,7 +7,8 @@ by an inplace operation", the error names the line of the user's code that wrote
 ``opt_d.step()`` of a LightningModule, with the framework's line beside it as context) and
 the op that saved the tensor. The findings go to ``.inplace-lsp/last-run.json`` in the
 project (one file per rank under DDP: ``last-run-rank<N>.json``), where the language server
-shows them. ``InplaceDetect(enabled=False)`` adds nothing to a batch.
+shows them. ``InplaceDetect(enabled=False)`` adds nothing to a batch; ``InplaceDetect(every=20)``
+(the cheaper mode) checks the first two batches and then one in 20.
 
 Works with ``lightning`` (``lightning.pytorch``) or ``pytorch_lightning``, whichever is
 installed (``lightning`` first); the Trainer must come from the same package.
@@ -15,6 +16,7 @@ installed (``lightning`` first); the Trainer must come from the same package.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from inplace_lsp.integrations import StepsCallback
@@ -43,6 +45,9 @@ class InplaceDetect(StepsCallback, Callback):  # type: ignore[misc]  # Lightning
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
         self.steps.finish(1)
+        hint = self.steps.unchecked_failure(exception)
+        if hint is not None:
+            print(hint, file=sys.stderr)
 
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
         self.steps.finish(0)

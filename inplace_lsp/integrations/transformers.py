@@ -7,7 +7,9 @@ operation", the error names the line of the user's model (or training code) that
 the op that saved the tensor, with the library's line beside it as context. The findings go to
 ``.inplace-lsp/last-run.json`` in the project (one file per rank), where the language server
 shows them (a step that raises ends ``train()``: the report holds its finding, written when
-it was found). ``InplaceDetectCallback(enabled=False)`` adds nothing to a step.
+it was found). ``InplaceDetectCallback(enabled=False)`` adds nothing to a step;
+``InplaceDetectCallback(every=20)`` (the cheaper mode) checks the first two steps and then
+one in 20.
 
 A script started with ``accelerate launch`` (or ``torchrun``) can run whole under the
 detector instead: ``accelerate launch -m inplace_lsp run train.py``.

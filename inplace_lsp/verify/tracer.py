@@ -436,6 +436,26 @@ def _may_write(
     return position is not None and len(args) > position and bool(args[position])
 
 
+# func -> (its name, whether `after` can treat it as a plain call: a name that neither writes
+# (`add_`, `__iadd__`, `_fused_adam_`) nor means something to the tracer (`backward`, `.data`,
+# `numpy`, ...), the index of its positional `inplace` parameter); funcs that cannot be hashed
+# are looked at each time.
+_CALLS: dict[object, tuple[str, bool, int | None]] = {}
+_SPECIAL = frozenset(("__get__", "backward", "grad", "numpy", "from_numpy", "requires_grad_"))
+
+
+def _call_info(func: Callable[..., object]) -> tuple[str, bool, int | None]:
+    name = _func_name(func)
+    writes = name.endswith("_") or name in _INPLACE_DUNDERS
+    plain = not writes and name not in _SPECIAL and not name.startswith("__")
+    info = name, plain, _inplace_position(func)
+    if len(_CALLS) > 65536:
+        _CALLS.clear()
+    with contextlib.suppress(TypeError):
+        _CALLS[func] = info
+    return info
+
+
 def _call_nodes(result: object) -> list[Any]:
     """grad_fns of a call's outputs, then (through view nodes only) the nodes below them."""
     nodes: list[Any] = []
@@ -614,7 +634,20 @@ class Tracer:
                 if any(record.node is node for node in nodes):
                     record.original = None  # an output: torch names the node that saved it
                 record.node = None
-        name = _func_name(func)
+        try:
+            name, plain, position = _CALLS[func]
+        except (KeyError, TypeError):
+            name, plain, position = _call_info(func)
+        if plain and not (self.retention and self.freed):
+            # Most calls: no special name, and no write unless `out=` or `inplace` says so.
+            if kwargs:
+                if self.leaves and kwargs.get("requires_grad"):
+                    self.remember_leaves(result, caller)
+                if kwargs.get("out") is not None or kwargs.get("inplace"):
+                    return self._after_write(func, args, kwargs, name, caller, result)
+            if position is not None and len(args) > position and args[position]:
+                return self._after_write(func, args, kwargs, name, caller, result)
+            return result
         if name == "__get__" and getattr(func, "__self__", None) is self.data_property:
             if len(self.aliases) > 4096:  # a loop over `p.data`: forget the dead ones
                 self.aliases = {k: r for k, r in self.aliases.items() if r() is not None}
@@ -635,13 +668,25 @@ class Tracer:
         if self.leaves and (name == "requires_grad_" or (kwargs and kwargs.get("requires_grad"))):
             self.remember_leaves(result, caller)
         if _may_write(func, args, kwargs, name):
-            fused = name.startswith("_fused_")
-            written = None
-            if self.aliases and not fused:
-                written = [t for t in written_tensors(args, kwargs) if self.is_alias(t)]
-            self.scan(caller, written, name)
-            if fused:
-                self.scan_fused(name, args, kwargs, caller)
+            return self._after_write(func, args, kwargs, name, caller, result)
+        return result
+
+    def _after_write(
+        self,
+        func: Callable[..., object],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        name: str,
+        caller: FrameType | None,
+        result: object,
+    ) -> object:
+        fused = name.startswith("_fused_")
+        written = None
+        if self.aliases and not fused:
+            written = [t for t in written_tensors(args, kwargs) if self.is_alias(t)]
+        self.scan(caller, written, name)
+        if fused:
+            self.scan_fused(name, args, kwargs, caller)
         return result
 
     def is_alias(self, tensor: torch.Tensor) -> bool:
