@@ -139,6 +139,9 @@ class Detector(contextlib.ContextDecorator):
         # What a file is called in messages, where it has a name of its own (a notebook
         # cell's code: "Cell In[3]"); None: its path.
         self.names: Callable[[str], str | None] | None = None
+        # What the report says of a notebook cell whose code a file is (``"cell"`` beside the
+        # path of each place in it); None: not a cell.
+        self.cells: Callable[[str], dict[str, object] | None] | None = None
         self.findings: list[dict[str, Any]] = []
         self._keys: dict[tuple[object, ...], dict[str, Any]] = {}
         self._tracer: _t.Tracer | None = None
@@ -522,7 +525,26 @@ class Detector(contextlib.ContextDecorator):
         data.update(self.header)
         data.update(header)
         data["findings"] = self._all_findings()
+        if self.cells is not None:
+            data["findings"] = [self._with_cells(finding) for finding in data["findings"]]
         return data
+
+    def _with_cells(self, finding: dict[str, Any]) -> dict[str, Any]:
+        """``finding`` with ``"cell"`` beside each place that is in a notebook cell's code."""
+        assert self.cells is not None
+        cells = self.cells
+
+        def placed(where: object) -> object:
+            if isinstance(where, dict) and isinstance(where.get("path"), str):
+                cell = cells(where["path"])
+                if cell is not None:
+                    return {**where, "cell": cell}
+            return where
+
+        copy = {key: placed(value) for key, value in finding.items()}
+        if isinstance(finding.get("related"), list):
+            copy["related"] = [placed(item) for item in finding["related"]]
+        return copy
 
     def write_report(self, **header: object) -> None:
         """Write the report (atomically) to ``report``; never from a forked child."""

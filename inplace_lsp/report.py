@@ -37,12 +37,22 @@ Signature = tuple[tuple[str, int, int], ...]
 
 
 @dataclass(frozen=True)
+class Cell:
+    """The notebook cell whose code a line was in, as the kernel knew it (`%inplace_detect`)."""
+
+    id: str | None  # what the front end called the cell: VS Code, its URI; JupyterLab, its id
+    notebook: str | None  # the notebook's path, absolute and normalised, when the kernel knew it
+    text: str  # the cell's code when it ran (the place's line is a line of it)
+
+
+@dataclass(frozen=True)
 class Place:
     """A line of the user's code as it was when the run happened."""
 
-    path: str  # absolute, normalised
+    path: str  # absolute, normalised (a notebook cell's: the kernel's name for its code)
     line: int  # 1-based
     source: str  # the line's text, stripped
+    cell: Cell | None = None  # the notebook cell the line is in
 
 
 @dataclass(frozen=True)
@@ -258,7 +268,21 @@ def _place(raw: object) -> Place | None:
         return None
     if not isinstance(line, int) or isinstance(line, bool) or line < 1:
         return None
-    return Place(os.path.normcase(os.path.normpath(path)), line, source.strip())
+    return Place(os.path.normcase(os.path.normpath(path)), line, source.strip(), _cell(raw))
+
+
+def _cell(raw: Mapping[str, Any]) -> Cell | None:
+    cell = raw.get("cell")
+    if not isinstance(cell, Mapping) or not isinstance(cell.get("text"), str):
+        return None
+    cell_id, notebook = cell.get("id"), cell.get("notebook")
+    if not isinstance(notebook, str) or not os.path.isabs(notebook):
+        notebook = None
+    return Cell(
+        cell_id if isinstance(cell_id, str) and cell_id else None,
+        None if notebook is None else os.path.normcase(os.path.normpath(notebook)),
+        cell["text"],
+    )
 
 
 def _finding(raw: Any) -> Finding | None:

@@ -25,6 +25,8 @@ def kernel(tmp_path: Path) -> Iterator[Any]:
     paths = [str(ROOT), os.environ.get("PYTHONPATH", "")]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, paths)))
     env["PYTHONWARNINGS"] = "ignore"
+    # What a Jupyter server gives a notebook's kernel: the notebook's path from its root.
+    env["JPY_SESSION_NAME"] = "lessons/nb.ipynb"
     km, kc = manager.start_new_kernel(startup_timeout=120, cwd=str(tmp_path), env=env)
     try:
         yield kc
@@ -33,9 +35,30 @@ def kernel(tmp_path: Path) -> Iterator[Any]:
         km.shutdown_kernel(now=True)
 
 
-def run(kc: Any, code: str) -> tuple[str, str]:
-    """A cell's status and what it showed (streams, and the error's traceback)."""
+def run(kc: Any, code: str, cell_id: str | None = None) -> tuple[str, str]:
+    """A cell's status and what it showed (streams, and the error's traceback); `cell_id` goes
+    in the execute_request's metadata as VS Code's and JupyterLab's front ends send it."""
     shown: list[str] = []
+    if cell_id is not None:
+        request = kc.session.msg("execute_request", {"code": code, "silent": False})
+        request["metadata"]["cellId"] = cell_id
+        kc.shell_channel.send(request)
+        msg_id = request["header"]["msg_id"]
+        while True:
+            message = kc.get_iopub_msg(timeout=120)
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            content = message["content"]
+            if message["msg_type"] == "stream":
+                shown.append(content["text"])
+            elif message["msg_type"] == "error":
+                shown.append("\n".join(content["traceback"]))
+            elif message["msg_type"] == "status" and content["execution_state"] == "idle":
+                break
+        while True:
+            reply = kc.get_shell_msg(timeout=120)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"]["status"], "".join(shown)
 
     def output(message: dict[str, Any]) -> None:
         content = message["content"]
@@ -74,3 +97,38 @@ def test_the_cell_magic_and_the_session_name_the_cells_lines(kernel: Any, tmp_pa
     # Off: torch's own error, untouched.
     status, shown = run(kernel, bug + "y.sum().backward()")
     assert status == "error" and "inplace-lsp detect" not in shown
+
+
+def test_a_finding_in_a_cell_carries_the_cell_its_notebook_and_its_text(
+    kernel: Any, tmp_path: Path
+) -> None:
+    """The report of a cell run from a notebook names the cell as the front end did (VS Code's
+    Jupyter extension sends the cell's URI as its id), the notebook (the server's session
+    name, in the kernel's folder), the execution count and the cell's text as typed."""
+    assert run(kernel, "%load_ext inplace_lsp\nimport torch")[0] == "ok"  # In [1]
+    uri = "vscode-notebook-cell:/work/lessons/nb.ipynb#W2sZmlsZQ%3D%3D"
+    cell = "%%inplace_detect\nx = torch.ones(3, requires_grad=True)\ny = torch.sigmoid(x)\n"
+    cell += "y.mul_(2)\ny.sum().backward()"
+    status, shown = run(kernel, cell, cell_id=uri)  # In [2]
+    assert status == "error" and "written at  Cell In[2], line 4 by mul_" in shown, shown
+    report = json.loads((tmp_path / ".inplace-lsp" / "last-run.json").read_text("utf-8"))
+    (finding,) = report["findings"]
+    expected = {
+        "id": uri,
+        "notebook": str(tmp_path / "nb.ipynb"),
+        "execution_count": 2,
+        "text": cell,
+    }
+    assert finding["mutation"]["cell"] == expected
+    assert finding["saved_by"]["cell"] == expected and finding["saved_by"]["line"] == 3
+    # A cell run without an id (an older front end): the rest is still there.
+    status, shown = run(kernel, "%inplace_detect on")  # In [3]
+    assert status == "ok"
+    status, shown = run(kernel, "z = torch.sigmoid(x)\nz.add_(1)\nz.sum().backward()")  # In [4]
+    assert status == "error"
+    run(kernel, "%inplace_detect off")
+    report = json.loads((tmp_path / ".inplace-lsp" / "last-run.json").read_text("utf-8"))
+    (finding,) = report["findings"]
+    assert finding["mutation"]["cell"]["id"] is None
+    assert finding["mutation"]["cell"]["execution_count"] == 4
+    assert finding["mutation"]["cell"]["text"].startswith("z = torch.sigmoid(x)\n")

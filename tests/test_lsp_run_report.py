@@ -706,3 +706,124 @@ def test_without_folders_the_open_files_folders_are_looked_in(
         "the second run's diagnostic (polled)",
     )
     assert server.stop() == 0
+
+
+# ---------------------------------------------------------------- notebook cells
+
+NB_CELLS = [
+    "import torch\nx = torch.ones(3, requires_grad=True)",
+    "%%inplace_detect\ny = torch.sigmoid(x)\ny.mul_(2)\ny.sum().backward()",
+    "z = torch.sigmoid(x)\nz.add_(1)\nz.sum().backward()",
+]
+
+
+def _cell_place(text: str, line: int, cell: dict[str, Any]) -> dict[str, Any]:
+    """A report's place in a cell the kernel ran: its code's name, the line, the cell."""
+    return {
+        "path": f"/tmp/ipykernel_4242/{cell['execution_count']}.py",
+        "line": line + 1,
+        "source": text.splitlines()[line].strip(),
+        "cell": cell,
+    }
+
+
+def _cell_finding(text: str, write: int, saved: int, cell: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "severity": "error",
+        "kind": "inplace-error",
+        "message": "the sigmoid's output was written in place",
+        "mutation": _cell_place(text, write, cell),
+        "saved_by": {**_cell_place(text, saved, cell), "op": "SigmoidBackward0"},
+        "call_site": None,
+        "related": [],
+        "count": 1,
+    }
+
+
+def _open_notebook(server: Server, notebook: str, cells: list[str]) -> list[str]:
+    uris = [f"vscode-notebook-cell:{notebook[len('file:') :]}#W{i}sZmlsZQ%3D%3D" for i in range(3)]
+    params = {
+        "notebookDocument": {
+            "uri": notebook,
+            "notebookType": "jupyter-notebook",
+            "version": 1,
+            "cells": [{"kind": 2, "document": uri} for uri in uris],
+        },
+        "cellTextDocuments": [
+            {"uri": uri, "languageId": "python", "version": 1, "text": text}
+            for uri, text in zip(uris, cells, strict=True)
+        ],
+    }
+    server.send(notification("notebookDocument/didOpen", params))
+    return uris
+
+
+def _edit_cell(server: Server, notebook: str, cell: str, version: int, *edits: dict) -> None:
+    params = {
+        "notebookDocument": {"uri": notebook, "version": version},
+        "change": {
+            "cells": {
+                "textContent": [
+                    {"document": {"uri": cell, "version": version}, "changes": list(edits)}
+                ]
+            }
+        },
+    }
+    server.send(notification("notebookDocument/didChange", params))
+
+
+@pytest.mark.lsp
+def test_a_kernels_finding_shows_on_its_notebook_cell_and_follows_its_edits(
+    server: Server, workspace: Path
+) -> None:
+    """`%inplace_detect` in a kernel reports lines of cells: the one the front end named (VS
+    Code's Jupyter extension gives the kernel the cell's URI) and, without an id, the cell of
+    that notebook whose text ran. Each shows on its cell's line, moves with the lines added
+    above it and goes when its line is edited; nothing is published for the kernel's names."""
+    notebook_path = workspace / "lessons.ipynb"
+    notebook = notebook_path.as_uri()
+    server.initialize(WATCHING)
+    cells = _open_notebook(server, notebook, NB_CELLS)
+    found = wait_published(server, cells[1], lambda d: True, "the cell's analysis")
+    assert not has_run(found)
+    by_id = {"id": cells[1], "notebook": None, "execution_count": 2, "text": NB_CELLS[1]}
+    by_text = {
+        "id": None,
+        "notebook": os.path.normcase(str(notebook_path)),
+        "execution_count": 3,
+        "text": NB_CELLS[2],
+    }
+    report = write_report(
+        workspace,
+        [_cell_finding(NB_CELLS[1], 2, 1, by_id), _cell_finding(NB_CELLS[2], 1, 0, by_text)],
+    )
+    files_changed(server, report)
+    found = wait_published(server, cells[1], has_run, "the finding in the cell the kernel named")
+    [ran] = run_of(found)
+    assert ran["range"]["start"]["line"] == 2 and ran["code"] == "inplace-error"
+    [related] = ran["relatedInformation"]
+    assert related["location"]["uri"] == cells[1]
+    assert related["location"]["range"]["start"]["line"] == 1
+    found = wait_published(server, cells[2], has_run, "the finding in the cell of that text")
+    assert [d["range"]["start"]["line"] for d in run_of(found)] == [1]
+
+    _edit_cell(
+        server, notebook, cells[1], 2, {"range": {"start": at(1), "end": at(1)}, "text": "w = 1\n"}
+    )
+    found = wait_published(server, cells[1], has_run, "the finding moved down a line", 2)
+    assert [d["range"]["start"]["line"] for d in run_of(found)] == [3]
+    _edit_cell(
+        server,
+        notebook,
+        cells[1],
+        3,
+        {"range": {"start": at(3, 0), "end": at(3, 9)}, "text": "y = y * 2"},
+    )
+    found = wait_published(server, cells[1], lambda d: not has_run(d), "the finding gone", 3)
+    published = [
+        m["params"]["uri"]
+        for m in server.seen
+        if m.get("method") == "textDocument/publishDiagnostics"
+    ]
+    assert not any("ipykernel" in uri for uri in published)
+    assert server.stop() == 0

@@ -6,7 +6,10 @@ Code run under it fails, where backward meets a tensor changed in place, with th
 wrote and the op that saved it named as IPython names cells in its tracebacks:
 ``written at  Cell In[3], line 5 by mul_``. The findings go to ``.inplace-lsp/last-run.json`` in
 the project of the kernel's working directory, as ``inplace-lsp run`` writes them (the report
-is rewritten when a finding appears and when the detector is turned off).
+is rewritten when a finding appears and when the detector is turned off). A line in a cell
+carries the cell with it (``"cell"``: the id the notebook's client gave the kernel, the notebook's
+path when the kernel knows it, the execution count and the cell's text), so that the language
+server shows the finding on that cell's line in the open notebook.
 """
 
 from __future__ import annotations
@@ -32,22 +35,69 @@ class InplaceMagics(Magics):  # type: ignore[misc]  # IPython ships no types for
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.session: Detector | None = None  # on for the session (between on and off)
+        # execution count -> the cell id its execute_request gave (VS Code's Jupyter
+        # extension: the cell's URI; JupyterLab: the notebook's cell id), once the cell ran
+        self.cell_ids: dict[int, str] = {}
+        self.running: tuple[str, str | None] | None = None  # the running cell: (text, id)
+        shell.events.register("pre_run_cell", self._pre_run_cell)
+        shell.events.register("post_run_cell", self._post_run_cell)
+
+    def _pre_run_cell(self, info: Any) -> None:
+        # IPython 9 counts the cell before this event, 8 after it: the text says which it is.
+        cell_id = getattr(info, "cell_id", None)
+        self.running = (info.raw_cell, cell_id if isinstance(cell_id, str) and cell_id else None)
+
+    def _post_run_cell(self, result: Any) -> None:
+        cell_id = getattr(result.info, "cell_id", None)
+        if isinstance(result.execution_count, int) and isinstance(cell_id, str) and cell_id:
+            self.cell_ids[result.execution_count] = cell_id
+        self.running = None
 
     def _detector(self) -> Detector:
         report = Path(project_root(os.getcwd())) / DIRECTORY / NAME
         detector = Detector(report=report, header={"command": ["ipython", "%inplace_detect"]})
         detector.names = self._cell_name
+        detector.cells = self._cell
         return detector
 
-    def _cell_name(self, path: str) -> str | None:
-        """ "Cell In[3]" for the code of a cell (the kernel's file for it), as IPython's
-        tracebacks say it."""
+    def _count(self, path: str) -> int | None:
+        """The execution count of the cell whose code the kernel compiled as ``path``."""
         shell: Any = self.shell
         numbers = getattr(shell.compile, "_filename_map", {})
         for name, number in numbers.items():
             if name == path or norm(name) == path:
-                return f"Cell In[{number}]"
+                return int(number)
         return None
+
+    def _cell_name(self, path: str) -> str | None:
+        """ "Cell In[3]" for the code of a cell (the kernel's file for it), as IPython's
+        tracebacks say it."""
+        number = self._count(path)
+        return None if number is None else f"Cell In[{number}]"
+
+    def _cell(self, path: str) -> dict[str, object] | None:
+        """What the report says of the cell whose code is ``path``: its id, the notebook, the
+        execution count and the text the cell had (its lines are the lines of ``path``)."""
+        number = self._count(path)
+        if number is None:
+            return None
+        shell: Any = self.shell
+        raw = shell.history_manager.input_hist_raw
+        text = raw[number] if 0 <= number < len(raw) else None
+        namespace = shell.user_ns
+        notebook = namespace.get("__vsc_ipynb_file__") or namespace.get("__session__")
+        if isinstance(notebook, str) and notebook and not os.path.isabs(notebook):
+            # A Jupyter server's path, from its root; the kernel starts in the notebook's folder.
+            notebook = os.path.join(os.getcwd(), os.path.basename(notebook))
+        cell_id = self.cell_ids.get(number)
+        if cell_id is None and self.running is not None and self.running[0] == text:
+            cell_id = self.running[1]
+        return {
+            "id": cell_id,
+            "notebook": notebook if isinstance(notebook, str) and notebook else None,
+            "execution_count": number,
+            "text": text if isinstance(text, str) else None,
+        }
 
     @line_cell_magic  # type: ignore[misc]
     def inplace_detect(self, line: str, cell: str | None = None) -> None:

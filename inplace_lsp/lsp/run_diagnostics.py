@@ -19,7 +19,7 @@ from inplace_lsp import report
 from inplace_lsp.lsp.run_findings import RunFindings, file_key
 
 if TYPE_CHECKING:
-    from inplace_lsp.lsp.session import Session
+    from inplace_lsp.lsp.session import Cells, Session
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,9 @@ class RunDiagnostics:
         self._run_files: report.Signature | None = None  # the report files last read
         self._run_keys: dict[str, str] = {}  # open file URI -> its run_findings.file_key
         self._run_pushed: set[str] = set()  # URIs holding run diagnostics pushed apart
+        # Open notebooks: URI -> (path, cells as (cell URI, version, text)), to find the cells
+        # that a run's findings name (see `notebook`)
+        self._notebooks: dict[str, tuple[str | None, Cells]] = {}
         self.generation = 0  # bumped when run diagnostics change (pull result ids)
 
     @property
@@ -78,7 +81,14 @@ class RunDiagnostics:
         try:
             run = report.newest_run(folders, self._run_files)
             if run is not None:  # None: the newest file is not readable (yet)
-                self._changed(self._run.replace(run))
+                changed = self._run.replace(run)
+                for uri, key in list(self._run_keys.items()):  # cells of the last run's
+                    if key not in self._run.cells and self._session.key_of(uri) != uri:
+                        del self._run_keys[uri]
+                        changed |= self._run.closed(key).keys
+                for notebook, (path, cells) in self._notebooks.items():
+                    changed |= self._bind(notebook, path, cells)
+                self._changed(changed)
         except Exception:  # a report must never take the server down
             logger.exception("reading the run reports failed")
 
@@ -133,23 +143,84 @@ class RunDiagnostics:
         features = session.features
         self.generation += 1
         refresh = False
+        pushed: set[str] = set()
         for key in sorted(keys):
             uri = self._run.uri(key)
-            document = session._documents.get(uri)
-            if document is None or self._run_keys.get(uri) != key:
+            if not uri:  # a notebook cell's code that no open cell holds
+                continue
+            owner = session.key_of(uri)  # the file, or the notebook of a cell
+            document = session._documents.get(owner) if owner is not None else None
+            if document is None or (owner == uri and self._run_keys.get(uri) != key):
                 found = self._run.diagnostics(key, features.encoding)
                 if found or uri in self._run_pushed:
                     session.client.publish(uri, None, found)
                 (self._run_pushed.add if found else self._run_pushed.discard)(uri)
             elif features.verify_pushed:
-                version = document.layout.cells[0].version
+                cell = document.layout.cell(uri)
+                version = cell.version if cell is not None else None
                 session.client.publish(uri, version, session._pushed_apart(uri, version))
             elif features.pull:
                 refresh = True
-            elif session.scheduler.snapshot(uri) is not None:
-                session._push(uri)
+            elif document.key not in pushed and session.scheduler.snapshot(document.key):
+                pushed.add(document.key)
+                session._push(document.key)
         if refresh and features.refresh:
             session.client.refresh_diagnostics()
+
+    def notebook(self, uri: str, path: str | None, cells: Cells) -> None:
+        """A notebook opened or changed: the run findings in its cells follow their text, and
+        a cell that a run's finding names (`%inplace_detect` in a kernel) gets them: the cell
+        whose URI is the id the kernel was given (VS Code's Jupyter extension sends the URI),
+        else the cell of that notebook (or of any, when the kernel did not know the notebook)
+        whose text is the text that ran."""
+        self._notebooks[uri] = (path, cells)
+        present = {cell_uri: (version, text) for cell_uri, version, text in cells}
+        changed: set[str] = set()
+        for cell_uri, key in list(self._run_keys.items()):
+            if key not in self._run.cells or self._session.key_of(cell_uri) != uri:
+                continue
+            if cell_uri in present:
+                changed |= self._run.edited(key, present[cell_uri][1]).keys
+            else:  # the cell was deleted
+                del self._run_keys[cell_uri]
+                changed |= self._run.closed(key).keys
+        changed |= self._bind(uri, path, cells)
+        self._changed(changed)
+
+    def notebook_closed(self, uri: str) -> None:
+        """A notebook closed: its cells' run findings are shown nowhere until it opens again."""
+        self._notebooks.pop(uri, None)
+        for cell_uri, key in list(self._run_keys.items()):
+            if key in self._run.cells and self._session.key_of(cell_uri) == uri:
+                del self._run_keys[cell_uri]
+                self._run.closed(key)
+
+    def _bind(self, notebook: str, path: str | None, cells: Cells) -> set[str]:
+        """Gives the unbound cells of the run that are in this notebook to their cells."""
+        unbound = self._run.unbound_cells()
+        if not unbound:
+            return set()
+        taken = set(self._run_keys)
+        by_text: dict[str, list[tuple[str, str]]] = {}
+        for cell_uri, _, text in cells:
+            if cell_uri not in taken:
+                by_text.setdefault(_normal(text), []).append((cell_uri, text))
+        texts = {cell_uri: text for cell_uri, _, text in cells if cell_uri not in taken}
+        here = file_key(path) if path is not None else None
+        changed: set[str] = set()
+        for key, cell in sorted(unbound.items()):
+            found: tuple[str, str] | None = None
+            if cell.id is not None and cell.id in texts:
+                found = (cell.id, texts[cell.id])
+            elif cell.notebook is None or here is None or file_key(cell.notebook) == here:
+                candidates = by_text.get(_normal(cell.text))
+                found = candidates.pop(0) if candidates else None
+            if found is None or found[0] in taken:
+                continue
+            taken.add(found[0])
+            self._run_keys[found[0]] = key
+            changed |= self._run.opened(key, *found).keys | {key}
+        return changed
 
     def opened(self, uri: str, version: int | None, path: str, text: str) -> None:
         """A file opened: its run findings follow the buffer from now on, and go out with
@@ -203,3 +274,8 @@ class RunDiagnostics:
         key = self._run_keys.pop(uri, None)
         if key is not None:  # its run findings again as on disk, pushed as for closed files
             self._changed(self._run.closed(key).keys)
+
+
+def _normal(text: str) -> str:
+    """A cell's text as compared with the text that ran: line ends and trailing space aside."""
+    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip()

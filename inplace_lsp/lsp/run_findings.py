@@ -26,7 +26,7 @@ from lsprotocol import types
 
 from inplace_lsp.analysis.lines import decode_source, line_breaks, split_lines
 from inplace_lsp.lsp import convert
-from inplace_lsp.report import Finding, Place, Run
+from inplace_lsp.report import Cell, Finding, Place, Run
 
 SOURCE = "inplace-lsp run"
 DIFF_LIMIT = 4000  # lines of a changed region compared with difflib; beyond, a search near
@@ -144,6 +144,9 @@ class RunFindings:
         self._files: dict[str, _File] = {}
         self._buffers: dict[str, _Buffer] = {}  # open documents, by key
         self._uris: dict[str, str] = {}  # key -> the URI its diagnostics were last shown under
+        # A notebook cell's code, by the kernel's name for it: the cell as the run saw it. Its
+        # findings show once the session binds the key to the open cell (`opened`).
+        self.cells: dict[str, Cell] = {}
         self.run: Run = Run(None, (), ())
 
     # ---------------------------------------------------------------- what is shown
@@ -158,14 +161,21 @@ class RunFindings:
 
     def uri(self, key: str) -> str:
         """The URI the editor knows a file by: the open document's, else the one its
-        diagnostics went out under (a report's path's), else the key's."""
+        diagnostics went out under (a report's path's), else the key's; "" for a notebook
+        cell's code that no open cell holds."""
         file = self._files.get(key)
         if file is not None:
             return file.uri
         buffer = self._buffers.get(key)
         if buffer is not None:
             return buffer.uri
+        if key in self.cells:
+            return ""
         return self._uris.get(key) or Path(key).as_uri()
+
+    def unbound_cells(self) -> dict[str, Cell]:
+        """The notebook cells with findings that no open cell holds yet, by key."""
+        return {key: cell for key, cell in self.cells.items() if key not in self._buffers}
 
     def diagnostics(self, key: str, encoding: str) -> list[types.Diagnostic]:
         file = self._files.get(key)
@@ -200,6 +210,7 @@ class RunFindings:
         before = self.shown_in()
         self.run = run
         self._files = {}
+        self.cells = {}
         from_disk: set[str] = set()  # files whose anchors were placed in the disk's lines
         for finding in run.findings:
             place = finding.at
@@ -225,8 +236,14 @@ class RunFindings:
         key = file_key(place.path)
         file = self._files.get(key)
         if file is None:
-            # The run ran the file on disk: its lines, mapped to the buffer's when it is open.
-            disk = self._read(place.path)
+            # The run ran the file on disk: its lines, mapped to the buffer's when it is open
+            # (a notebook cell's code: the cell's text when it ran, which the report holds).
+            disk: Sequence[str] | None
+            if place.cell is not None:
+                self.cells[key] = place.cell
+                disk = split_lines(place.cell.text)
+            else:
+                disk = self._read(place.path)
             buffer = self._buffers.get(key)
             if disk is not None:
                 from_disk.add(key)
@@ -235,7 +252,10 @@ class RunFindings:
                 lines = buffer.lines
             else:
                 return None
-            uri = buffer.uri if buffer is not None else Path(place.path).as_uri()
+            if buffer is not None:
+                uri = buffer.uri
+            else:
+                uri = "" if place.cell is not None else Path(place.path).as_uri()
             file = self._files[key] = _File(key, uri, lines)
             self._uris[key] = uri
         line = _near(file.lines, place.source, place.line - 1, 0, _count(file.lines))
@@ -276,8 +296,19 @@ class RunFindings:
         return self._follow(file, buffer.lines, prefix, suffix)
 
     def closed(self, key: str) -> Changed:
-        """A document closed: its anchors go back to the file on disk (unsaved edits gone)."""
+        """A document closed: its anchors go back to the file on disk (unsaved edits gone);
+        a notebook cell's to the text it had in the run, shown nowhere until a cell holds it
+        again."""
         self._buffers.pop(key, None)
+        cell = self.cells.get(key)
+        if cell is not None:
+            file = self._files.get(key)
+            if file is None:
+                return Changed()
+            had = bool(file.shown)
+            file.uri = self._uris[key] = ""
+            self._follow(file, split_lines(cell.text), 0, 0)
+            return Changed(moved=frozenset({key})) if had else Changed()
         return self.disk_changed(key) | (
             Changed(moved=frozenset({key})) if self.has(key) else Changed()
         )

@@ -297,6 +297,7 @@ class Session:
         self._documents[uri] = _Document(uri, path, layout, text, version)
         self._report_project_problems(path)
         self.scheduler.open(uri, path, version, text, attachment=layout)
+        self.runs.notebook(uri, path, cells)
 
     def change_notebook(
         self, uri: str, version: int | None, cells: Cells, *, saved: bool = False
@@ -314,8 +315,11 @@ class Session:
         if not saved:
             self.verifying.follow_verified_cells(uri, layout)
         self._submit(document, version, text, layout, saved=saved)
+        if not saved:
+            self.runs.notebook(uri, document.path, cells)
 
     def close_notebook(self, uri: str) -> None:
+        self.runs.notebook_closed(uri)
         document = self._documents.get(uri)
         if document is not None:
             for cell in document.layout.cells:
