@@ -200,6 +200,12 @@ class Detector(contextlib.ContextDecorator):
         named = self.names(site.path) if self.names is not None else None
         return f"{named}, line {site.line}" if named else _short(site)
 
+    def _named(self, site: _t.Site) -> str:
+        """Where a line is, in a finding's message: ``path:line``, or what ``names`` calls its
+        file (``Cell In[3], line 5``)."""
+        named = self.names(site.path) if self.names is not None else None
+        return f"{named}, line {site.line}" if named else str(site)
+
     @property
     def errors(self) -> list[dict[str, Any]]:
         return [f for f in self._all_findings() if f["severity"] == "error"]
@@ -243,7 +249,7 @@ class Detector(contextlib.ContextDecorator):
             "severity": "error",
             "kind": "inplace-error",
             "message": (
-                _t.explain(bump)
+                _t.explain(bump, self._named)
                 if bump is not None
                 else f"a tensor saved for backward by {op} was modified in place "
                 "(the writing call was not seen)"
@@ -434,7 +440,7 @@ class Detector(contextlib.ContextDecorator):
         finding: dict[str, Any] = {
             "severity": "warning",
             "kind": "silent-write",
-            "message": _t.explain(bump),
+            "message": _t.explain(bump, self._named),
             "mutation": _where(bump.mutation),
             "saved_by": _where(bump.saved_site, op=bump.op),
             "call_site": _where(bump.call_site),

@@ -136,6 +136,7 @@ def test_extension_in_code_server() -> None:
         "notebook.png",
         "verify.png",
         "run-findings.png",
+        "notebook-run.png",
         "no-server.png",
     ]
     if os.environ.get("INPLACE_LSP_E2E_PIP") == "1":

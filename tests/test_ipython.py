@@ -121,6 +121,10 @@ def test_a_finding_in_a_cell_carries_the_cell_its_notebook_and_its_text(
     }
     assert finding["mutation"]["cell"] == expected
     assert finding["saved_by"]["cell"] == expected and finding["saved_by"]["line"] == 3
+    assert finding["message"].startswith(
+        "Cell In[2], line 4 modifies in place a tensor that SigmoidBackward0 saved at Cell In[2], "
+        "line 3; "
+    )
     # A cell run without an id (an older front end): the rest is still there.
     status, shown = run(kernel, "%inplace_detect on")  # In [3]
     assert status == "ok"

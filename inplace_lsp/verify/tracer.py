@@ -1372,8 +1372,9 @@ def _saved_json(bump: Bump) -> dict[str, object] | None:
     return {**bump.saved_site.as_json(), "op": bump.op}
 
 
-def explain(bump: Bump) -> str:
-    saved = f" at {bump.saved_site}" if bump.saved_site is not None else ""
+def explain(bump: Bump, name: Callable[[Site], str] = str) -> str:
+    """The finding's message; ``name`` says where a line is (default: ``path:line``)."""
+    saved = f" at {name(bump.saved_site)}" if bump.saved_site is not None else ""
     if bump.mutation is None:
         return (
             f"a tensor saved for backward by {bump.op}{saved} was modified in place "
@@ -1382,12 +1383,12 @@ def explain(bump: Bump) -> str:
     via = f" ({bump.module}(inplace=True) constructed here)" if bump.module else ""
     if bump.silent == _DATA_WRITE:
         return (
-            f"{bump.mutation} writes through `.data` into a tensor that {bump.op} saved{saved}: "
-            "torch raises nothing and backward used the NEW values, so the gradients are "
-            "silently wrong; write out of place, or into a `.detach().clone()`"
+            f"{name(bump.mutation)} writes through `.data` into a tensor that {bump.op} "
+            f"saved{saved}: torch raises nothing and backward used the NEW values, so the "
+            "gradients are silently wrong; write out of place, or into a `.detach().clone()`"
         )
     return (
-        f"{bump.mutation}{via} modifies in place a tensor that {bump.op} saved{saved}; "
+        f"{name(bump.mutation)}{via} modifies in place a tensor that {bump.op} saved{saved}; "
         "backward needs its old value"
     )
 

@@ -82,6 +82,40 @@ const RUN_DIAGNOSTIC_S = 8;
 const RUN_NOTIFICATION = "Sending notification 'workspace/didChangeWatchedFiles'";
 const RUN_EDITED = MARKED.replace('gate += x', 'gate += 2 * x'); // still in place: IPL001 stays
 
+// A notebook whose second cell runs under `%%inplace_detect` in a real IPython kernel
+// (ipykernel, driven through jupyter_client by kernel_cells.py below, as a Jupyter front end
+// drives it: no Jupyter extension can be installed into this code-server): the kernel's report
+// names the cell's line, and the server shows it on that cell in the open notebook.
+const KERNEL_NOTEBOOK = 'trained.ipynb';
+const KERNEL_CELLS = [
+  ['code', '%load_ext inplace_lsp\nimport torch\n\nx = torch.ones(3, requires_grad=True)'],
+  ['code', '%%inplace_detect\ny = torch.sigmoid(x)\ny.mul_(2)  # sigmoid saved its output\ny.sum().backward()'],
+];
+const KERNEL_RUNNER = `
+import json, os, sys
+from jupyter_client.manager import start_new_kernel
+
+notebook = sys.argv[1]
+with open(notebook, encoding="utf-8") as f:
+    cells = [c for c in json.load(f)["cells"] if c["cell_type"] == "code"]
+# What a Jupyter server gives a notebook's kernel: the notebook's path, and its folder to run in.
+env = dict(os.environ, JPY_SESSION_NAME=os.path.basename(notebook), PYTHONWARNINGS="ignore")
+km, kc = start_new_kernel(startup_timeout=120, cwd=os.path.dirname(notebook), env=env)
+try:
+    for cell in cells:
+        shown = []
+        def keep(message):
+            if message["msg_type"] == "stream":
+                shown.append(message["content"]["text"])
+            elif message["msg_type"] == "error":
+                shown.append("\\n".join(message["content"]["traceback"]))
+        reply = kc.execute_interactive("".join(cell["source"]), output_hook=keep, timeout=120)
+        print(json.dumps({"status": reply["content"]["status"], "shown": "".join(shown)}))
+finally:
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+`;
+
 // The first workspace: its interpreter is a new virtual environment without inplace-lsp
 // (nor pip): the bundled server runs in it, with nothing installed.
 const BUNDLED_WS = 'bundled';
@@ -167,6 +201,8 @@ async function setUp() {
   assert.ok(source.includes(`${FLAGGED}\n`), `examples/${EXAMPLE} no longer has the line: ${FLAGGED}`);
   fs.writeFileSync(path.join(ws, EXAMPLE), source.replace(FLAGGED, MARKED));
   fs.writeFileSync(path.join(ws, NOTEBOOK), notebookJson(NOTEBOOK_CELLS));
+  fs.writeFileSync(path.join(ws, KERNEL_NOTEBOOK), notebookJson(KERNEL_CELLS));
+  fs.writeFileSync(path.join(run, 'kernel_cells.py'), KERNEL_RUNNER);
   // The report's folder is there from the start, as after an earlier run: VS Code's watcher
   // (@parcel/watcher, inotify) can miss a file written at once into a folder just created
   // (parcel-bundler/watcher#243), and only the server's 10 s poll would show that one.
@@ -858,6 +894,61 @@ test('a run report written after the server started shows its finding within 8 s
       await new Promise((r) => setTimeout(r, 100));
     }
     await waitForLine(MARKED);
+  });
+});
+
+test('a notebook cell run under %%inplace_detect in a real kernel: its finding squiggles on the cell\'s line', async (t) => {
+  await step(t, 'notebook-run', async () => {
+    const ws = path.join(run, 'ws');
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: KERNEL_NOTEBOOK }).click();
+    const notebook = page.locator('.notebook-editor');
+    const cells = notebook.locator('.cell-list-container .code-cell-row');
+    await cells.nth(1).waitFor({ timeout: 30000 });
+    lap(`${KERNEL_NOTEBOOK} open in the notebook editor`);
+    const panel = page.locator('.markers-panel');
+    if (!await panel.isVisible()) await page.keyboard.press('Control+Shift+M');
+    const entry = panel.locator('.monaco-list-row', { hasText: 'inplace-lsp run' })
+      .filter({ hasText: 'Cell In[2], line 3' }).first();
+    assert.equal(await entry.count(), 0, 'no run finding before the kernel ran the cells');
+
+    // The user runs the cells (here: a real ipykernel, through jupyter_client).
+    const ran = Date.now();
+    const printed = execFileSync(PYTHON, [path.join(run, 'kernel_cells.py'), path.join(ws, KERNEL_NOTEBOOK)],
+      { encoding: 'utf8', timeout: 180000 });
+    const replies = printed.trim().split('\n').map((line) => JSON.parse(line));
+    assert.deepEqual(replies.map((r) => r.status), ['ok', 'error'], printed);
+    assert.match(replies[1].shown, /written at {2}Cell In\[2\], line 3 by mul_/, printed);
+    const report = JSON.parse(fs.readFileSync(path.join(ws, RUN_REPORT), 'utf8'));
+    assert.equal(report.findings[0].mutation.cell.notebook, path.join(ws, KERNEL_NOTEBOOK));
+    lap(`kernel ran the cells in ${((Date.now() - ran) / 1000).toFixed(1)} s: ${replies[1].shown.split('\n').find((l) => l.includes('written at'))}`);
+
+    await entry.waitFor({ timeout: 30000 });
+    const text = (await entry.innerText()).replace(/\s+/g, ' ');
+    lap(`Problems panel, ${((Date.now() - ran) / 1000).toFixed(1)} s after the run began: ${text}`);
+    assert.match(text, /inplace-error/);
+    assert.match(text, /\[Ln 3, Col 1\]/, 'on the cell\'s own line 3: y.mul_(2)');
+    // The squiggle is in the second code cell, on its third line (y.mul_(2)).
+    const squiggle = cells.nth(1).locator('.squiggly-error').first();
+    await squiggle.waitFor({ timeout: 30000 });
+    const lineOf = async (locator) => {
+      const box = await locator.boundingBox();
+      const rows = cells.nth(1).locator('.view-line');
+      for (let i = 0; i < await rows.count(); i++) {
+        const row = await rows.nth(i).boundingBox();
+        if (row && box && box.y >= row.y - 2 && box.y < row.y + row.height - 2) {
+          return (await rows.nth(i).innerText()).replace(/\u00a0/g, ' ');
+        }
+      }
+      return null;
+    };
+    const squiggled = [];
+    const marks = cells.nth(1).locator('.squiggly-error');
+    for (let i = 0; i < await marks.count(); i++) squiggled.push(await lineOf(marks.nth(i)));
+    assert.ok(squiggled.some((line) => line && line.startsWith('y.mul_(2)')), `squiggled lines: ${JSON.stringify(squiggled)}`);
+    assert.equal(await cells.nth(0).locator('.squiggly-error').count(), 0, 'nothing in the first cell');
+    lap(`error squiggle in code cell 2 on: ${JSON.stringify(squiggled)}`);
+    lap(`screenshot ${await shot('notebook-run.png')}`);
+    await page.keyboard.press('Control+W');
   });
 });
 
