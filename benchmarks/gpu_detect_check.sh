@@ -8,7 +8,8 @@
 #      training steps (fp32, bf16 autocast, the cheaper mode's steps) and one with an in-place
 #      bug run under the detector; the only RuntimeError must be the in-place one
 #                                                            -> $OUT/sync_check.json, .txt
-#   3. pytest -q tests/test_detect.py                        -> $OUT/pytest_detect.txt
+#   3. pytest -q tests/test_detect.py (DETECT_TESTS_K=cuda: its CUDA tests only)
+#                                                            -> $OUT/pytest_detect.txt
 # Every step runs; the exit status is 1 when any failed. PYTHON picks the interpreter.
 #     OUT=/tmp/out bash benchmarks/gpu_detect_check.sh
 set -u
@@ -147,7 +148,9 @@ EOF
 "$PY" "$OUT/sync_check.py" "$OUT/sync_check.json" 2>&1 | tee "$OUT/sync_check.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(sync_check)
 
-"$PY" -m pytest -q tests/test_detect.py 2>&1 | tee "$OUT/pytest_detect.txt"
+# DETECT_TESTS_K: a pytest -k expression, to run some of them (a short device lease: cuda).
+"$PY" -m pytest -q tests/test_detect.py ${DETECT_TESTS_K:+-k "$DETECT_TESTS_K"} 2>&1 \
+    | tee "$OUT/pytest_detect.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=(pytest)
 
 if [ "${#failed[@]}" -gt 0 ]; then

@@ -508,6 +508,12 @@ class Tracer:
         self.frames = frames
         self.live: list[weakref.ref[Saved]] = []
         self.prune_at = 4096  # len(live) at which dead references are dropped
+        # The same references by the address of the tensor's memory: a write can move only the
+        # versions of the saved tensors in the memory it wrote (views and `.detach()` share
+        # it), so a scan after `relu_` looks at those, not at every live one.
+        self.by_storage: dict[int, list[weakref.ref[Saved]]] = {}
+        self.indexed = 0  # references in by_storage, dead ones included
+        self.index_prune_at = 4096
         self.bumps: list[Bump] = []
         self.bump_index: dict[tuple[Site | None, Site | None, str | None], Bump] = {}
         self.failed: Saved | None = None
@@ -585,11 +591,30 @@ class Tracer:
                 record.original = weakref.ref(tensor)
             record.op = _autograd_function_name(sys._getframe(1)) or record.producer
         live = self.live
-        live.append(weakref.ref(record))
+        ref = weakref.ref(record)
+        live.append(ref)
         if len(live) > self.prune_at:  # a long run that never writes: forget the dead ones
             self.live = live = [ref for ref in live if ref() is not None]
             self.prune_at = max(4096, 2 * len(live))
+        bucket = self.by_storage.get(record.storage)
+        if bucket is None:
+            self.by_storage[record.storage] = [ref]
+        else:
+            bucket.append(ref)
+        self.indexed += 1
+        if self.indexed > self.index_prune_at:
+            self._prune_index()
         return record
+
+    def _prune_index(self) -> None:
+        index: dict[int, list[weakref.ref[Saved]]] = {}
+        for key, refs in self.by_storage.items():
+            alive = [ref for ref in refs if ref() is not None]
+            if alive:
+                index[key] = alive
+        self.by_storage = index
+        self.indexed = sum(len(refs) for refs in index.values())
+        self.index_prune_at = max(4096, 2 * self.indexed)
 
     def unpack(self, record: Saved) -> torch.Tensor:
         import torch
@@ -682,9 +707,10 @@ class Tracer:
     ) -> object:
         fused = name.startswith("_fused_")
         written = None
-        if self.aliases and not fused:
-            written = [t for t in written_tensors(args, kwargs) if self.is_alias(t)]
-        self.scan(caller, written, name)
+        targets = None if fused or name in _NEW_MEMORY else written_tensors(args, kwargs)
+        if self.aliases and targets:
+            written = [t for t in targets if self.is_alias(t)]
+        self.scan(caller, written, name, targets)
         if fused:
             self.scan_fused(name, args, kwargs, caller)
         return result
@@ -734,17 +760,40 @@ class Tracer:
         self.live = still
 
     def scan(
-        self, frame: FrameType | None, written: list[torch.Tensor] | None = None, op: str = "?"
+        self,
+        frame: FrameType | None,
+        written: list[torch.Tensor] | None = None,
+        op: str = "?",
+        targets: list[torch.Tensor] | None = None,
     ) -> None:
         """Record the first version bump of every live saved tensor (with ``history``, every
-        write up to ``HISTORY_LIMIT``); called after writes by ``op``. ``written``: the tensors
-        the call wrote into; one that overlaps a saved tensor whose version did not move was
-        written through `.data` (autograd cannot see it)."""
-        still: list[weakref.ref[Saved]] = []
-        where: tuple[Site | None, Site | None, str | None] | None = None
+        write up to ``HISTORY_LIMIT``); called after writes by ``op``. ``targets``: the tensors
+        the call wrote into, when known: only saved tensors in their memory are looked at.
+        ``written``: those of them that are `.data` aliases; one that overlaps a saved tensor
+        whose version did not move was written through `.data` (autograd cannot see it)."""
         storages = {_storage_of(t): t for t in written or ()}
         storages.pop(0, None)
-        for ref in self.live:
+        where: list[tuple[Site | None, Site | None, str | None]] = []  # located once, if needed
+        keys = {_storage_of(t) for t in targets} if targets else None
+        if keys is not None and 0 not in keys:
+            for key in keys:
+                bucket = self.by_storage.get(key)
+                if bucket:
+                    self.by_storage[key] = self._scan(bucket, frame, storages, op, where)
+            return
+        self.live = self._scan(self.live, frame, storages, op, where)
+
+    def _scan(
+        self,
+        refs: list[weakref.ref[Saved]],
+        frame: FrameType | None,
+        storages: dict[int, torch.Tensor],
+        op: str,
+        where: list[tuple[Site | None, Site | None, str | None]],
+    ) -> list[weakref.ref[Saved]]:
+        """``scan`` over ``refs``: the references still to watch."""
+        still: list[weakref.ref[Saved]] = []
+        for ref in refs:
             record = ref()
             if record is None:
                 continue
@@ -756,9 +805,9 @@ class Tracer:
                     still.append(ref)
                     continue
                 silent = _DATA_WRITE
-            if where is None:
-                where = locate_write(live_frames(frame), self.frames)
-            mutation, call_site, module = where
+            if not where:
+                where.append(locate_write(live_frames(frame), self.frames))
+            mutation, call_site, module = where[0]
             if record.bump is None:
                 record.bump = self.add_bump(
                     Bump(record.site, record.op or "?", mutation, call_site, module, silent=silent)
@@ -770,7 +819,7 @@ class Tracer:
                 record.writes.append(Write(current, "written", op, mutation))
                 if len(record.writes) < HISTORY_LIMIT:
                     still.append(ref)
-        self.live = still
+        return still
 
     # detector options ----------------------------------------------------------------
     def share_with_numpy(self, tensor: object, frame: FrameType | None) -> None:
@@ -857,6 +906,9 @@ class Tracer:
 
 # Bump.silent of a write through `.data` (the fused optimizer kernels name themselves).
 _DATA_WRITE = ".data"
+# In-place calls that may give the tensor other memory: a scan after them looks at every
+# saved tensor, not only those in the memory the tensor has now.
+_NEW_MEMORY = frozenset(("set_", "resize_", "resize_as_", "_set_", "swap_", "set_data"))
 
 
 def _storage_of(tensor: torch.Tensor) -> int:
