@@ -103,14 +103,26 @@ def test_a_finding_in_a_cell_carries_the_cell_its_notebook_and_its_text(
     kernel: Any, tmp_path: Path
 ) -> None:
     """The report of a cell run from a notebook names the cell as the front end did (VS Code's
-    Jupyter extension sends the cell's URI as its id), the notebook (the server's session
-    name, in the kernel's folder), the execution count and the cell's text as typed."""
-    assert run(kernel, "%load_ext inplace_lsp\nimport torch")[0] == "ok"  # In [1]
-    uri = "vscode-notebook-cell:/work/lessons/nb.ipynb#W2sZmlsZQ%3D%3D"
+    Jupyter extension sends the cell's URI as its id, JupyterLab the notebook's cell id), the
+    notebook (the server's session name, in the kernel's folder), the execution count and the
+    cell's text as typed; lines are named by the cell's place in the saved notebook (found by
+    that id, else by the text) beside the execution count."""
+    first = "%load_ext inplace_lsp\nimport torch"
     cell = "%%inplace_detect\nx = torch.ones(3, requires_grad=True)\ny = torch.sigmoid(x)\n"
     cell += "y.mul_(2)\ny.sum().backward()"
-    status, shown = run(kernel, cell, cell_id=uri)  # In [2]
-    assert status == "error" and "written at  Cell In[2], line 4 by mul_" in shown, shown
+    edited = "%%inplace_detect\nw = torch.sigmoid(x)\nw.add_(1)\nw.sum().backward()"
+    saved = [
+        {"cell_type": "markdown", "id": "intro", "metadata": {}, "source": ["# Gates"]},
+        {"cell_type": "code", "id": "c-1", "metadata": {}, "source": first.splitlines(True)},
+        {"cell_type": "code", "id": "c-2", "metadata": {}, "source": cell.splitlines(True)},
+        {"cell_type": "code", "id": "c-3", "metadata": {}, "source": ["w = 1  # not saved yet"]},
+    ]
+    notebook = {"cells": saved, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "nb.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    assert run(kernel, first)[0] == "ok"  # In [1]
+    uri = "vscode-notebook-cell:/work/lessons/nb.ipynb#W2sZmlsZQ%3D%3D"
+    status, shown = run(kernel, cell, cell_id=uri)  # In [2]: VS Code's id, found by its text
+    assert status == "error" and "written at  cell 3 (In[2]), line 4 by mul_" in shown, shown
     report = json.loads((tmp_path / ".inplace-lsp" / "last-run.json").read_text("utf-8"))
     (finding,) = report["findings"]
     expected = {
@@ -122,17 +134,20 @@ def test_a_finding_in_a_cell_carries_the_cell_its_notebook_and_its_text(
     assert finding["mutation"]["cell"] == expected
     assert finding["saved_by"]["cell"] == expected and finding["saved_by"]["line"] == 3
     assert finding["message"].startswith(
-        "Cell In[2], line 4 modifies in place a tensor that SigmoidBackward0 saved at Cell In[2], "
-        "line 3; "
+        "cell 3 (In[2]), line 4 modifies in place a tensor that SigmoidBackward0 saved at "
+        "cell 3 (In[2]), line 3; "
     )
-    # A cell run without an id (an older front end): the rest is still there.
-    status, shown = run(kernel, "%inplace_detect on")  # In [3]
+    # JupyterLab's id: the cell is found by it, though its text on disk is older.
+    status, shown = run(kernel, edited, cell_id="c-3")  # In [3]
+    assert status == "error" and "written at  cell 4 (In[3]), line 3 by add_" in shown, shown
+    # No id, and a text the saved notebook does not have: IPython's name.
+    status, shown = run(kernel, "%inplace_detect on")  # In [4]
     assert status == "ok"
-    status, shown = run(kernel, "z = torch.sigmoid(x)\nz.add_(1)\nz.sum().backward()")  # In [4]
-    assert status == "error"
+    status, shown = run(kernel, "z = torch.sigmoid(x)\nz.add_(1)\nz.sum().backward()")  # In [5]
+    assert status == "error" and "written at  Cell In[5], line 2 by add_" in shown, shown
     run(kernel, "%inplace_detect off")
     report = json.loads((tmp_path / ".inplace-lsp" / "last-run.json").read_text("utf-8"))
     (finding,) = report["findings"]
     assert finding["mutation"]["cell"]["id"] is None
-    assert finding["mutation"]["cell"]["execution_count"] == 4
+    assert finding["mutation"]["cell"]["execution_count"] == 5
     assert finding["mutation"]["cell"]["text"].startswith("z = torch.sigmoid(x)\n")

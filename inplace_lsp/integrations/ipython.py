@@ -3,18 +3,23 @@
 first line).
 
 Code run under it fails, where backward meets a tensor changed in place, with the line that
-wrote and the op that saved it named as IPython names cells in its tracebacks:
-``written at  Cell In[3], line 5 by mul_``. The findings go to ``.inplace-lsp/last-run.json`` in
-the project of the kernel's working directory, as ``inplace-lsp run`` writes them (the report
-is rewritten when a finding appears and when the detector is turned off). A line in a cell
-carries the cell with it (``"cell"``: the id the notebook's client gave the kernel, the notebook's
-path when the kernel knows it, the execution count and the cell's text), so that the language
-server shows the finding on that cell's line in the open notebook.
+wrote and the op that saved it named by the cell's place in the notebook and its execution
+count, ``written at  cell 2 (In[3]), line 5 by mul_`` (as IPython names cells in its
+tracebacks, ``Cell In[3]``, when the notebook on disk does not have the cell). The findings
+go to ``.inplace-lsp/last-run.json`` in the project of the kernel's working directory, as
+``inplace-lsp run`` writes them (the report is rewritten when a finding appears and when the
+detector is turned off). A line in a cell carries the cell with it (``"cell"``: the id the
+notebook's front end gave the kernel, the notebook's path when the kernel knows it, the
+execution count and the cell's text), so that the language server shows the finding on that
+cell's line in the open notebook.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -70,10 +75,16 @@ class InplaceMagics(Magics):  # type: ignore[misc]  # IPython ships no types for
         return None
 
     def _cell_name(self, path: str) -> str | None:
-        """ "Cell In[3]" for the code of a cell (the kernel's file for it), as IPython's
-        tracebacks say it."""
-        number = self._count(path)
-        return None if number is None else f"Cell In[{number}]"
+        """What the code of a cell (the kernel's file for it) is called: "cell 3 (In[5])",
+        the cell's place in the notebook when the notebook on disk has it (by the cell id the
+        front end gave, else by its text) and its execution count; "Cell In[5]", as IPython's
+        tracebacks say it, when not."""
+        cell = self._cell(path)
+        if cell is None:
+            return None
+        number = cell["execution_count"]
+        position = _position(cell["notebook"], cell["id"], cell["text"])
+        return f"Cell In[{number}]" if position is None else f"cell {position} (In[{number}])"
 
     def _cell(self, path: str) -> dict[str, object] | None:
         """What the report says of the cell whose code is ``path``: its id, the notebook, the
@@ -131,6 +142,44 @@ class InplaceMagics(Magics):  # type: ignore[misc]  # IPython ships no types for
                 exec(code, shell.user_ns)
         finally:
             detector.finish(0 if not detector.errors else 1)
+
+
+NOTEBOOK_MAX_BYTES = 64 << 20  # a notebook on disk larger than this is not read for names
+
+
+@functools.lru_cache(maxsize=8)
+def _cells_on_disk(path: str, mtime_ns: int) -> list[tuple[str | None, str]]:
+    """(id, source) of each cell of the notebook at ``path``, markdown ones included."""
+    with open(path, encoding="utf-8") as stream:
+        data = json.load(stream)
+    cells = []
+    for cell in data.get("cells", []) if isinstance(data, dict) else []:
+        if not isinstance(cell, dict):
+            continue
+        source = cell.get("source", "")
+        text = "".join(source) if isinstance(source, list) else str(source)
+        cell_id = cell.get("id")
+        cells.append((cell_id if isinstance(cell_id, str) else None, text))
+    return cells
+
+
+def _position(notebook: object, cell_id: object, text: object) -> int | None:
+    """The 1-based place of a cell in the notebook saved at ``notebook``: the cell with that
+    id (JupyterLab's), else the one whose text is ``text``; None when the file has neither."""
+    if not isinstance(notebook, str):
+        return None
+    try:
+        info = os.stat(notebook)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > NOTEBOOK_MAX_BYTES:
+            return None
+        cells = _cells_on_disk(notebook, info.st_mtime_ns)
+    except (OSError, ValueError):
+        return None
+    for index, (saved_id, _) in enumerate(cells, 1):
+        if cell_id is not None and saved_id == cell_id:
+            return index
+    matches = [index for index, (_, saved) in enumerate(cells, 1) if saved == text]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _running_cell(shell: Any) -> int:

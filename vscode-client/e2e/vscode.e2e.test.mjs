@@ -908,7 +908,7 @@ test('a notebook cell run under %%inplace_detect in a real kernel: its finding s
     const panel = page.locator('.markers-panel');
     if (!await panel.isVisible()) await page.keyboard.press('Control+Shift+M');
     const entry = panel.locator('.monaco-list-row', { hasText: 'inplace-lsp run' })
-      .filter({ hasText: 'Cell In[2], line 3' }).first();
+      .filter({ hasText: 'cell 2 (In[2]), line 3' }).first();
     assert.equal(await entry.count(), 0, 'no run finding before the kernel ran the cells');
 
     // The user runs the cells (here: a real ipykernel, through jupyter_client).
@@ -917,7 +917,7 @@ test('a notebook cell run under %%inplace_detect in a real kernel: its finding s
       { encoding: 'utf8', timeout: 180000 });
     const replies = printed.trim().split('\n').map((line) => JSON.parse(line));
     assert.deepEqual(replies.map((r) => r.status), ['ok', 'error'], printed);
-    assert.match(replies[1].shown, /written at {2}Cell In\[2\], line 3 by mul_/, printed);
+    assert.match(replies[1].shown, /written at {2}cell 2 \(In\[2\]\), line 3 by mul_/, printed);
     const report = JSON.parse(fs.readFileSync(path.join(ws, RUN_REPORT), 'utf8'));
     assert.equal(report.findings[0].mutation.cell.notebook, path.join(ws, KERNEL_NOTEBOOK));
     lap(`kernel ran the cells in ${((Date.now() - ran) / 1000).toFixed(1)} s: ${replies[1].shown.split('\n').find((l) => l.includes('written at'))}`);
