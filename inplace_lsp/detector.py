@@ -194,17 +194,20 @@ class Detector(contextlib.ContextDecorator):
         if self.report is not None:
             self.write_report()
 
-    def _short(self, site: _t.Site) -> str:
-        """Where a line is, for a message: ``path:line``, or what ``names`` calls its file
-        (``Cell In[3], line 5`` for a notebook cell's code)."""
+    def _called(self, site: _t.Site) -> str | None:
+        """What ``names`` calls a line's file, with the line (``Cell In[3], line 5`` for a
+        notebook cell's code); None for a file without a name of its own."""
         named = self.names(site.path) if self.names is not None else None
-        return f"{named}, line {site.line}" if named else _short(site)
+        return f"{named}, line {site.line}" if named else None
+
+    def _short(self, site: _t.Site) -> str:
+        """Where a line is, in the text printed: ``path:line`` relative to the working
+        directory, or its name (``_called``)."""
+        return self._called(site) or _short(site)
 
     def _named(self, site: _t.Site) -> str:
-        """Where a line is, in a finding's message: ``path:line``, or what ``names`` calls its
-        file (``Cell In[3], line 5``)."""
-        named = self.names(site.path) if self.names is not None else None
-        return f"{named}, line {site.line}" if named else str(site)
+        """Where a line is, in a finding's message: ``path:line``, or its name."""
+        return self._called(site) or str(site)
 
     @property
     def errors(self) -> list[dict[str, Any]]:
