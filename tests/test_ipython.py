@@ -79,6 +79,8 @@ def test_the_cell_magic_and_the_session_name_the_cells_lines(kernel: Any, tmp_pa
     assert status == "error"
     assert "written at  Cell In[3], line 4 by mul_" in shown, shown
     assert "saved by    SigmoidBackward0 at Cell In[3], line 3" in shown
+    versions = "versions    v0 saved by SigmoidBackward0 at line 3, v1 written by mul_ at line 4"
+    assert versions in shown, shown
     assert "overrides.py" not in shown and "inplace_lsp/" not in shown  # no frame of theirs
     report = json.loads((tmp_path / ".inplace-lsp" / "last-run.json").read_text("utf-8"))
     (finding,) = report["findings"]
@@ -151,3 +153,45 @@ def test_a_finding_in_a_cell_carries_the_cell_its_notebook_and_its_text(
     assert finding["mutation"]["cell"]["id"] is None
     assert finding["mutation"]["cell"]["execution_count"] == 5
     assert finding["mutation"]["cell"]["text"].startswith("z = torch.sigmoid(x)\n")
+
+
+CLEAN = """\
+torch.manual_seed(0)
+model = torch.nn.Sequential(
+    torch.nn.Linear(4, 8), torch.nn.ReLU(inplace=True), torch.nn.Linear(8, 1)
+)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+data = torch.randn(16, 4)
+losses, grads = [], []
+for step in range(3):
+    h = model[0](data)
+    h += 1  # safe: Linear saves its input, not its output
+    loss = model[2](model[1](h)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    grads.append([p.grad.clone() for p in model.parameters()])
+    losses.append(loss.detach().clone())
+    optimizer.step()
+"""
+
+
+def test_a_clean_cell_computes_bit_for_bit_the_same_under_the_magic(kernel: Any) -> None:
+    """The same training cell run plainly, under `%%inplace_detect` and with the detector on
+    for the session: the losses, the gradients and the weights are equal bit for bit."""
+    assert run(kernel, "%load_ext inplace_lsp\nimport torch")[0] == "ok"
+    keep = "{name} = (losses, grads, [p.detach().clone() for p in model.parameters()])"
+    assert run(kernel, CLEAN + keep.format(name="plain"))[0] == "ok"
+    status, shown = run(kernel, "%%inplace_detect\n" + CLEAN + keep.format(name="cell"))
+    assert status == "ok" and "inplace-lsp" not in shown, shown
+    assert run(kernel, "%inplace_detect on")[0] == "ok"
+    assert run(kernel, CLEAN + keep.format(name="session"))[0] == "ok"
+    assert run(kernel, "%inplace_detect off")[0] == "ok"
+    compare = (
+        "flat = lambda r: [*r[0], *(g for step in r[1] for g in step), *r[2]]\n"
+        "same = [len(flat(x)) == len(flat(plain))\n"
+        "        and all(torch.equal(a, b) for a, b in zip(flat(x), flat(plain)))\n"
+        "        for x in (cell, session)]"
+    )
+    assert run(kernel, compare)[0] == "ok"
+    status, shown = run(kernel, "print(same, len(plain[0]), len(plain[1]))")
+    assert status == "ok" and shown.strip() == "[True, True] 3 3", shown

@@ -106,6 +106,9 @@ def test_a_step_between_two_backwards_is_named_at_the_users_line(tmp_path: Path)
     saved = next(line for line in on.stderr.splitlines() if "saved by" in line)
     d_fake = lines.index("        d_fake = self.discriminator(fake)") + 1
     assert saved == f"  saved by    AddmmBackward0 at gan.py:{d_fake}", on.stderr
+    # v1: the first backward's AccumulateGrad had already run on D's weight
+    versions = f"  versions    v1 saved by AddmmBackward0 at line {d_fake}, v2 written by add_ at "
+    assert f"{versions}line {step_line}" in on.stderr.splitlines(), on.stderr
     report = json.loads((tmp_path / ".inplace-lsp" / "last-run.json").read_text(encoding="utf-8"))
     (finding,) = report["findings"]
     assert finding["mutation"]["line"] == step_line

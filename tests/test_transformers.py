@@ -103,6 +103,8 @@ def test_a_planted_bug_is_named_at_the_models_line(tmp_path: Path) -> None:
     saved = lines.index("        h = torch.sigmoid(self.fc(x))") + 1
     assert f"  written at  tiny.py:{written} by add_" in on.stderr, on.stderr
     assert f"  saved by    SigmoidBackward0 at tiny.py:{saved}" in on.stderr
+    versions = f"  versions    v0 saved by SigmoidBackward0 at line {saved}, v1 written by add_ at "
+    assert f"{versions}line {written}" in on.stderr.splitlines(), on.stderr
     report = json.loads((tmp_path / ".inplace-lsp" / "last-run.json").read_text(encoding="utf-8"))
     (finding,) = report["findings"]
     assert (finding["mutation"]["line"], finding["saved_by"]["line"]) == (written, saved)
