@@ -22,6 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from inplace_lsp import files
+
 logger = logging.getLogger(__name__)
 
 TOOL = "inplace-lsp run"
@@ -32,6 +34,7 @@ _NAME = re.compile(r"last-run(?:-rank\d+)?\.json")
 # What makes a folder a project root for `inplace-lsp run`, which writes its report there.
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", DIRECTORY)
 
+MAX_BYTES = 32 << 20  # a report larger than this is not read (a run writes a few kB)
 # (path, mtime in ns, size) of each report file present: a change in it means "read again".
 Signature = tuple[tuple[str, int, int], ...]
 
@@ -215,13 +218,13 @@ def _spans(numbers: Sequence[int]) -> str:
 
 def read(path: str, mtime_ns: int = 0) -> Report | None:
     """One report file, or None (logged) when it is not a readable format-1 report."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(path)))  # the project's folder
     try:
-        with open(path, "rb") as stream:
-            data = stream.read()
+        data = files.read_regular(path, MAX_BYTES, root)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        logger.warning("run report %s: cannot read it: %s", path, exc)
+        logger.warning("run report %s: not read: %s", path, exc)
         return None
     if not data.strip():
         logger.info("run report %s: empty (being written?)", path)
@@ -243,9 +246,14 @@ def read(path: str, mtime_ns: int = 0) -> Report | None:
     if not isinstance(findings, list):
         logger.warning("run report %s: no list of findings", path)
         return None
-    parsed = [_finding(item) for item in findings]
+    parsed = [_finding(item, root) for item in findings]
     if any(item is None for item in parsed):
-        logger.warning("run report %s: skipped %d malformed findings", path, parsed.count(None))
+        logger.warning(
+            "run report %s: skipped %d findings (malformed, or naming no line in %s)",
+            path,
+            parsed.count(None),
+            root,
+        )
     rank = raw.get("rank")
     return Report(
         path=path,
@@ -260,7 +268,9 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _place(raw: object) -> Place | None:
+def _place(raw: object, root: str) -> Place | None:
+    """A place of a finding; None when malformed, or a file outside the project `root` (a
+    notebook cell's code is the kernel's, anywhere: the report holds its text)."""
     if not isinstance(raw, Mapping):
         return None
     path, line, source = raw.get("path"), raw.get("line"), raw.get("source")
@@ -268,7 +278,10 @@ def _place(raw: object) -> Place | None:
         return None
     if not isinstance(line, int) or isinstance(line, bool) or line < 1:
         return None
-    return Place(os.path.normcase(os.path.normpath(path)), line, source.strip(), _cell(raw))
+    cell = _cell(raw)
+    if cell is None and not files.inside(path, root):
+        return None
+    return Place(os.path.normcase(os.path.normpath(path)), line, source.strip(), cell)
 
 
 def _cell(raw: Mapping[str, Any]) -> Cell | None:
@@ -285,14 +298,14 @@ def _cell(raw: Mapping[str, Any]) -> Cell | None:
     )
 
 
-def _finding(raw: Any) -> Finding | None:
+def _finding(raw: Any, root: str) -> Finding | None:
     """A finding of the report, or None when it names no line or has no message."""
     if not isinstance(raw, Mapping) or not isinstance(raw.get("message"), str):
         return None
     saved = raw.get("saved_by")
     related = []
     for item in raw.get("related") or []:
-        place = _place(item)
+        place = _place(item, root)
         if place is not None:
             related.append((place, str(item.get("message") or "")))
     op = saved.get("op") if isinstance(saved, Mapping) else None
@@ -303,10 +316,10 @@ def _finding(raw: Any) -> Finding | None:
         severity="error" if raw.get("severity") == "error" else "warning",
         kind=str(raw.get("kind") or "run"),
         message=raw["message"],
-        mutation=_place(raw.get("mutation")),
-        saved_by=_place(saved),
+        mutation=_place(raw.get("mutation"), root),
+        saved_by=_place(saved, root),
         saved_op=op if isinstance(op, str) and op else None,
-        call_site=_place(raw.get("call_site")),
+        call_site=_place(raw.get("call_site"), root),
         related=tuple(related),
         count=count,
     )

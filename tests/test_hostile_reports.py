@@ -1,0 +1,183 @@
+"""Run reports and the files they name, as a cloned repository can commit them: the server
+reads only regular files, only inside the project, only up to a size, and serves on.
+
+Each case runs the real server over stdio (test_protocol's `Server`), with a report in the
+workspace before it starts, then opens a file with a bug: the analysis's diagnostic, a hover
+and the reply to `shutdown` must all come (on the old code `/dev/stdin` and the FIFO hung the
+server, `/dev/zero` grew it to gigabytes, and files outside the project got diagnostics)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_lsp_run_report import (
+    MODEL,
+    WRITE,
+    _place,
+    inplace_finding,
+    run_of,
+    write_report,
+)
+from test_protocol import Server, request
+
+from inplace_lsp import files, report
+from inplace_lsp.lsp.run_findings import READ_BUDGET, RunFindings
+from inplace_lsp.report import Finding, Place, Run
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="FIFOs and /dev files: POSIX")
+
+
+def _served(tmp_path: Path) -> list[dict[str, Any]]:
+    """Starts the server on `tmp_path`, opens model.py and returns every diagnostics
+    notification it published until `shutdown` was answered (which it must be)."""
+    server = Server(tmp_path)
+    try:
+        server.initialize({})
+        uri = (tmp_path / "model.py").as_uri()
+        found = server.open_and_wait(uri, MODEL)
+        assert any(d.get("code") == "IPL001" for d in found)
+        hover = {"textDocument": {"uri": uri}, "position": {"line": WRITE, "character": 30}}
+        server.send(request(7, "textDocument/hover", hover))
+        assert "result" in server.reply(7)
+        assert server.stop() == 0
+        return [
+            m["params"] for m in server.seen if m.get("method") == "textDocument/publishDiagnostics"
+        ]
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "model.py").write_text(MODEL, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / ".inplace-lsp").mkdir()
+    return tmp_path
+
+
+@pytest.mark.lsp
+@pytest.mark.parametrize("target", ["/dev/stdin", "/dev/zero"])
+def test_a_report_that_links_to_a_device_is_not_read(workspace: Path, target: str) -> None:
+    """`.inplace-lsp/last-run.json` committed as a symlink to the server's own input, or to an
+    endless file: not opened for reading, and the server serves on."""
+    if not os.path.exists(target):
+        pytest.skip(f"no {target} here")
+    (workspace / ".inplace-lsp" / "last-run.json").symlink_to(target)
+    published = _served(workspace)
+    assert not any(run_of(p["diagnostics"]) for p in published)
+    assert "not read" in (workspace / "server.log").read_text("utf-8", "replace")
+
+
+@pytest.mark.lsp
+def test_a_fifo_a_finding_names_is_not_opened_for_reading(workspace: Path) -> None:
+    fifo = workspace / "pipe.py"
+    os.mkfifo(fifo)
+    finding = inplace_finding(workspace)
+    finding["mutation"] = {"path": str(fifo), "line": 1, "source": "x += 1"}
+    write_report(workspace, [finding])
+    published = _served(workspace)
+    assert not any(p["uri"] == fifo.as_uri() for p in published)
+
+
+@pytest.mark.lsp
+def test_a_report_larger_than_the_limit_is_not_read(workspace: Path) -> None:
+    path = write_report(workspace, [inplace_finding(workspace)])
+    with path.open("r+b") as stream:  # sparse: 200 MB that take no disk
+        stream.truncate(200 << 20)
+    published = _served(workspace)
+    assert not any(run_of(p["diagnostics"]) for p in published)
+    assert "more than" in (workspace / "server.log").read_text("utf-8", "replace")
+
+
+@pytest.mark.lsp
+def test_findings_outside_the_project_are_not_shown(workspace: Path, tmp_path_factory: Any) -> None:
+    """A finding naming a file outside the project (absolute, by `..`, or through a symlink in
+    it) gets no diagnostic, and its related lines none either; the project's own finding
+    shows."""
+    outside = tmp_path_factory.mktemp("elsewhere") / "secret.py"
+    outside.write_text("password = 1\nx += 1\n", encoding="utf-8")
+    (workspace / "link.py").symlink_to(outside)
+    escapes = [
+        str(outside),
+        str(workspace / ".." / outside.parent.name / "secret.py"),
+        str(workspace / "link.py"),
+    ]
+    findings: list[dict[str, Any]] = [inplace_finding(workspace)]
+    for path in escapes:
+        bad = inplace_finding(workspace, message=f"names {path}")
+        bad["mutation"] = {"path": path, "line": 2, "source": "x += 1"}
+        bad["saved_by"] = {"path": path, "line": 1, "source": "password = 1", "op": "X"}
+        bad["related"] = []
+        findings.append(bad)
+    write_report(workspace, findings)
+    published = _served(workspace)
+    shown = {p["uri"] for p in published if run_of(p["diagnostics"])}
+    assert shown == {(workspace / "model.py").as_uri()}, shown
+    model = [p for p in published if p["uri"] == (workspace / "model.py").as_uri()]
+    assert [d["range"]["start"]["line"] for d in run_of(model[-1]["diagnostics"])] == [WRITE]
+    related = [
+        r["location"]["uri"]
+        for p in published
+        for d in run_of(p["diagnostics"])
+        for r in d.get("relatedInformation") or []
+    ]
+    assert not any("secret" in uri or "link.py" in uri for uri in related)
+
+
+def test_read_regular_refuses_what_is_not_a_regular_file_in_the_folder(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_bytes(b"x = 1\n")
+    assert files.read_regular(str(tmp_path / "a.py"), 100, str(tmp_path)) == b"x = 1\n"
+    with pytest.raises(files.Refused, match="more than 3"):
+        files.read_regular(str(tmp_path / "a.py"), 3)
+    with pytest.raises(files.Refused, match="outside"):
+        files.read_regular(str(tmp_path / "a.py"), 100, str(tmp_path / "sub"))
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(files.Refused, match="not a regular file"):
+        files.read_regular(str(tmp_path / "fifo"), 100)
+    with pytest.raises(files.Refused, match="not a regular file"):
+        files.read_regular(str(tmp_path), 100)
+
+
+def test_the_files_one_report_names_are_read_within_a_budget_and_unmatched_ones_not_kept(
+    tmp_path: Path,
+) -> None:
+    """150 findings, each naming another 16 MB file whose line does not hold the run's text:
+    the reads stop at READ_BUDGET and none of the lines stay."""
+    read: list[str] = []
+    big = ["y = 0\n"] * ((16 << 20) // 6)
+
+    def reader(path: str) -> list[str]:
+        read.append(path)
+        return big
+
+    def finding(index: int) -> Finding:
+        place = Place(str(tmp_path / f"f{index}.py"), 1, "x += 1")
+        return Finding("error", "inplace-error", "m", place, None, None, None)
+
+    findings = RunFindings(reader)
+    findings.replace(Run("r", ("report",), tuple(finding(i) for i in range(150))))
+    assert 0 < len(read) <= READ_BUDGET // (16 << 20) + 1
+    assert findings.shown_in() == set() and not findings._files and not findings._unmatched
+
+
+def test_a_report_reader_drops_places_outside_its_project(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".inplace-lsp").mkdir(parents=True)
+    inside = _place(project / "m.py", "x = 1\nx += 1\n", 1)
+    outside = {**inside, "path": str(tmp_path / "other.py")}
+    cell = {**outside, "path": "/tmp/ipykernel_1/2.py", "cell": {"text": "x += 1"}}
+    data = {"tool": report.TOOL, "format": report.FORMAT, "run_id": "r"}
+    data["findings"] = [
+        {"message": "in", "mutation": inside},
+        {"message": "out", "mutation": outside},
+        {"message": "cell", "mutation": cell},
+    ]
+    path = project / ".inplace-lsp" / "last-run.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    read = report.read(str(path))
+    assert read is not None
+    assert [f.message for f in read.findings] == ["in", "cell"]
