@@ -12,7 +12,9 @@ only while they are unchanged.
 Where: `$INPLACE_LSP_CACHE_DIR`, else the platform's user cache directory (`$XDG_CACHE_HOME` or
 `~/.cache` on Linux, `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows), under
 `inplace-lsp/check/`. `inplace-lsp check --no-cache` neither reads nor writes it. A cache that
-cannot be read or written is no error: the file is analysed, as without one.
+cannot be read or written is no error: the file is analysed, as without one. An entry is
+loaded with a restricted unpickler (inplace-lsp's own classes only): one that names anything
+else is a miss, and nothing in it runs.
 """
 
 from __future__ import annotations
@@ -63,6 +65,26 @@ def build_key() -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
+class _Entries(pickle.Unpickler):
+    """Loads what `put` stored and nothing else: a class that the stream names must be one of
+    inplace-lsp's own (its results, findings, spans, enums) or a set; a function, or a class
+    of another module (`os.system`, `builtins.eval`, ...), makes the load fail, so a file
+    planted in the cache folder is a miss, never code that runs."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "builtins" and name in ("set", "frozenset"):
+            return super().find_class(module, name)
+        if module == "inplace_lsp" or module.startswith("inplace_lsp."):
+            found = super().find_class(module, name)
+            if isinstance(found, type):
+                return found
+        raise pickle.UnpicklingError(f"{module}.{name} is not stored in a cache entry")
+
+
+def _load(handle: Any) -> Any:
+    return _Entries(handle).load()
+
+
 def _stamp(path: str) -> tuple[int, int] | None:
     try:
         stat = os.stat(path)
@@ -91,8 +113,8 @@ class CheckCache:
         where, key = self._entry(path, data)
         try:
             with open(where, "rb") as handle:
-                stored_key, deps, result = pickle.load(handle)
-        except Exception:  # noqa: BLE001 - missing, truncated, from another Python: no entry
+                stored_key, deps, result = _load(handle)
+        except Exception:  # noqa: BLE001 - missing, truncated, planted, another Python: a miss
             return None
         if stored_key != key or any(_stamp(dep) != stamp for dep, stamp in deps):
             return None

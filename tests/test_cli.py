@@ -960,3 +960,32 @@ def test_a_broken_cache_is_no_error(
         entry.write_bytes(b"not a pickle")
     assert run_main(capsys, "check", "model.py") == first
     assert analysed == ["model.py", "model.py"]
+
+
+class _Planted:
+    """What an attacker's pickle holds: loading it calls a function of its choosing."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.mkdir, (str(self.marker),))
+
+
+def test_a_planted_cache_entry_is_a_miss_and_runs_nothing(
+    cached_project: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An entry replaced by a pickle whose loading would call a function (as `os.system`
+    would) is a miss: the file is analysed again, with the same output, and nothing ran."""
+    import pickle
+
+    cache, analysed = cached_project
+    first = run_main(capsys, "check", "model.py")
+    marker = tmp_path / "ran"
+    entries = list(cache.rglob("*.pickle"))
+    assert entries
+    for entry in entries:
+        entry.write_bytes(pickle.dumps(("key", [], _Planted(marker))))
+    assert run_main(capsys, "check", "model.py") == first
+    assert analysed == ["model.py", "model.py"]
+    assert not marker.exists()
