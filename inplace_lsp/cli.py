@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import concurrent.futures
+import contextlib
 import gc
 import io
 import json
@@ -20,6 +21,7 @@ import os
 import signal
 import stat
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -27,7 +29,7 @@ from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote
 
-from inplace_lsp import __version__, config, notebook
+from inplace_lsp import __version__, config, files, notebook
 from inplace_lsp.analysis import engine
 from inplace_lsp.analysis.findings import Finding, Severity, Span
 from inplace_lsp.analysis.lines import decode_source, split_lines
@@ -215,39 +217,17 @@ class Unreadable(Exception):
     """A file that is not analysed; the message says why."""
 
 
-_FILE_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
 def read_source(path: str, max_bytes: int) -> bytes:
     """The bytes of a regular file (a symlink's target) of at most `max_bytes`. Anything else
     raises Unreadable: a FIFO would block the read forever, /dev/zero would fill memory."""
     try:
-        # O_NONBLOCK: opening a FIFO without a writer returns at once (and is refused below).
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        return files.read_regular(path, max_bytes)
+    except files.Refused as exc:
+        if exc.kind is not None:
+            raise Unreadable(f"not a regular file ({exc.kind})") from None
+        raise Unreadable(_too_large(exc.size or max_bytes + 1, max_bytes)) from None
     except OSError as exc:
         raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "special")
-            raise Unreadable(f"not a regular file ({kind})")
-        if info.st_size > max_bytes:
-            raise Unreadable(_too_large(info.st_size, max_bytes))
-        with os.fdopen(fd, "rb", closefd=False) as stream:
-            data = stream.read(max_bytes + 1)  # the file may grow while it is read
-    except OSError as exc:
-        raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if len(data) > max_bytes:
-        raise Unreadable(_too_large(len(data), max_bytes))
-    return data
 
 
 def _too_large(size: int, max_bytes: int) -> str:
@@ -320,11 +300,11 @@ def _check_data(
             return result
     try:
         if _is_notebook(path):
-            _check_notebook(path, encoding, text, settings, fix, result)
+            _check_notebook(path, data, encoding, text, settings, fix, result)
         else:
             _analyse(text, path, settings, result)
             if fix:
-                _fix(path, encoding, text, settings, result)
+                _fix(path, data, encoding, text, settings, result)
             result.checked = True
     except SyntaxError as exc:  # the analyzer reports syntax errors itself; this is a fallback
         line = exc.lineno or 1
@@ -340,6 +320,42 @@ def _check_data(
     return result
 
 
+def _write_back(path: str, read: bytes, data: bytes, result: FileResult) -> bool:
+    """Writes the fixed bytes in place of the file: atomically (a temporary file in its
+    folder, with its mode, renamed over it; a symlink stays one and its target changes), and
+    only while the file still holds `read`, the bytes analysed: a file saved meanwhile, or
+    read-only, is left as it is and a message says so. Whether it was written."""
+    target = os.path.realpath(path)
+    try:
+        info = os.stat(target)
+        if not info.st_mode & stat.S_IWUSR:
+            result.messages.append(f"{path}: read-only: not fixed")
+            return False
+        if files.read_regular(target, len(read)) != read:
+            raise files.Refused("changed")
+    except files.Refused:
+        result.messages.append(f"{path}: changed since it was read: not fixed (run again)")
+        return False
+    except OSError as exc:
+        result.messages.append(f"{path}: cannot read it again: {exc.strerror or exc}: not fixed")
+        return False
+    folder, name = os.path.split(target)
+    temporary = None
+    try:
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".fix", dir=folder)
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, stat.S_IMODE(info.st_mode))
+        os.replace(temporary, target)
+    except OSError as exc:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        result.messages.append(f"{path}: cannot write the fix: {exc.strerror or exc}")
+        return False
+    return True
+
+
 def _undecodable(data: bytes, exc: UnicodeDecodeError) -> str:
     encoding = "UTF-8" if exc.encoding in ("utf-8", "utf-8-sig") else exc.encoding
     return f"not checked: not {encoding} text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
@@ -350,9 +366,15 @@ def _fixable(finding: Finding) -> bool:
 
 
 def _fix(
-    path: str, encoding: str, text: str, settings: config.Settings, result: FileResult
+    path: str,
+    read: bytes,
+    encoding: str,
+    text: str,
+    settings: config.Settings,
+    result: FileResult,
 ) -> None:
-    """Applies the safe fixes and writes the file back in the encoding it was read in."""
+    """Applies the safe fixes and writes the file back in the encoding it was read in, if it
+    still holds `read`, the bytes analysed (see _write_back)."""
     from inplace_lsp.fixes import apply_safe_fixes  # here: `check` alone does not load libcst
 
     fixable = [f for f in result.findings if _fixable(f)]
@@ -366,7 +388,8 @@ def _fix(
     except UnicodeEncodeError:
         result.messages.append(f"{path}: the fixed text is not {encoding}: not written")
         return
-    Path(path).write_bytes(data)
+    if not _write_back(path, read, data, result):
+        return
     before = len(result.findings)
     _analyse(fixed_text, path, settings, result)
     result.fixed = max(0, before - len(result.findings))
@@ -385,7 +408,13 @@ def _notebook_program(path: str, nb: notebook.NotebookFile, result: FileResult) 
 
 
 def _check_notebook(
-    path: str, encoding: str, text: str, settings: config.Settings, fix: bool, result: FileResult
+    path: str,
+    read: bytes,
+    encoding: str,
+    text: str,
+    settings: config.Settings,
+    fix: bool,
+    result: FileResult,
 ) -> None:
     try:
         nb = notebook.read_notebook(text)
@@ -402,12 +431,13 @@ def _check_notebook(
         return
     _analyse(program, path, settings, result)
     if fix:
-        _fix_notebook(path, encoding, nb, program, settings, result)
+        _fix_notebook(path, read, encoding, nb, program, settings, result)
     result.checked = True
 
 
 def _fix_notebook(
     path: str,
+    read: bytes,
     encoding: str,
     nb: notebook.NotebookFile,
     program: str,
@@ -437,7 +467,8 @@ def _fix_notebook(
     if not sources:
         return
     text = notebook.write_notebook(nb, sources)
-    Path(path).write_bytes(text.encode(encoding))
+    if not _write_back(path, read, text.encode(encoding), result):
+        return
     fixed = notebook.read_notebook(text)
     before = len(result.findings)
     _analyse(_notebook_program(path, fixed, result), path, settings, result)

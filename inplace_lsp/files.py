@@ -8,9 +8,23 @@ from __future__ import annotations
 import os
 import stat
 
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
 
 class Refused(OSError):
-    """The file is not read: not a regular file, too large, or outside the folder."""
+    """The file is not read: not a regular file (`kind` says what it is), larger than the
+    limit (`size`: its size, or the limit + 1 when it grew while read), or outside the folder."""
+
+    def __init__(self, message: str, *, kind: str | None = None, size: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.size = size
 
 
 def inside(path: str, folder: str) -> bool:
@@ -24,14 +38,16 @@ def read_regular(path: str, limit: int, folder: str | None = None) -> bytes:
     OSError) for anything else, and OSError when it cannot be opened."""
     if folder is not None and not inside(path, folder):
         raise Refused(f"{path}: outside {folder}")
+    # O_NONBLOCK: opening a FIFO without a writer returns at once (and is refused below).
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     descriptor = os.open(path, flags)
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
-            raise Refused(f"{path}: not a regular file")
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "special")
+            raise Refused(f"{path}: not a regular file ({kind})", kind=kind)
         if info.st_size > limit:
-            raise Refused(f"{path}: {info.st_size} bytes, more than {limit}")
+            raise Refused(f"{path}: {info.st_size} bytes, more than {limit}", size=info.st_size)
         chunks: list[bytes] = []
         size = 0
         while size <= limit:
@@ -41,7 +57,7 @@ def read_regular(path: str, limit: int, folder: str | None = None) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
         if size > limit:  # grew while being read
-            raise Refused(f"{path}: more than {limit} bytes")
+            raise Refused(f"{path}: more than {limit} bytes", size=size)
         return b"".join(chunks)
     finally:
         os.close(descriptor)

@@ -467,6 +467,47 @@ def test_fix_calls_the_fixer(
     ]
 
 
+def test_fix_leaves_a_file_saved_while_it_ran_as_the_user_saved_it(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The editor saves the file while `--fix` computes its fix: the save wins, the fix is not
+    written (and not counted), and a message says to run again."""
+    saved = MODEL.replace("g = h.exp()", "g = h.exp()  # the user's edit")
+
+    def apply_safe_fixes(text: str, findings: list[Finding]) -> str:
+        (project / "model.py").write_text(saved, encoding="utf-8")  # the concurrent save
+        return text.replace("h += 1  #! IPL001 error fixable", "h = h + 1")
+
+    monkeypatch.setattr(fixes, "apply_safe_fixes", apply_safe_fixes)
+    model = write(project / "model.py", MODEL)
+    code, out, err = run_main(capsys, "check", "--fix")
+    assert model.read_text(encoding="utf-8") == saved
+    assert "model.py: changed since it was read: not fixed (run again)" in err
+    assert code == 1 and "Fixed" not in out
+    assert not [p for p in project.iterdir() if p.name.endswith(".fix")]  # no temporary left
+
+
+def test_fix_writes_atomically_keeping_the_mode_and_skips_a_read_only_file(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        fixes,
+        "apply_safe_fixes",
+        lambda text, found: text.replace("h += 1  #! IPL001 error fixable", "h = h + 1"),
+    )
+    model = write(project / "model.py", MODEL)
+    model.chmod(0o750)
+    code, out, _ = run_main(capsys, "check", "--fix", "model.py")
+    assert "h = h + 1" in model.read_text(encoding="utf-8") and "Fixed 1 problem." in out
+    assert (model.stat().st_mode & 0o777) == 0o750
+    write(project / "model.py", MODEL)
+    model.chmod(0o444)
+    code, out, err = run_main(capsys, "check", "--fix", "model.py")
+    assert model.read_text(encoding="utf-8") == MODEL
+    assert "model.py: read-only: not fixed" in err and "internal error" not in err
+    assert code == 1 and "in 1 of 1 file" in out
+
+
 # ---------------------------------------------------------------- many files
 
 
