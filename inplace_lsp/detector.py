@@ -324,7 +324,7 @@ class Detector(contextlib.ContextDecorator):
         frame: FrameType | None,
     ) -> None:
         """A torch call raised: add what we know to the leaf and second-backward errors."""
-        text = str(exc)
+        text = _t.error_text(exc)
         if _MARK in text:
             return
         tracer = self._tracer

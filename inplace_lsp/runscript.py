@@ -232,7 +232,7 @@ def _summary(detector: Detector, error: BaseException | None) -> None:
     findings = detector.findings
     if not findings:
         return
-    shown = str(error) if error is not None else ""
+    shown = tracer.error_text(error) if error is not None else ""
     for finding in findings:
         if finding["severity"] == "error" and finding.get("detail", "") not in shown:
             print(f"inplace-lsp run: {finding['message']}", file=sys.stderr)

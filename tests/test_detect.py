@@ -904,3 +904,30 @@ def test_detectors_in_two_threads_leave_torch_as_it_was() -> None:
     second_done.set()
     thread.join(10)
     assert torch.nn.Module.__init__ is original
+
+
+def test_an_exception_whose_str_raises_is_summarised_without_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    """The script caught the in-place error, then raised an exception whose `__str__` raises:
+    python's own output and exit code, then the detector's summary; no traceback of its own."""
+    (tmp_path / "odd.py").write_text(
+        "import torch\n"
+        "class Odd(Exception):\n"
+        "    def __str__(self):\n"
+        "        raise ValueError('no text')\n"
+        "y = torch.sigmoid(torch.ones(3, requires_grad=True))\n"
+        "y.mul_(2)\n"
+        "try:\n"
+        "    y.sum().backward()\n"
+        "except RuntimeError:\n"
+        "    pass\n"
+        "raise Odd()\n",
+        encoding="utf-8",
+    )
+    plain = _run([sys.executable, "odd.py"], cwd=tmp_path)
+    done = _detected("--no-report", "odd.py", cwd=tmp_path)
+    assert plain.returncode == done.returncode == 1, done.stderr
+    assert done.stderr.startswith(plain.stderr), done.stderr
+    assert "inplace_lsp" not in done.stderr and "runscript" not in done.stderr
+    assert done.stderr.splitlines()[-1] == "inplace-lsp run: 1 error(s), 0 warning(s)"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from inplace_lsp.detector import Detector
 from inplace_lsp.report import DIRECTORY, NAME, project_root
+from inplace_lsp.verify import tracer
 
 
 class Steps:
@@ -64,7 +65,9 @@ class Steps:
     def unchecked_failure(self, error: BaseException) -> str | None:
         """What to tell a user whose step failed with torch's in-place error while the
         detector skipped that step (``every`` > 1); None otherwise."""
-        if self.checked or not self.enabled or "modified by an inplace operation" not in str(error):
+        if self.checked or not self.enabled:
+            return None
+        if "modified by an inplace operation" not in tracer.error_text(error):
             return None
         return (
             f"inplace-lsp: step {self.started} failed with an in-place error while the detector "

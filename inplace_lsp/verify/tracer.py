@@ -1323,8 +1323,16 @@ def tensors(value: object, depth: int = 0) -> Iterator[torch.Tensor]:
             yield from tensors(item, depth + 1)
 
 
+def error_text(error: BaseException) -> str:
+    """``str(error)``, which a user's exception class may make raise: then its class name."""
+    try:
+        return str(error)
+    except Exception:  # noqa: BLE001 - the user's __str__, anything at all
+        return f"{type(error).__name__} (str() of it raised)"
+
+
 def build_report(tracer: Tracer, error: BaseException | None, frames: UserFrames) -> dict[str, Any]:
-    text = "" if error is None else str(error)
+    text = "" if error is None else error_text(error)
     first_line = text.strip().splitlines()[0] if text.strip() else type(error).__name__
     report: dict[str, Any] = {
         "status": "ok",
