@@ -136,6 +136,7 @@ class Detector(contextlib.ContextDecorator):
         self.rank, self.world_size = _rank()
         self.report = None if report is None else rank_path(report, self.rank)
         self.header: dict[str, object] = dict(header or {})
+        self.report_error: str | None = None  # why the last write of the report failed
         # What a file is called in messages, where it has a name of its own (a notebook
         # cell's code: "Cell In[3]"); None: its path.
         self.names: Callable[[str], str | None] | None = None
@@ -563,7 +564,11 @@ class Detector(contextlib.ContextDecorator):
         try:
             _report.write(path, self.report_data(**header))
         except OSError as exc:
-            print(f"inplace-lsp: cannot write the report {path}: {exc}", file=sys.stderr)
+            if self.report_error is None:  # said once, not at every finding
+                print(f"inplace-lsp: cannot write the report {path}: {exc}", file=sys.stderr)
+            self.report_error = str(exc)
+        else:
+            self.report_error = None
 
     def finish(self, exit_code: int | None) -> None:
         """The run ended with ``exit_code``: the report's last version."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from inplace_lsp import files
 from inplace_lsp.detector import Detector
 from inplace_lsp.report import DIRECTORY, NAME, project_root
 from inplace_lsp.verify import tracer
@@ -176,9 +177,18 @@ def main(argv: list[str]) -> int:
     else:
         start = os.getcwd()
     report: Path | None = None
-    if not options.no_report:
+    if options.report and not options.no_report:
+        report = Path(os.path.abspath(options.report))  # before the script can chdir
+    elif not options.no_report:
         root = project_root(start, fallback=os.getcwd())
-        report = Path(options.report) if options.report else Path(root) / REPORT_NAME
+        report = Path(root) / REPORT_NAME
+        if not files.inside(str(report.parent), root):
+            print(
+                f"inplace-lsp run: {report.parent} leads out of the project "
+                f"(to {os.path.realpath(report.parent)}): no report written",
+                file=sys.stderr,
+            )
+            report = None
     detector = Detector(
         silent=options.silent, leaf=options.leaf, retention=options.retention, report=report
     )
@@ -237,7 +247,11 @@ def _summary(detector: Detector, error: BaseException | None) -> None:
         if finding["severity"] == "error" and finding.get("detail", "") not in shown:
             print(f"inplace-lsp run: {finding['message']}", file=sys.stderr)
     errors = sum(f["severity"] == "error" for f in findings)
-    where = f"; report: {_shown(detector.report)}" if detector.report is not None else ""
+    where = ""
+    if detector.report is not None:
+        where = "; report: " + (
+            "not written" if detector.report_error is not None else _shown(detector.report)
+        )
     print(
         f"inplace-lsp run: {errors} error(s), {len(findings) - errors} warning(s){where}",
         file=sys.stderr,

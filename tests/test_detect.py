@@ -931,3 +931,61 @@ def test_an_exception_whose_str_raises_is_summarised_without_an_internal_error(
     assert done.stderr.startswith(plain.stderr), done.stderr
     assert "inplace_lsp" not in done.stderr and "runscript" not in done.stderr
     assert done.stderr.splitlines()[-1] == "inplace-lsp run: 1 error(s), 0 warning(s)"
+
+
+THREE_FINDINGS = (
+    "import os, torch\n"
+    "os.chdir(os.environ.get('MOVE_TO', '.'))\n"
+    "for _ in range(3):\n"
+    "    y = torch.sigmoid(torch.ones(3, requires_grad=True))\n"
+    "    y.mul_(2)\n"
+    "    try:\n"
+    "        y.sum().backward()\n"
+    "    except RuntimeError:\n"
+    "        pass\n"
+    "y = torch.exp(torch.ones(3, requires_grad=True))\n"
+    "y.add_(1)\n"
+    "try:\n"
+    "    y.sum().backward()\n"
+    "except RuntimeError:\n"
+    "    pass\n"
+)
+
+
+def test_report_is_resolved_before_the_script_changes_directory(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "three.py").write_text(THREE_FINDINGS, encoding="utf-8")
+    done = _detected("--report", "rel.json", "three.py", cwd=tmp_path, MOVE_TO="elsewhere")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "rel.json").exists() and not (tmp_path / "elsewhere" / "rel.json").exists()
+    # (named absolutely: the working directory the script left it in is another)
+    assert done.stderr.splitlines()[-1].endswith(f"; report: {tmp_path / 'rel.json'}")
+
+
+def test_a_report_folder_linked_out_of_the_project_is_not_written_through(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A cloned repository's `.inplace-lsp` is a symlink to another folder: nothing is
+    written there, and the run says so once."""
+    outside = tmp_path_factory.mktemp("outside")
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / ".inplace-lsp").symlink_to(outside, target_is_directory=True)
+    (tmp_path / "three.py").write_text(THREE_FINDINGS, encoding="utf-8")
+    done = _detected("three.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert list(outside.iterdir()) == []
+    assert done.stderr.count("leads out of the project") == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == "inplace-lsp run: 2 error(s), 0 warning(s)"
+
+
+def test_a_report_that_cannot_be_written_is_said_once_and_not_named(tmp_path: Path) -> None:
+    """`.inplace-lsp` is a file, not a folder: each finding would rewrite the report; the
+    failure is said once, and the summary does not name a report that is not there."""
+    (tmp_path / ".inplace-lsp").write_text("", encoding="utf-8")
+    (tmp_path / "three.py").write_text(THREE_FINDINGS, encoding="utf-8")
+    done = _detected("three.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("cannot write the report") == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        "inplace-lsp run: 2 error(s), 0 warning(s); report: not written"
+    )
