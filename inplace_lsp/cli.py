@@ -579,19 +579,26 @@ def _check_isolated(path: str, settings: config.Settings, fix: bool) -> FileResu
         _stop(pool, kill=kill)
 
 
-def _walk(top: str, excluded: Callable[[str], bool], found: Callable[[str], None]) -> None:
+def _walk(
+    top: str,
+    excluded: Callable[[str], bool],
+    found: Callable[[str], None],
+    unreadable: Callable[[str, OSError], None],
+) -> None:
     """The Python files and notebooks under `top`, sorted, depth first, without recursion (a
     directory nested 1,000 deep must not exhaust Python's stack). Symlinked directories are
     not followed (as os.walk); anything else named *.py is kept, and check_file says what it
-    skips (a FIFO, a link to a device)."""
+    skips (a FIFO, a link to a device). A directory that cannot be listed goes to
+    `unreadable`: its files are not checked, and the run must say so."""
     todo = [top]
     while todo:
         directory = todo.pop()
         try:
             with os.scandir(directory) as scan:
                 entries = sorted(scan, key=lambda entry: entry.name)
-        except OSError:
-            continue  # as os.walk: an unreadable directory is passed over
+        except OSError as exc:
+            unreadable(directory, exc)
+            continue
         subdirectories: list[str] = []
         for entry in entries:
             path = os.path.join(directory, entry.name)
@@ -615,10 +622,11 @@ def discover(
     settings: config.Settings,
     root: Path,
     excluded_files: list[str] | None = None,
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Python files and Jupyter notebooks under `paths` (directories walked, excluded names
-    pruned; files named on the command line always kept), and the paths that do not exist.
-    The files that exclude patterns left out are added to `excluded_files`."""
+    pruned; files named on the command line always kept), and the paths not checked with why:
+    those that do not exist, the directories that cannot be listed. The files that exclude
+    patterns left out are added to `excluded_files`."""
     root = Path(os.path.abspath(root))
 
     def excluded(path: str) -> bool:
@@ -629,7 +637,12 @@ def discover(
         return settings.is_excluded(relative)
 
     files: list[str] = []
-    missing: list[str] = []
+    missing: list[tuple[str, str]] = []
+
+    def unreadable(path: str, exc: OSError) -> None:
+        missing.append(
+            (os.path.normpath(path), f"cannot list the directory: {exc.strerror or exc}")
+        )
 
     def found(path: str) -> None:
         if not excluded(path):
@@ -639,11 +652,11 @@ def discover(
 
     for given in paths:
         if os.path.isdir(given):
-            _walk(given, excluded, found)
+            _walk(given, excluded, found, unreadable)
         elif os.path.exists(given) or os.path.islink(given):
             files.append(os.path.normpath(given))
         else:
-            missing.append(given)
+            missing.append((given, "no such file or directory"))
     return list(dict.fromkeys(files)), missing
 
 
@@ -954,8 +967,8 @@ def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         )
     results = check_files(files, settings, fix=args.fix, use_cache=not args.no_cache)
     results += [
-        FileResult(path, problems=[UNREADABLE_FILE.at("not checked: no such file or directory")])
-        for path in missing
+        FileResult(path, problems=[UNREADABLE_FILE.at(f"not checked: {why}")])
+        for path, why in missing
     ]
     for result in results:
         for message in result.messages + result.notes:

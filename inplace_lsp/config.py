@@ -347,15 +347,23 @@ def from_wire(options: Mapping[str, Any] | None) -> tuple[Settings, list[str]]:
     return settings, problems
 
 
+def _is(test: Callable[[], bool]) -> bool:
+    """`path.is_dir()` and the like, False where Python raises (a folder it may not enter)."""
+    try:
+        return test()
+    except OSError:
+        return False
+
+
 def find_pyproject(start: Path) -> Path | None:
     """The nearest pyproject.toml at or above `start` that has a [tool.inplace-lsp] table,
     else the nearest pyproject.toml at all, else None."""
     start = start.resolve()
-    directory = start if start.is_dir() else start.parent
+    directory = start if _is(start.is_dir) else start.parent
     nearest: Path | None = None
     for folder in (directory, *directory.parents):
         candidate = folder / "pyproject.toml"
-        if not candidate.is_file():
+        if not _is(candidate.is_file):
             continue
         nearest = nearest or candidate
         try:

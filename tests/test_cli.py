@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from generated import with_slow_function
@@ -410,6 +411,39 @@ def test_a_missing_path_is_an_error_diagnostic_and_the_others_are_checked(
     code, out, err = run_main(capsys, "check", "nope.py")
     assert (code, err) == (1, "")
     assert out.endswith("Found 1 problem (1 error, 0 warnings) in 1 of 1 file.\n")
+
+
+def test_a_directory_that_cannot_be_listed_is_a_diagnostic_and_the_others_are_checked(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory given, or met in the walk, that cannot be listed (EACCES: simulated, as the
+    tests may run as root, whom permissions do not stop) is an IPL901 diagnostic; Python's
+    PermissionError on entering it is no internal error; the other paths are checked."""
+    write(project / "model.py", MODEL)
+    write(project / "locked" / "inner.py", MODEL)
+    write(project / "pkg" / "ok.py", MODEL)
+    write(project / "pkg" / "shut" / "x.py", MODEL)
+    real_scandir, real_is_dir = os.scandir, Path.is_dir
+
+    def scandir(path: Any = ".") -> Any:
+        if os.path.basename(os.path.normpath(os.fspath(path))) in ("locked", "shut"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    def is_dir(self: Path) -> bool:
+        if "locked" in self.parts:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_is_dir(self)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(Path, "is_dir", is_dir)
+    code, out, err = run_main(capsys, "check", "locked", "model.py", "pkg")
+    assert code == 1 and "internal error" not in err, err
+    denied = "IPL901 [error] not checked: cannot list the directory: Permission denied"
+    assert f"locked:1:1: {denied}\n" in out
+    assert f"{os.path.join('pkg', 'shut')}:1:1: {denied}\n" in out
+    assert "model.py:3:1" in out and f"{os.path.join('pkg', 'ok.py')}:3:1" in out
+    assert out.splitlines()[-1].endswith("in 4 of 4 files.")
 
 
 def test_a_file_python_cannot_decode_is_an_error_and_a_coding_line_is_honoured(
