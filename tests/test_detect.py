@@ -989,3 +989,25 @@ def test_a_report_that_cannot_be_written_is_said_once_and_not_named(tmp_path: Pa
     assert done.stderr.splitlines()[-1] == (
         "inplace-lsp run: 2 error(s), 0 warning(s); report: not written"
     )
+
+
+def test_a_scripts_own_torch_function_mode_does_not_move_the_lines(tmp_path: Path) -> None:
+    """The script runs its code under a TorchFunctionMode of its own (a logger, say): the
+    lines named are the script's lines that wrote and saved, not its mode's `return func(...)`."""
+    (tmp_path / "mode.py").write_text(
+        "import torch\n"
+        "from torch.overrides import TorchFunctionMode\n"
+        "class Logging(TorchFunctionMode):\n"
+        "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
+        "        return func(*args, **(kwargs or {}))\n"
+        "with Logging():\n"
+        "    x = torch.ones(3, requires_grad=True)\n"
+        "    y = torch.sigmoid(x)\n"
+        "    y.mul_(2)\n"
+        "    y.sum().backward()\n",
+        encoding="utf-8",
+    )
+    done = _detected("--no-report", "mode.py", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "  written at  mode.py:9 by mul_" in done.stderr.splitlines(), done.stderr
+    assert "  saved by    SigmoidBackward0 at mode.py:8" in done.stderr.splitlines()

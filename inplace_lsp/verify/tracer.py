@@ -209,6 +209,7 @@ class Saved:
 
 
 _USER, _LIBRARY, _OTHER = 1, 2, 0  # a frame's file: the user's, an installed package's, neither
+_FORWARDERS = frozenset(("__torch_function__", "__torch_dispatch__"))
 
 
 class UserFrames:
@@ -253,6 +254,14 @@ class UserFrames:
             return _OTHER
         return _USER
 
+    def frame_kind(self, frame: FrameType) -> int:
+        """A frame's kind, by its file; a ``__torch_function__`` or ``__torch_dispatch__``
+        (the user's own mode, or tensor subclass) is no line of the user's: it forwards the
+        call that the line under it made."""
+        if frame.f_code.co_name in _FORWARDERS:
+            return _OTHER
+        return self._kind(frame.f_code.co_filename)
+
     def innermost(self, frame: FrameType | None) -> FrameType | None:
         return self._innermost(frame)[0]
 
@@ -261,7 +270,7 @@ class UserFrames:
         library frame inside it (None when there is none, or no user frame)."""
         library = None
         while frame is not None:
-            kind = self._kind(frame.f_code.co_filename)
+            kind = self.frame_kind(frame)
             if kind == _USER:
                 return frame, library
             if kind == _LIBRARY and library is None:
@@ -1197,7 +1206,7 @@ def locate_write(
     library: Site | None = None  # the innermost installed package's line (see Site.via)
     for frame, line in stack:
         filename = frame.f_code.co_filename
-        kind = frames._kind(filename)
+        kind = frames.frame_kind(frame)
         if kind == _USER:
             call_site = Site(norm(filename), line, library)
             caller = frame
@@ -1251,7 +1260,7 @@ def site_of(stack: Iterable[tuple[FrameType, int]], frames: UserFrames) -> Site 
     """The innermost user line of a stack (innermost first), as UserFrames.site."""
     library: Site | None = None
     for frame, line in stack:
-        kind = frames._kind(frame.f_code.co_filename)
+        kind = frames.frame_kind(frame)
         if kind == _USER:
             return Site(norm(frame.f_code.co_filename), line, library)
         if kind == _LIBRARY and library is None:
