@@ -66,6 +66,10 @@ class VerifySettings:
     timeout_s: float = 120.0
     python: str | None = None  # None: the workspace venv, else the server's own interpreter
     launcher: tuple[str, ...] = ()  # e.g. ("srun", "--gres=gpu:1")
+    # Where the user's code runs: a new temporary folder (what it writes, or deletes, in its
+    # working directory stays there), or the project's folder (code that opens data files by
+    # relative paths).
+    cwd: Literal["temporary", "project"] = "temporary"
     # Names of the fields the source actually set; lets `merge` tell "set" from "default".
     explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
@@ -329,6 +333,7 @@ _SETTINGS = _Table(
                 "timeout_s": _timeout,
                 "python": _python,
                 "launcher": _launcher,
+                "cwd": _choice("temporary", "project"),
             },
         ),
     },

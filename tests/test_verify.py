@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from inplace_lsp.config import Settings, VerifySettings
+from inplace_lsp.config import Settings, VerifySettings, from_wire
 from inplace_lsp.verify import coverage, runner, targets
 from inplace_lsp.verify.runner import RunOptions, describe_lines, run_verify
 from inplace_lsp.verify.targets import VerifyError, find_target
@@ -1853,3 +1853,59 @@ def test_the_cause_of_an_exit_is_the_last_exception_line() -> None:
         "Fatal Python error: Segmentation fault"
     )
     assert runner._cause_line("/torch/x.py:1: UserWarning: unrelated\n") is None
+
+
+DELETES = """\
+import os
+import torch
+from torch import nn
+from helper import WIDTH  # a module of the project: importable wherever it runs
+
+for name in os.listdir("."):  # module-level code that cleans "its" folder
+    if name.endswith(".txt"):
+        os.remove(name)
+with open("where.txt", "w") as f:
+    f.write(os.getcwd())
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, WIDTH)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+
+def test_verify_runs_the_code_in_a_temporary_folder_unless_told_the_project(
+    tmp_path: Path,
+) -> None:
+    """The target's module deletes the .txt files of its working directory: by default that is
+    a new temporary folder (gone after the run, the project's files untouched, the project's
+    modules still importable); with verify.cwd = "project" it is the project's folder, and the
+    result says which it was."""
+    (tmp_path / "notes.txt").write_text("keep me", encoding="utf-8")
+    write(tmp_path / "helper.py", "WIDTH = 4\n")
+    source = write(tmp_path / "net.py", DELETES)
+    result = run_verify(str(source), None, None, Settings(), root=str(tmp_path))
+    assert result["status"] == "ok", result
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "keep me"
+    assert not (tmp_path / "where.txt").exists()
+    ran_in = result["cwd"]
+    assert ran_in["kind"] == "temporary" and not os.path.exists(ran_in["path"])
+    assert os.path.realpath(ran_in["path"]) != os.path.realpath(tmp_path)
+
+    project = Settings(verify=VerifySettings(cwd="project"))
+    result = run_verify(str(source), None, None, project, root=str(tmp_path))
+    assert result["status"] == "ok", result
+    assert not (tmp_path / "notes.txt").exists()  # asked for: it ran in the project
+    assert (tmp_path / "where.txt").read_text(encoding="utf-8") == str(tmp_path)
+    assert result["cwd"] == {"kind": "project", "path": str(tmp_path)}
+
+
+def test_the_verify_cwd_setting_is_read_and_checked() -> None:
+    settings, problems = from_wire({"verify": {"cwd": "project"}})
+    assert settings.verify.cwd == "project" and not problems
+    settings, problems = from_wire({"verify": {"cwd": "home"}})
+    assert settings.verify.cwd == "temporary" and problems

@@ -799,7 +799,10 @@ def _load_and_run(path: str, spec: Mapping[str, Any], device: str) -> dict[str, 
     Raises _ImportFailed when the import raises."""
     import torch
 
-    _forget_user_modules([os.path.dirname(path), str(spec.get("cwd") or "")])
+    project = str(spec.get("project") or "")
+    _forget_user_modules([os.path.dirname(path), str(spec.get("cwd") or ""), project])
+    if project and project not in sys.path:  # its modules import, wherever the run is
+        sys.path.append(project)
     user_files = spec.get("user_files")
     frames = _t.UserFrames(user_files)
     try:

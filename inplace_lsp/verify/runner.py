@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -586,7 +587,9 @@ def _worker_for(
         if len(preload) > MAX_PRELOAD:
             preload = frozenset(sorted(preload)[:MAX_PRELOAD])
         _report(progress, f"starting a warm worker in {options.python} (importing torch)")
-        worker = Worker(options.python, options.launcher, preload, options.cwd)
+        # Not in the run's folder (a temporary one goes when its run ends): each run's job
+        # moves into its own.
+        worker = Worker(options.python, options.launcher, preload, tempfile.gettempdir())
         worker.start(cancel=cancel)
         _WORKERS[key] = worker
         return worker
@@ -823,16 +826,26 @@ def run_verify(
     if flagged:
         spec["watch_lines"] = sorted({line for line, _ in flagged})
     interpreter = find_interpreter(path, verify, root)
+    project = root or os.path.dirname(path)
+    spec["project"] = project  # on sys.path, wherever it runs
+    temporary = None
+    if verify.cwd == "temporary":
+        temporary = tempfile.mkdtemp(prefix="inplace-lsp-verify-")
     options = RunOptions(
         python=interpreter.path,
         python_source=interpreter.source,
         launcher=tuple(verify.launcher),
         timeout_s=timeout_s if timeout_s is not None else verify.timeout_s,
         warm=(not verify.launcher) if warm is None else warm,
-        cwd=root or os.path.dirname(path),
+        cwd=temporary or project,
     )
     preload = preload_modules(text, path, [root] if root else [], parsed)
-    result = run_spec(spec, options, cancel, progress, preload)
+    try:
+        result = run_spec(spec, options, cancel, progress, preload)
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+    result["cwd"] = {"kind": verify.cwd, "path": options.cwd}
     lines_run = result.pop("lines_run", None)
     if isinstance(lines_run, list):
         result["not_run"] = coverage.not_run(text, spec, flagged, lines_run, parsed)
@@ -1019,4 +1032,17 @@ def describe_lines(result: Mapping[str, Any], path: str | None = None) -> list[s
         for entry in result.get("not_run") or []:  # the one-line summary names them for ok
             reason = f": {entry.get('reason')}" if entry.get("reason") else ""
             lines.append(f"  {path}:{entry.get('line')}: {entry.get('code')} did not run{reason}")
+    cwd = result.get("cwd")
+    if (
+        isinstance(cwd, Mapping)
+        and cwd.get("kind") == "temporary"
+        and result.get("status")
+        in (
+            "error",
+            "timeout",
+        )
+    ):  # a file opened by a relative path is not there
+        lines.append(
+            '  it ran in a new temporary folder (verify.cwd = "project" runs it in the project\'s)'
+        )
     return lines

@@ -53,6 +53,7 @@ describe('resolveSettings', () => {
                 'verify.timeoutS': 30,
                 'verify.python': '${env:VENV}/bin/python',
                 'verify.launcher': ['srun', '--chdir=${workspaceFolder}'],
+                'verify.cwd': 'project',
             }),
             context,
         );
@@ -68,7 +69,13 @@ describe('resolveSettings', () => {
             debounceMs: 250,
             maxFileBytes: 5000000,
             functionTimeLimitS: 2.5,
-            verify: { device: 'cpu', timeoutS: 30, python: '/venvs/torch/bin/python', launcher: ['srun', '--chdir=/ws'] },
+            verify: {
+                device: 'cpu',
+                timeoutS: 30,
+                python: '/venvs/torch/bin/python',
+                launcher: ['srun', '--chdir=/ws'],
+                cwd: 'project',
+            },
         });
     });
 
@@ -89,6 +96,7 @@ describe('resolveSettings', () => {
                 'verify.timeoutS': '10',
                 'verify.python': '   ',
                 'verify.launcher': 'srun',
+                'verify.cwd': 'home',
             }),
             context,
         );

@@ -10,12 +10,14 @@ export type RunMode = 'onType' | 'onSave';
 /** Which inplace-lsp runs: the one this extension bundles, or the interpreter's own. */
 export type ImportStrategy = 'useBundled' | 'fromEnvironment';
 export type Device = 'auto' | 'cuda' | 'cpu';
+export type VerifyCwd = 'temporary' | 'project';
 
 export interface IVerifySettings {
     device: Device;
     timeoutS: number;
     python: string | null;
     launcher: string[];
+    cwd: VerifyCwd;
 }
 
 export interface ISettings {
@@ -50,7 +52,7 @@ export const DEFAULTS: ISettings = {
     debounceMs: 0,
     maxFileBytes: 2_000_000,
     functionTimeLimitS: 1.5,
-    verify: { device: 'auto', timeoutS: 120, python: null, launcher: [] },
+    verify: { device: 'auto', timeoutS: 120, python: null, launcher: [], cwd: 'temporary' },
 };
 
 /** The slice of vscode.WorkspaceConfiguration these functions use. */
@@ -123,6 +125,7 @@ export function resolveSettings(config: ConfigurationLike, context: VariableCont
             timeoutS: finiteNumber(config.get('verify.timeoutS'), DEFAULTS.verify.timeoutS),
             python: typeof python === 'string' && python.trim() !== '' ? sub(python) : null,
             launcher: stringArray(launcher, DEFAULTS.verify.launcher).map(sub),
+            cwd: oneOf(config.get('verify.cwd'), ['temporary', 'project'] as const, DEFAULTS.verify.cwd),
         },
     };
 }
