@@ -234,6 +234,9 @@ def read(path: str, mtime_ns: int = 0) -> Report | None:
     except ValueError as exc:  # also UnicodeDecodeError
         logger.warning("run report %s: not JSON (being written?): %s", path, exc)
         return None
+    except RecursionError:
+        logger.warning("run report %s: nested too deeply to be a report", path)
+        return None
     if not isinstance(raw, Mapping) or raw.get("tool") != TOOL:
         logger.warning("run report %s: not a report of %s", path, TOOL)
         return None

@@ -181,3 +181,15 @@ def test_a_report_reader_drops_places_outside_its_project(tmp_path: Path) -> Non
     read = report.read(str(path))
     assert read is not None
     assert [f.message for f in read.findings] == ["in", "cell"]
+
+
+def test_a_report_nested_a_million_deep_is_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / ".inplace-lsp" / "last-run.json"
+    path.parent.mkdir()
+    path.write_text("[" * 1_000_000, encoding="utf-8")
+    assert report.read(str(path)) is None
+    assert [r.getMessage() for r in caplog.records] == [
+        f"run report {path}: nested too deeply to be a report"
+    ]
