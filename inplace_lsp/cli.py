@@ -97,7 +97,18 @@ class Place:
 
     def label(self) -> str:
         cell = f"cell {self.cell}:" if self.cell is not None else ""
-        return f"{self.path}:{cell}{self.span.line}:{self.span.col + 1}"
+        return f"{printable(self.path)}:{cell}{self.span.line}:{self.span.col + 1}"
+
+
+def printable(path: str) -> str:
+    """`path` with its unprintable characters escaped (a file named `a\nb.py` must not split
+    a line of the output in two): `a\\nb.py`; other characters, é or 😀, as they are."""
+    if path.isprintable():
+        return path
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+        for c in path
+    )
 
 
 def _shown_like(path: str, main: str) -> str:

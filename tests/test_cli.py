@@ -446,6 +446,17 @@ def test_a_directory_that_cannot_be_listed_is_a_diagnostic_and_the_others_are_ch
     assert out.splitlines()[-1].endswith("in 4 of 4 files.")
 
 
+def test_a_file_name_with_a_line_break_does_not_split_the_text_output(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(project / "a\nb\u2028é.py", MODEL)
+    code, out, _ = run_main(capsys, "check")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("a\\nb\\u2028é.py:3:1: IPL001 [error]"), out
+    assert len(lines) == 5 and lines[-1].startswith("Found 2 problems"), out
+
+
 def test_a_file_python_cannot_decode_is_an_error_and_a_coding_line_is_honoured(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
