@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from test_lsp_run_report import (
     MODEL,
+    SOURCE,
     WRITE,
     _place,
     inplace_finding,
@@ -43,6 +44,10 @@ def _served(tmp_path: Path) -> list[dict[str, Any]]:
         hover = {"textDocument": {"uri": uri}, "position": {"line": WRITE, "character": 30}}
         server.send(request(7, "textDocument/hover", hover))
         assert "result" in server.reply(7)
+        # The debug info waits for the report being read: what it publishes is out by then.
+        command = {"command": "inplace-lsp.showDebugInfo", "arguments": []}
+        server.send(request(8, "workspace/executeCommand", command))
+        assert "result" in server.reply(8)
         assert server.stop() == 0
         return [
             m["params"] for m in server.seen if m.get("method") == "textDocument/publishDiagnostics"
@@ -193,3 +198,48 @@ def test_a_report_nested_a_million_deep_is_one_warning(
     assert [r.getMessage() for r in caplog.records] == [
         f"run report {path}: nested too deeply to be a report"
     ]
+
+
+def test_the_files_a_report_names_are_read_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a report's files are read (here: a read held until the test lets it go), the
+    event loop serves on; the findings are applied when the read is done."""
+    import asyncio
+    import threading
+
+    from test_lsp_units import _session
+
+    from inplace_lsp.lsp import run_findings
+
+    (tmp_path / "model.py").write_text(MODEL, encoding="utf-8")
+    write_report(tmp_path, [inplace_finding(tmp_path)])
+    release = threading.Event()
+    reading = threading.Event()
+    real = run_findings.read_lines
+
+    def slow(path: str) -> list[str] | None:
+        reading.set()
+        assert release.wait(30)
+        return real(path)
+
+    monkeypatch.setattr(run_findings, "read_lines", slow)
+    monkeypatch.setattr(run_findings.prefetch, "__defaults__", (slow,))
+
+    async def scenario() -> list[str]:
+        session, client = _session(tmp_path)
+        session.load_run_reports()  # returns at once: the read runs in a thread
+        assert await asyncio.to_thread(reading.wait, 30)
+        ticks = 0
+        for _ in range(5):  # the loop runs other work while the read is held
+            await asyncio.sleep(0.01)
+            ticks += 1
+        assert ticks == 5 and not client.published
+        release.set()
+        for _ in range(300):
+            if client.published:
+                break
+            await asyncio.sleep(0.01)
+        return [u for u, _, found in client.published if any(d.source == SOURCE for d in found)]
+
+    assert asyncio.run(scenario()) == [(tmp_path / "model.py").as_uri()]

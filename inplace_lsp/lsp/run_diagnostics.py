@@ -9,14 +9,14 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from inplace_lsp import report
-from inplace_lsp.lsp.run_findings import RunFindings, file_key
+from inplace_lsp.lsp.run_findings import RunFindings, file_key, prefetch
 
 if TYPE_CHECKING:
     from inplace_lsp.lsp.session import Cells, Session
@@ -50,6 +50,8 @@ class RunDiagnostics:
         # that a run's findings name (see `notebook`)
         self._notebooks: dict[str, tuple[str | None, Cells]] = {}
         self.generation = 0  # bumped when run diagnostics change (pull result ids)
+        self._loads = 0  # loads begun: only the newest one's result is applied
+        self._reading: asyncio.Future[Any] | None = None  # the newest load's, in a thread
 
     @property
     def report_folders(self) -> list[str]:
@@ -75,13 +77,40 @@ class RunDiagnostics:
 
     def load(self) -> None:
         """Reads the newest run's report (at start, and when a report file changed); its
-        findings replace the last run's. A report being written keeps what is shown."""
+        findings replace the last run's. A report being written keeps what is shown. In the
+        server the report and the files it names are read in a thread: a large one never
+        holds up a keystroke; what was read is applied on the event loop, unless a newer
+        load began meanwhile."""
         folders = self.report_folders
-        self._run_files = report.signature(folders)
+        self._run_files = files = report.signature(folders)
+        self._loads += 1
+        ticket = self._loads
         try:
-            run = report.newest_run(folders, self._run_files)
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (a direct call): read here
+            self._apply(ticket, lambda: _read_run(folders, files))
+            return
+        future = loop.run_in_executor(None, _read_run, folders, files)
+        future.add_done_callback(lambda done: self._apply(ticket, done.result))
+        self._reading = future
+
+    async def settled(self, timeout_s: float = 30.0) -> None:
+        """Returns when the report being read, if any, is applied (or after `timeout_s`)."""
+        reading = self._reading
+        if reading is not None and not reading.done():
+            await asyncio.wait([reading], timeout=timeout_s)
+
+    def _apply(
+        self,
+        ticket: int,
+        result: Callable[[], tuple[report.Run | None, Mapping[str, Sequence[str] | None]]],
+    ) -> None:
+        if ticket != self._loads:
+            return  # a newer load replaces this one
+        try:
+            run, lines = result()
             if run is not None:  # None: the newest file is not readable (yet)
-                changed = self._run.replace(run)
+                changed = self._run.replace(run, lines)
                 for uri, key in list(self._run_keys.items()):  # cells of the last run's
                     if key not in self._run.cells and self._session.key_of(uri) != uri:
                         del self._run_keys[uri]
@@ -274,6 +303,14 @@ class RunDiagnostics:
         key = self._run_keys.pop(uri, None)
         if key is not None:  # its run findings again as on disk, pushed as for closed files
             self._changed(self._run.closed(key).keys)
+
+
+def _read_run(
+    folders: Sequence[str], files: report.Signature
+) -> tuple[report.Run | None, Mapping[str, Sequence[str] | None]]:
+    """The newest run and the lines of the files it names (run in a thread: no state)."""
+    run = report.newest_run(folders, files)
+    return run, (prefetch(run) if run is not None else {})
 
 
 def _normal(text: str) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,6 +140,25 @@ class Changed:
         return Changed(self.moved | other.moved, self.dropped | other.dropped)
 
 
+def prefetch(run: Run, read: ReadLines = read_lines) -> dict[str, Sequence[str] | None]:
+    """The lines of every file the run's findings name (not notebook cells': the report holds
+    their text), each read once, READ_BUDGET bytes in all: what `RunFindings.replace` reads,
+    read beforehand, off the event loop (a thread may call this; it touches no state)."""
+    found: dict[str, Sequence[str] | None] = {}
+    budget = READ_BUDGET
+    for finding in run.findings:
+        for place in (finding.at, *(where for where, _ in _related(finding))):
+            if place is None or place.cell is not None or place.path in found:
+                continue
+            if budget <= 0:
+                found[place.path] = None
+                continue
+            lines = found[place.path] = read(place.path)
+            if lines is not None:
+                budget -= sum(len(line) for line in lines)
+    return found
+
+
 class RunFindings:
     """The findings of the newest run, tracked through edits, by file key (`file_key`)."""
 
@@ -154,6 +173,7 @@ class RunFindings:
         self.run: Run = Run(None, (), ())
         self._budget = READ_BUDGET  # bytes the files a report names may still take to read
         self._unmatched: dict[str, Sequence[str]] = {}  # while a report is read
+        self._prefetched: Mapping[str, Sequence[str] | None] | None = None  # the same
 
     # ---------------------------------------------------------------- what is shown
 
@@ -210,15 +230,17 @@ class RunFindings:
 
     # ---------------------------------------------------------------- a new report
 
-    def replace(self, run: Run) -> set[str]:
+    def replace(self, run: Run, read: Mapping[str, Sequence[str] | None] | None = None) -> set[str]:
         """The findings of a new run replace all others; the files whose diagnostics may have
-        changed (those that had some and those that have some now)."""
+        changed (those that had some and those that have some now). `read`: the files' lines
+        as `prefetch` read them (None: read here)."""
         before = self.shown_in()
         self.run = run
         self._files = {}
         self.cells = {}
         self._budget = READ_BUDGET
         self._unmatched = {}
+        self._prefetched = read
         from_disk: set[str] = set()  # files whose anchors were placed in the disk's lines
         for finding in run.findings:
             place = finding.at
@@ -235,12 +257,15 @@ class RunFindings:
                     related.append((key, anchor, message))
             self._files[owner].shown.append(_Shown(finding, at, related))
         self._unmatched = {}  # the lines of files where nothing matched: not kept
+        self._prefetched = None
         for key in from_disk & set(self._files) & set(self._buffers):  # open: to the buffer's
             self._follow(self._files[key], self._buffers[key].lines, 0, 0)
         return before | self.shown_in()
 
     def _lines_on_disk(self, path: str) -> Sequence[str] | None:
         """A named file's lines, read once per report, within the report's READ_BUDGET."""
+        if self._prefetched is not None:
+            return self._prefetched.get(path)
         key = file_key(path)
         if key in self._unmatched:
             return self._unmatched[key]

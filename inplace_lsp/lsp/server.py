@@ -716,8 +716,9 @@ def build_server() -> InplaceLanguageServer:
         ls.session.files_changed([change.uri for change in params.changes])
 
     @server.command(DEBUG_INFO_COMMAND)
-    def show_debug_info(ls: InplaceLanguageServer, *arguments: Any) -> dict[str, Any]:
+    async def show_debug_info(ls: InplaceLanguageServer, *arguments: Any) -> dict[str, Any]:
         uri = arguments[0] if arguments and isinstance(arguments[0], str) else None
+        await ls.session.runs.settled()  # the run report being read, if any, is in the info
         info = ls.session.debug_info(uri)
         ls.window_log_message(
             types.LogMessageParams(type=types.MessageType.Info, message=format_debug_info(info))
