@@ -26,16 +26,19 @@ from lsprotocol import types
 
 from inplace_lsp import files
 from inplace_lsp.analysis.lines import decode_source, line_breaks, split_lines
+from inplace_lsp.config import MAX_FILE_BYTES
 from inplace_lsp.lsp import convert
 from inplace_lsp.report import Cell, Finding, Place, Run
 
 SOURCE = "inplace-lsp run"
 DIFF_LIMIT = 4000  # lines of a changed region compared with difflib; beyond, a search near
 NEAR = 200  # lines around its old place searched for an anchor's text
-MAX_BYTES = 16 << 20  # a file named by a report that is larger is not read (no findings there)
+# A file named by a report that is larger is not read (no findings there): the analysis's own
+# limit (a script that large is generated); its lines cost some 10 bytes of memory per byte.
+MAX_BYTES = MAX_FILE_BYTES
 # What the files one report names may take to read, together: past it, the rest are not read
 # (a report naming 150 files of 16 MB blocked the server 36 s and kept 4.3 GB).
-READ_BUDGET = 64 << 20
+READ_BUDGET = 8 * MAX_BYTES
 
 SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning}
 
