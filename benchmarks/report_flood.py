@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from lsp_latency import Client, open_params
 
 HOVER_TARGET_MS = 50.0
 RSS_TARGET_MB = 300.0
@@ -43,70 +42,28 @@ def gate(x):
 """
 
 
-class Client:
-    """The server over stdio: requests, and the notifications it sends, in arrival order."""
+def server_command(checkout: Path) -> list[str]:
+    """The server of `checkout`, ahead of the checkout the Client puts on PYTHONPATH."""
+    start = f"import sys; sys.path.insert(0, {str(checkout)!r}); from inplace_lsp.cli import entry"
+    return [sys.executable, "-c", f"{start}; entry()", "serve"]
 
-    def __init__(self, command: list[str], cwd: Path, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        self.lock = threading.Condition()
-        self.replies: dict[object, dict[str, Any]] = {}
-        self.published: list[tuple[float, str, int]] = []  # (when, uri, run diagnostics)
-        threading.Thread(target=self._read, daemon=True).start()
 
-    def _read(self) -> None:
-        stream = self.process.stdout
-        assert stream is not None
-        while True:
-            length = 0
-            while (line := stream.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode("ascii").partition(":")
-                if name.lower() == "content-length":
-                    length = int(value)
-            if not line:
-                return
-            message = json.loads(stream.read(length))
-            with self.lock:
-                if "id" in message and "method" in message:  # a request of the server
-                    self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
-                elif "id" in message:
-                    self.replies[message["id"]] = message
-                elif message.get("method") == "textDocument/publishDiagnostics":
-                    params = message["params"]
-                    ran = sum(d.get("source") == "inplace-lsp run" for d in params["diagnostics"])
-                    self.published.append((time.monotonic(), params["uri"], ran))
-                self.lock.notify_all()
+def peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
-    def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message).encode()
-        stdin = self.process.stdin
-        assert stdin is not None
-        stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        stdin.flush()
 
-    def request(self, request_id: int, method: str, params: object) -> dict[str, Any]:
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        with self.lock:
-            while request_id not in self.replies:
-                if not self.lock.wait(60):
-                    raise TimeoutError(f"no reply to {method}")
-            return self.replies.pop(request_id)
-
-    def notify(self, method: str, params: object) -> None:
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def peak_rss_mb(self) -> float:
-        with open(f"/proc/{self.process.pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-        return float("nan")
+def _shows_a_big_file(message: dict[str, Any]) -> bool:
+    """A publish of a large file's run finding."""
+    if message.get("method") != "textDocument/publishDiagnostics":
+        return False
+    params = message["params"]
+    return "/big" in params["uri"] and any(
+        d.get("source") == "inplace-lsp run" for d in params["diagnostics"]
+    )
 
 
 def measure(files: int, kilobytes: int, checkout: Path) -> dict[str, Any]:
@@ -133,20 +90,16 @@ def measure(files: int, kilobytes: int, checkout: Path) -> dict[str, Any]:
                     "count": 1,
                 }
             )
-        env = dict(os.environ, PYTHONPATH=str(checkout))
-        client = Client([sys.executable, "-m", "inplace_lsp", "serve"], root, env)
+        client = Client(server_command(checkout), root)
         try:
             client.request(
-                1, "initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}
+                "initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}
             )
             client.notify("initialized", {})
             uri = (root / "model.py").as_uri()
-            client.notify(
-                "textDocument/didOpen",
-                {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": MODEL}},
-            )
+            client.notify("textDocument/didOpen", open_params(uri, MODEL))
             hover = {"textDocument": {"uri": uri}, "position": {"line": 5, "character": 5}}
-            client.request(2, "textDocument/hover", hover)  # the file analysed once
+            client.request("textDocument/hover", hover)  # the file analysed once
             report = {
                 "tool": "inplace-lsp run",
                 "format": 1,
@@ -157,25 +110,17 @@ def measure(files: int, kilobytes: int, checkout: Path) -> dict[str, Any]:
             (root / ".inplace-lsp" / "last-run.json").write_text(json.dumps(report))
             latencies: list[float] = []
             shown_s = None
-            request_id = 10
+            seen = 0
             while time.monotonic() - written < 60:
-                request_id += 1
-                sent = time.monotonic()
-                client.request(request_id, "textDocument/hover", hover)
-                latencies.append((time.monotonic() - sent) * 1e3)
-                with client.lock:
-                    done = [t for t, u, ran in client.published if ran and "big" in u]
-                if done:
-                    shown_s = done[0] - written
+                latencies.append(client.request("textDocument/hover", hover)[0] * 1e3)
+                new = client.messages[seen:]
+                seen += len(new)
+                if any(_shows_a_big_file(m) for m in new):
+                    shown_s = time.monotonic() - written
                     break
-            rss = client.peak_rss_mb()
-            client.request(request_id + 1, "shutdown", None)
-            client.notify("exit", None)
+            rss = peak_rss_mb(client.process.pid)
         finally:
-            try:
-                client.process.wait(10)
-            except subprocess.TimeoutExpired:
-                client.process.kill()
+            client.close()
     ordered = sorted(latencies)
     return {
         "files": files,

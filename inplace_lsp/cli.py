@@ -342,13 +342,14 @@ def _write_back(path: str, read: bytes, data: bytes, result: FileResult) -> bool
         if not info.st_mode & stat.S_IWUSR:
             result.messages.append(f"{path}: read-only: not fixed")
             return False
-        if files.read_regular(target, len(read)) != read:
-            raise files.Refused("changed")
-    except files.Refused:
-        result.messages.append(f"{path}: changed since it was read: not fixed (run again)")
-        return False
+        unchanged = files.read_regular(target, len(read)) == read
+    except files.Refused:  # longer than what was read, or no regular file now
+        unchanged = False
     except OSError as exc:
         result.messages.append(f"{path}: cannot read it again: {exc.strerror or exc}: not fixed")
+        return False
+    if not unchanged:
+        result.messages.append(f"{path}: changed since it was read: not fixed (run again)")
         return False
     folder, name = os.path.split(target)
     temporary = None

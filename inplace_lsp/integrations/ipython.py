@@ -17,15 +17,14 @@ cell's line in the open notebook.
 from __future__ import annotations
 
 import functools
-import json
 import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
+from inplace_lsp import files, notebook
 from inplace_lsp.detector import Detector
 from inplace_lsp.report import DIRECTORY, NAME, project_root
 from inplace_lsp.verify.tracer import norm
@@ -96,16 +95,16 @@ class InplaceMagics(Magics):  # type: ignore[misc]  # IPython ships no types for
         raw = shell.history_manager.input_hist_raw
         text = raw[number] if 0 <= number < len(raw) else None
         namespace = shell.user_ns
-        notebook = namespace.get("__vsc_ipynb_file__") or namespace.get("__session__")
-        if isinstance(notebook, str) and notebook and not os.path.isabs(notebook):
+        saved_at = namespace.get("__vsc_ipynb_file__") or namespace.get("__session__")
+        if isinstance(saved_at, str) and saved_at and not os.path.isabs(saved_at):
             # A Jupyter server's path, from its root; the kernel starts in the notebook's folder.
-            notebook = os.path.join(os.getcwd(), os.path.basename(notebook))
+            saved_at = os.path.join(os.getcwd(), os.path.basename(saved_at))
         cell_id = self.cell_ids.get(number)
         if cell_id is None and self.running is not None and self.running[0] == text:
             cell_id = self.running[1]
         return {
             "id": cell_id,
-            "notebook": notebook if isinstance(notebook, str) and notebook else None,
+            "notebook": saved_at if isinstance(saved_at, str) and saved_at else None,
             "execution_count": number,
             "text": text if isinstance(text, str) else None,
         }
@@ -148,37 +147,29 @@ NOTEBOOK_MAX_BYTES = 64 << 20  # a notebook on disk larger than this is not read
 
 
 @functools.lru_cache(maxsize=8)
-def _cells_on_disk(path: str, mtime_ns: int) -> list[tuple[str | None, str]]:
-    """(id, source) of each cell of the notebook at ``path``, markdown ones included."""
-    with open(path, encoding="utf-8") as stream:
-        data = json.load(stream)
-    cells = []
-    for cell in data.get("cells", []) if isinstance(data, dict) else []:
-        if not isinstance(cell, dict):
-            continue
-        source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
-        cell_id = cell.get("id")
-        cells.append((cell_id if isinstance(cell_id, str) else None, text))
-    return cells
+def _code_cells(path: str, mtime_ns: int) -> list[tuple[int, object, str]]:
+    """(place among all cells, id, source) of each code cell of the notebook at ``path``."""
+    data = files.read_regular(path, NOTEBOOK_MAX_BYTES)
+    saved = notebook.read_notebook(data.decode("utf-8"))
+    cells = saved.content["cells"]
+    return [
+        (cell.number, cells[cell.number - 1].get("id"), cell.source) for cell in saved.code_cells
+    ]
 
 
-def _position(notebook: object, cell_id: object, text: object) -> int | None:
-    """The 1-based place of a cell in the notebook saved at ``notebook``: the cell with that
+def _position(path: object, cell_id: object, text: object) -> int | None:
+    """The 1-based place of a cell in the notebook saved at ``path``: the code cell with that
     id (JupyterLab's), else the one whose text is ``text``; None when the file has neither."""
-    if not isinstance(notebook, str):
+    if not isinstance(path, str):
         return None
     try:
-        info = os.stat(notebook)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > NOTEBOOK_MAX_BYTES:
-            return None
-        cells = _cells_on_disk(notebook, info.st_mtime_ns)
-    except (OSError, ValueError):
+        cells = _code_cells(path, os.stat(path).st_mtime_ns)
+    except (OSError, ValueError):  # no notebook there, or not one
         return None
-    for index, (saved_id, _) in enumerate(cells, 1):
+    for number, saved_id, _ in cells:
         if cell_id is not None and saved_id == cell_id:
-            return index
-    matches = [index for index, (_, saved) in enumerate(cells, 1) if saved == text]
+            return number
+    matches = [number for number, _, saved in cells if saved == text]
     return matches[0] if len(matches) == 1 else None
 
 

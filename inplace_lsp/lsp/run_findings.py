@@ -174,9 +174,6 @@ class RunFindings:
         # findings show once the session binds the key to the open cell (`opened`).
         self.cells: dict[str, Cell] = {}
         self.run: Run = Run(None, (), ())
-        self._budget = READ_BUDGET  # bytes the files a report names may still take to read
-        self._unmatched: dict[str, Sequence[str]] = {}  # while a report is read
-        self._prefetched: Mapping[str, Sequence[str] | None] | None = None  # the same
 
     # ---------------------------------------------------------------- what is shown
 
@@ -235,78 +232,63 @@ class RunFindings:
 
     def replace(self, run: Run, read: Mapping[str, Sequence[str] | None] | None = None) -> set[str]:
         """The findings of a new run replace all others; the files whose diagnostics may have
-        changed (those that had some and those that have some now). `read`: the files' lines
-        as `prefetch` read them (None: read here)."""
+        changed (those that had some and those that have some now). `read`: the named files'
+        lines as `prefetch` reads them (None: read here); only the lines of files where a
+        finding's line still holds the run's text are kept."""
         before = self.shown_in()
         self.run = run
         self._files = {}
         self.cells = {}
-        self._budget = READ_BUDGET
-        self._unmatched = {}
-        self._prefetched = read
+        disk = prefetch(run, self._read) if read is None else read
         from_disk: set[str] = set()  # files whose anchors were placed in the disk's lines
         for finding in run.findings:
             place = finding.at
             assert place is not None  # the report reader keeps only findings that name a line
             owner = file_key(place.path)
-            at = self._anchor(owner, place, from_disk)
+            at = self._anchor(owner, place, disk, from_disk)
             if at is None:
                 continue
             related = []
             for where, message in _related(finding):
                 key = file_key(where.path)
-                anchor = self._anchor(owner, where, from_disk)
+                anchor = self._anchor(owner, where, disk, from_disk)
                 if anchor is not None:
                     related.append((key, anchor, message))
             self._files[owner].shown.append(_Shown(finding, at, related))
-        self._unmatched = {}  # the lines of files where nothing matched: not kept
-        self._prefetched = None
-        for key in from_disk & set(self._files) & set(self._buffers):  # open: to the buffer's
+        for key in from_disk & set(self._buffers):  # open: the disk's lines to the buffer's
             self._follow(self._files[key], self._buffers[key].lines, 0, 0)
         return before | self.shown_in()
 
-    def _lines_on_disk(self, path: str) -> Sequence[str] | None:
-        """A named file's lines, read once per report, within the report's READ_BUDGET."""
-        if self._prefetched is not None:
-            return self._prefetched.get(path)
-        key = file_key(path)
-        if key in self._unmatched:
-            return self._unmatched[key]
-        if self._budget <= 0:
-            return None
-        lines = self._read(path)
-        if lines is not None:
-            self._budget -= sum(len(line) for line in lines)
-        return lines
-
-    def _anchor(self, owner: str, place: Place, from_disk: set[str]) -> _Anchor | None:
+    def _anchor(
+        self,
+        owner: str,
+        place: Place,
+        disk: Mapping[str, Sequence[str] | None],
+        from_disk: set[str],
+    ) -> _Anchor | None:
         """An anchor at `place`'s line, where the line still holds the run's text (or, after
-        lines added or removed since the run, the nearest line that does); None if none."""
+        lines added or removed since the run, the nearest line that does); None if none. A
+        file's lines are kept (`_files`) only once a line of it is anchored."""
         key = file_key(place.path)
         file = self._files.get(key)
-        if file is None:
+        lines: Sequence[str] | None
+        if file is not None:
+            lines = file.lines
+        else:
             # The run ran the file on disk: its lines, mapped to the buffer's when it is open
             # (a notebook cell's code: the cell's text when it ran, which the report holds).
-            disk: Sequence[str] | None
+            buffer = self._buffers.get(key)
+            on_disk = split_lines(place.cell.text) if place.cell else disk.get(place.path)
+            lines = on_disk if on_disk is not None else buffer.lines if buffer else None
+            if lines is None:
+                return None
+        line = _near(lines, place.source, place.line - 1, 0, _count(lines))
+        if line is None:
+            return None
+        if file is None:
             if place.cell is not None:
                 self.cells[key] = place.cell
-                disk = split_lines(place.cell.text)
-            else:
-                disk = self._lines_on_disk(place.path)
-            buffer = self._buffers.get(key)
-            if disk is not None:
-                lines: Sequence[str] = disk
-            elif buffer is not None:
-                lines = buffer.lines
-            else:
-                return None
-            line = _near(lines, place.source, place.line - 1, 0, _count(lines))
-            if line is None:  # nothing here holds the run's text: the lines are not kept
-                if disk is not None:
-                    self._unmatched[key] = disk
-                return None
-            self._unmatched.pop(key, None)
-            if disk is not None:
+            if on_disk is not None:
                 from_disk.add(key)
             if buffer is not None:
                 uri = buffer.uri
@@ -314,9 +296,6 @@ class RunFindings:
                 uri = "" if place.cell is not None else Path(place.path).as_uri()
             file = self._files[key] = _File(key, uri, lines)
             self._uris[key] = uri
-        line = _near(file.lines, place.source, place.line - 1, 0, _count(file.lines))
-        if line is None:
-            return None
         anchor = _Anchor(owner, line, place.source)
         file.anchors.append(anchor)
         return anchor

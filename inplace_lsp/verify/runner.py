@@ -1033,15 +1033,9 @@ def describe_lines(result: Mapping[str, Any], path: str | None = None) -> list[s
             reason = f": {entry.get('reason')}" if entry.get("reason") else ""
             lines.append(f"  {path}:{entry.get('line')}: {entry.get('code')} did not run{reason}")
     cwd = result.get("cwd")
-    if (
-        isinstance(cwd, Mapping)
-        and cwd.get("kind") == "temporary"
-        and result.get("status")
-        in (
-            "error",
-            "timeout",
-        )
-    ):  # a file opened by a relative path is not there
+    failed = result.get("status") in ("error", "timeout")
+    if failed and isinstance(cwd, Mapping) and cwd.get("kind") == "temporary":
+        # (a file it opens by a relative path is not there)
         lines.append(
             '  it ran in a new temporary folder (verify.cwd = "project" runs it in the project\'s)'
         )
