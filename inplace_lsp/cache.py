@@ -13,19 +13,22 @@ Where: `$INPLACE_LSP_CACHE_DIR`, else the platform's user cache directory (`$XDG
 `~/.cache` on Linux, `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows), under
 `inplace-lsp/check/`. `inplace-lsp check --no-cache` neither reads nor writes it. A cache that
 cannot be read or written is no error: the file is analysed, as without one. An entry is
-loaded with a restricted unpickler (inplace-lsp's own classes only): one that names anything
-else is a miss, and nothing in it runs.
+JSON: loading it builds only the dataclasses and enums the caller lists, from their fields, so
+an entry planted in the cache folder runs nothing; one that names anything else, or is not the
+JSON `put` writes, is a miss.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import functools
 import hashlib
+import json
 import os
-import pickle
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,7 @@ import inplace_lsp
 from inplace_lsp.analysis.knowledge import load as load_knowledge
 
 ENV_DIR = "INPLACE_LSP_CACHE_DIR"
-_FORMAT = 1  # bumped when what an entry holds changes
+_FORMAT = 2  # bumped when what an entry holds changes
 
 
 def cache_dir() -> Path:
@@ -65,24 +68,65 @@ def build_key() -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-class _Entries(pickle.Unpickler):
-    """Loads what `put` stored and nothing else: a class that the stream names must be one of
-    inplace-lsp's own (its results, findings, spans, enums) or a set; a function, or a class
-    of another module (`os.system`, `builtins.eval`, ...), makes the load fail, so a file
-    planted in the cache folder is a miss, never code that runs."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "builtins" and name in ("set", "frozenset"):
-            return super().find_class(module, name)
-        if module == "inplace_lsp" or module.startswith("inplace_lsp."):
-            found = super().find_class(module, name)
-            if isinstance(found, type):
-                return found
-        raise pickle.UnpicklingError(f"{module}.{name} is not stored in a cache entry")
+class _Bad(ValueError):
+    """An entry that is not what `put` wrote."""
 
 
-def _load(handle: Any) -> Any:
-    return _Entries(handle).load()
+def _encode(value: Any) -> Any:
+    """`value` as JSON data: a dataclass or enum is tagged with its class's name, a tuple or a
+    set with its kind, so that `_decode` gives back equal objects; anything else raises."""
+    if (
+        value is None
+        or isinstance(value, (bool, int, float, str))
+        and not isinstance(value, enum.Enum)
+    ):
+        return value
+    if isinstance(value, enum.Enum):
+        return {"e": type(value).__qualname__, "v": value.value}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"c": type(value).__qualname__, "f": fields}
+    if isinstance(value, list):
+        return [_encode(item) for item in value]
+    if isinstance(value, tuple):
+        return {"t": [_encode(item) for item in value]}
+    if isinstance(value, (set, frozenset)):
+        return {"s": sorted((_encode(item) for item in value), key=repr)}
+    raise TypeError(f"a {type(value).__name__} is not stored in a cache entry")
+
+
+def _decode(data: Any, kinds: dict[str, type]) -> Any:
+    """The object `_encode` made `data` of, built only of `kinds` (by name), plain values,
+    lists, tuples and sets; anything else raises _Bad."""
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    if isinstance(data, list):
+        return [_decode(item, kinds) for item in data]
+    if not isinstance(data, dict) or len(data) not in (1, 2):
+        raise _Bad("not an entry")
+    if len(data) == 1:
+        ((tag, items),) = data.items()
+        if tag not in ("t", "s") or not isinstance(items, list):
+            raise _Bad("not an entry")
+        decoded = [_decode(item, kinds) for item in items]
+        return tuple(decoded) if tag == "t" else set(decoded)
+    kind = kinds.get(data.get("e") or data.get("c") or "")
+    if kind is None:
+        raise _Bad("a class that is not stored in a cache entry")
+    if "e" in data:
+        if not issubclass(kind, enum.Enum):
+            raise _Bad("not an enum")
+        return kind(data["v"])
+    fields = data.get("f")
+    names = {f.name for f in dataclasses.fields(kind) if f.init}
+    if not isinstance(fields, dict) or fields.keys() != names:
+        raise _Bad(f"not the fields of {kind.__qualname__}")
+    return kind(**{name: _decode(value, kinds) for name, value in fields.items()})
+
+
+def _stamp_of(stored: Any) -> tuple[int, int] | None:
+    """A stamp as JSON gives it back (a list, or null)."""
+    return None if stored is None else (int(stored[0]), int(stored[1]))
 
 
 def _stamp(path: str) -> tuple[int, int] | None:
@@ -96,9 +140,16 @@ def _stamp(path: str) -> tuple[int, int] | None:
 class CheckCache:
     """Entries of one run's settings; get() and put() never raise."""
 
-    def __init__(self, settings_key: str, directory: Path | None = None) -> None:
+    def __init__(
+        self, settings_key: str, kinds: Sequence[type], directory: Path | None = None
+    ) -> None:
+        """`kinds`: the dataclasses and enums a stored result is made of (and all it may be
+        made of when loaded)."""
         self.directory = (directory or cache_dir()) / build_key()[:16]
         self.settings_key = settings_key
+        self.kinds = {kind.__qualname__: kind for kind in kinds}
+        if not all(dataclasses.is_dataclass(k) or issubclass(k, enum.Enum) for k in kinds):
+            raise TypeError("a cache entry holds dataclasses and enums only")
 
     def _entry(self, path: str, data: bytes) -> tuple[Path, str]:
         absolute = os.path.abspath(path)
@@ -106,19 +157,20 @@ class CheckCache:
         digest.update(self.settings_key.encode())
         digest.update(path.encode("utf-8", "surrogateescape"))  # as given: messages name it
         name = hashlib.blake2b(absolute.encode("utf-8", "surrogateescape"), digest_size=12)
-        return self.directory / f"{name.hexdigest()}.pickle", digest.hexdigest()
+        return self.directory / f"{name.hexdigest()}.json", digest.hexdigest()
 
     def get(self, path: str, data: bytes) -> Any | None:
         """The result stored for this file's bytes, while the files it read are unchanged."""
         where, key = self._entry(path, data)
         try:
             with open(where, "rb") as handle:
-                stored_key, deps, result = _load(handle)
-        except Exception:  # noqa: BLE001 - missing, truncated, planted, another Python: a miss
+                stored = json.load(handle)
+            stored_key, deps, result = stored["key"], stored["read"], stored["result"]
+            if stored_key != key or any(_stamp(dep) != _stamp_of(s) for dep, s in deps):
+                return None
+            return _decode(result, self.kinds)
+        except Exception:  # noqa: BLE001 - missing, truncated, planted, edited by hand: a miss
             return None
-        if stored_key != key or any(_stamp(dep) != stamp for dep, stamp in deps):
-            return None
-        return result
 
     def put(self, path: str, data: bytes, result: object, read: Iterable[str]) -> None:
         """Stores `result` for this file's bytes; `read`: the other files the analysis read."""
@@ -127,8 +179,8 @@ class CheckCache:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, temporary = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump((key, deps, result), handle, protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump({"key": key, "read": deps, "result": _encode(result)}, handle)
             os.replace(temporary, where)  # atomic: a parallel run reads the old or the new
         except Exception:  # noqa: BLE001 - a read-only or full disk: run without a cache
             try:

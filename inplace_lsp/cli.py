@@ -31,7 +31,7 @@ from urllib.parse import quote
 
 from inplace_lsp import __version__, config, files, notebook
 from inplace_lsp.analysis import engine
-from inplace_lsp.analysis.findings import Finding, Severity, Span
+from inplace_lsp.analysis.findings import Confidence, Finding, FixRecipe, Related, Severity, Span
 from inplace_lsp.analysis.lines import decode_source, split_lines
 from inplace_lsp.analysis.rules import all_rules
 from inplace_lsp.cache import CheckCache, cache_dir
@@ -275,6 +275,18 @@ def check_file(
 
 
 _CACHES: dict[tuple[str, Path], CheckCache] = {}
+# What a FileResult is made of: all a cache entry may build when it is loaded.
+_CACHED_KINDS = (
+    FileResult,
+    Finding,
+    Related,
+    Span,
+    FixRecipe,
+    Severity,
+    Confidence,
+    notebook.Layout,
+    notebook.Cell,
+)
 
 
 def _cache(settings: config.Settings) -> CheckCache:
@@ -282,7 +294,7 @@ def _cache(settings: config.Settings) -> CheckCache:
     directory = cache_dir()
     found = _CACHES.get((key, directory))
     if found is None:
-        found = _CACHES[key, directory] = CheckCache(key, directory)
+        found = _CACHES[key, directory] = CheckCache(key, _CACHED_KINDS, directory)
     return found
 
 

@@ -1005,7 +1005,7 @@ def test_an_unchanged_file_is_read_from_the_cache(
     first = run_main(capsys, "check", "model.py")
     assert first[0] == 1 and "model.py:8:5: IPL001 [error]" in first[1]
     assert analysed == ["model.py"]
-    assert any(cache.rglob("*.pickle"))
+    assert any(cache.rglob("*.json"))
     assert run_main(capsys, "check", "model.py") == first
     assert analysed == ["model.py"]  # the second run analysed nothing
 
@@ -1042,8 +1042,10 @@ def test_a_broken_cache_is_no_error(
 ) -> None:
     cache, analysed = cached_project
     first = run_main(capsys, "check", "model.py")
-    for entry in cache.rglob("*.pickle"):
-        entry.write_bytes(b"not a pickle")
+    entries = list(cache.rglob("*.json"))
+    assert entries
+    for entry in entries:
+        entry.write_bytes(b'{"key": "truncat')
     assert run_main(capsys, "check", "model.py") == first
     assert analysed == ["model.py", "model.py"]
 
@@ -1062,16 +1064,35 @@ def test_a_planted_cache_entry_is_a_miss_and_runs_nothing(
     cached_project: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """An entry replaced by a pickle whose loading would call a function (as `os.system`
-    would) is a miss: the file is analysed again, with the same output, and nothing ran."""
+    would), or by JSON naming a function, a class the result is not made of, or fields the
+    class does not have, is a miss: the file is analysed again, with the same output, and
+    nothing ran."""
     import pickle
 
     cache, analysed = cached_project
     first = run_main(capsys, "check", "model.py")
     marker = tmp_path / "ran"
-    entries = list(cache.rglob("*.pickle"))
-    assert entries
-    for entry in entries:
-        entry.write_bytes(pickle.dumps(("key", [], _Planted(marker))))
-    assert run_main(capsys, "check", "model.py") == first
-    assert analysed == ["model.py", "model.py"]
+    (entry,) = cache.rglob("*.json")
+    stored = json.loads(entry.read_text(encoding="utf-8"))
+    assert stored["result"]["c"] == "FileResult"
+
+    def planted(result: object) -> bytes:
+        return json.dumps({**stored, "result": result}).encode()
+
+    fields = stored["result"]["f"]
+    plants = [
+        pickle.dumps((stored["key"], [], _Planted(marker))),
+        planted({"c": "mkdir", "f": {"path": str(marker)}}),
+        planted({"c": "Path", "f": {}}),
+        planted({"c": "FileResult", "f": {**fields, "extra": 1}}),
+        planted({"e": "FileResult", "v": str(marker)}),
+        planted({"c": "FileResult", "f": {**fields, "layout": {"x": [str(marker)]}}}),
+    ]
+    for plant in plants:
+        entry.write_bytes(plant)
+        assert run_main(capsys, "check", "model.py") == first
+    assert analysed == ["model.py"] * (1 + len(plants))
     assert not marker.exists()
+    # What the tampering replaced is written again and read as before.
+    assert run_main(capsys, "check", "model.py") == first
+    assert len(analysed) == 1 + len(plants)

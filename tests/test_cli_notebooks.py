@@ -194,6 +194,37 @@ def test_json_and_sarif_carry_the_cell(project: Path, capsys: pytest.CaptureFixt
     assert "%0Anb.ipynb:cell 2:6:5: saved by torch.sigmoid" in first_line
 
 
+def test_a_cached_notebook_result_reads_back_the_same(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A notebook's result (its cells' layout, the findings' related places, fixes and
+    histories) goes through the cache's JSON and comes back equal: the second run analyses
+    nothing and prints the same, in every format."""
+    from inplace_lsp.analysis import engine
+
+    monkeypatch.setenv("INPLACE_LSP_CACHE_DIR", str(tmp_path / "cache"))
+    write(project / "nb.ipynb", notebook_text(CELLS))
+    analysed: list[str | None] = []
+    real = engine.analyze_document
+
+    def counting(text: str, path: str | None = None, **options: Any) -> Any:
+        analysed.append(path)
+        return real(text, path, **options)
+
+    monkeypatch.setattr(engine, "analyze_document", counting)
+    for format in ("json", "text", "sarif"):
+        fresh = run_main(capsys, "check", "--no-cache", "--format", format, "nb.ipynb")
+        assert fresh[0] == 1
+        run_main(capsys, "check", "--format", format, "nb.ipynb")  # fills the cache
+        analysed.clear()
+        assert run_main(capsys, "check", "--format", format, "nb.ipynb") == fresh
+        assert analysed == []
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 1
+
+
 def test_noqa_in_a_cell(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cells = [*CELLS]
     cells[2] = code_cell("h.mul_(2)  # noqa: IPL001\nh.sum().backward()")
