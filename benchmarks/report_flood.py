@@ -10,7 +10,9 @@ holds the run's text: the worst case, every file read is matched and kept). Whil
 reads it (it polls the report folder every 2 s), hovers on `model.py` are sent one after the
 other, each timed from request to reply, until the findings of the large files are published
 (or 60 s). Reported: the hovers' p50, p95 and max in that window, the time until the findings
-were published, and the server's peak RSS (VmHWM).
+were published, and the server's peak RSS (VmHWM). Two runs: the report written right after
+the first hover (the server still loading the rest of itself in a thread, as when a report is
+there when the editor starts) and after the server was idle for 3 s.
 
 Targets (issue 27): hover <= 50 ms while any report is read; peak RSS <= 300 MB. `--checkout`
 runs the server of another checkout (an older commit's worktree) for a before / after.
@@ -66,7 +68,7 @@ def _shows_a_big_file(message: dict[str, Any]) -> bool:
     )
 
 
-def measure(files: int, kilobytes: int, checkout: Path) -> dict[str, Any]:
+def measure(files: int, kilobytes: int, checkout: Path, settle_s: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         (root / "pyproject.toml").write_text("", encoding="utf-8")
@@ -100,6 +102,7 @@ def measure(files: int, kilobytes: int, checkout: Path) -> dict[str, Any]:
             client.notify("textDocument/didOpen", open_params(uri, MODEL))
             hover = {"textDocument": {"uri": uri}, "position": {"line": 5, "character": 5}}
             client.request("textDocument/hover", hover)  # the file analysed once
+            time.sleep(settle_s)
             report = {
                 "tool": "inplace-lsp run",
                 "format": 1,
@@ -126,6 +129,7 @@ def measure(files: int, kilobytes: int, checkout: Path) -> dict[str, Any]:
         "files": files,
         "kb_each": kilobytes,
         "checkout": str(checkout),
+        "settle_s": settle_s,
         "hovers": len(latencies),
         "hover_ms": {
             "p50": statistics.median(ordered),
@@ -146,20 +150,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkout", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    result = measure(args.files, args.kb, args.checkout.resolve())
-    hover = result["hover_ms"]
-    shown = result["findings_shown_after_s"]
-    print(
-        f"{args.files} files x {args.kb} kB, server of {result['checkout']}: "
-        f"{result['hovers']} hovers while the report was read: p50 {hover['p50']:.1f} ms, "
-        f"p95 {hover['p95']:.1f} ms, max {hover['max']:.1f} ms (target <= {HOVER_TARGET_MS:.0f}: "
-        f"{'met' if result['hover_target_met'] else 'MISSED'}); findings shown after "
-        + (f"{shown:.1f} s" if shown is not None else "never (60 s)")
-        + f"; peak RSS {result['peak_rss_mb']:.0f} MB (target <= {RSS_TARGET_MB:.0f}: "
-        f"{'met' if result['rss_target_met'] else 'MISSED'})"
-    )
+    results = []
+    for settle_s, when in ((0.0, "at start"), (3.0, "settled")):
+        result = measure(args.files, args.kb, args.checkout.resolve(), settle_s)
+        results.append(result)
+        hover = result["hover_ms"]
+        shown = result["findings_shown_after_s"]
+        print(
+            f"{args.files} files x {args.kb} kB, server of {result['checkout']}, {when}: "
+            f"{result['hovers']} hovers while the report was read: p50 {hover['p50']:.1f} ms, "
+            f"p95 {hover['p95']:.1f} ms, max {hover['max']:.1f} ms (target <= "
+            f"{HOVER_TARGET_MS:.0f}: {'met' if result['hover_target_met'] else 'MISSED'}); "
+            "findings shown after "
+            + (f"{shown:.1f} s" if shown is not None else "never (60 s)")
+            + f"; peak RSS {result['peak_rss_mb']:.0f} MB (target <= {RSS_TARGET_MB:.0f}: "
+            f"{'met' if result['rss_target_met'] else 'MISSED'})"
+        )
     if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

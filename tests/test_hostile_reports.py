@@ -177,6 +177,68 @@ def test_the_files_one_report_names_are_read_within_a_budget_and_unmatched_ones_
     assert all(lines() is None for lines in read)  # no file's lines are held
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = 0\r\n" * 40000 + "y += 1",  # a \r\n at every piece's edge
+        ("a\rb\n\u2028c\f\n" * 30000) + "\n",  # lone \r, U+2028 and form feeds; a final break
+        "z" * 200000 + "\n" + "w\n" * 70000,  # a line longer than a piece
+        "q\r" * 100000,  # no \n at all: one piece
+        "",
+    ],
+    ids=["crlf", "mixed", "long-line", "cr-only", "empty"],
+)
+def test_the_gentle_reader_gives_the_lines_split_lines_gives(tmp_path: Path, text: str) -> None:
+    """A file the report-reading thread splits in pieces (pausing between two, so the event
+    loop's thread gets the GIL) has the lines, line for line, that split_lines gives."""
+    from inplace_lsp.analysis.lines import split_lines
+    from inplace_lsp.lsp import run_findings
+
+    path = tmp_path / "big.py"
+    path.write_bytes(text.encode("utf-8"))
+    decoded = path.read_bytes().decode("utf-8")
+    assert run_findings.read_gently(str(path)) == split_lines(decoded)
+    assert run_findings.read_lines(str(path)) == split_lines(decoded)
+
+
+def test_the_thread_frees_the_lines_of_files_where_nothing_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the reading thread hands to the event loop holds the lines only of files where a
+    finding's line still holds the run's text: an unmatched file is given as read with no
+    lines (emptied in the thread, not freed on the loop), and nothing is shown there."""
+    from inplace_lsp.lsp import run_findings
+
+    matched = tmp_path / "matched.py"
+    matched.write_text("x = 0\n" * 100000 + "y += 1\n", encoding="utf-8")
+    unmatched = tmp_path / "unmatched.py"
+    unmatched.write_text("x = 0\n" * 100000 + "z = 2\n", encoding="utf-8")
+    run = Run(
+        "r",
+        ("report",),
+        tuple(
+            Finding(
+                "error", "inplace-error", "m", Place(str(path), 100001, "y += 1"), None, None, None
+            )
+            for path in (matched, unmatched)
+        ),
+    )
+    emptied: list[int] = []
+    real = run_findings.release
+
+    def release(lines: list[str]) -> None:
+        emptied.append(len(lines))
+        real(lines)
+        assert lines == []
+
+    monkeypatch.setattr(run_findings, "release", release)
+    read = run_findings.prefetch(run, run_findings.read_gently, gentle=True)
+    assert emptied == [100002]
+    assert read[str(unmatched)] == () and len(read[str(matched)] or ()) == 100002
+    findings = RunFindings()
+    assert findings.replace(run, read) == {run_findings.file_key(str(matched))}
+
+
 def test_a_report_reader_drops_places_outside_its_project(tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / ".inplace-lsp").mkdir(parents=True)
@@ -226,13 +288,12 @@ def test_the_files_a_report_names_are_read_off_the_event_loop(
     reading = threading.Event()
     real = run_findings.read_lines
 
-    def slow(path: str) -> list[str] | None:
+    def slow(path: str, gentle: bool = False) -> list[str] | None:
         reading.set()
         assert release.wait(30)
-        return real(path)
+        return real(path, gentle)
 
     monkeypatch.setattr(run_findings, "read_lines", slow)
-    monkeypatch.setattr(run_findings.prefetch, "__defaults__", (slow,))
 
     async def scenario() -> list[str]:
         session, client = _session(tmp_path)

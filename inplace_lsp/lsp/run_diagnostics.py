@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from inplace_lsp import report
-from inplace_lsp.lsp.run_findings import RunFindings, file_key, prefetch
+from inplace_lsp.lsp.run_findings import (
+    RunFindings,
+    file_key,
+    let_go,
+    prefetch,
+    read_gently,
+)
 
 if TYPE_CHECKING:
     from inplace_lsp.lsp.session import Cells, Session
@@ -105,12 +111,13 @@ class RunDiagnostics:
         ticket: int,
         result: Callable[[], tuple[report.Run | None, Mapping[str, Sequence[str] | None]]],
     ) -> None:
-        if ticket != self._loads:
-            return  # a newer load replaces this one
         try:
             run, lines = result()
+            if ticket != self._loads:  # a newer load replaces this one
+                _drop_in_a_thread(dict(lines))
+                return
             if run is not None:  # None: the newest file is not readable (yet)
-                changed = self._run.replace(run, lines)
+                changed = self._run.replace(run, lines, _drop_in_a_thread)
                 for uri, key in list(self._run_keys.items()):  # cells of the last run's
                     if key not in self._run.cells and self._session.key_of(uri) != uri:
                         del self._run_keys[uri]
@@ -310,7 +317,14 @@ def _read_run(
 ) -> tuple[report.Run | None, Mapping[str, Sequence[str] | None]]:
     """The newest run and the lines of the files it names (run in a thread: no state)."""
     run = report.newest_run(folders, files)
-    return run, (prefetch(run) if run is not None else {})
+    return run, (prefetch(run, read_gently, gentle=True) if run is not None else {})
+
+
+def _drop_in_a_thread(files: dict[str, Any]) -> None:
+    """Hands a replaced run's files to a thread that frees them (`let_go`); without an event
+    loop (a direct call) they are freed here."""
+    with contextlib.suppress(RuntimeError):
+        asyncio.get_running_loop().run_in_executor(None, let_go, files)
 
 
 def _normal(text: str) -> str:

@@ -18,9 +18,11 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 
@@ -43,6 +45,11 @@ READ_BUDGET = 8 * MAX_BYTES
 SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning}
 
 ReadLines = Callable[[str], Sequence[str] | None]
+# A thread that reads a report's files works in pieces of this many characters (or lines),
+# sleeping PAUSE_S between two: one C call on a 2 MB file (splitting it into lines, summing or
+# freeing them) holds the GIL 5-25 ms, and the event loop's thread waits for it.
+PIECE = 1 << 16
+PAUSE_S = 0.0005
 
 
 @functools.lru_cache(maxsize=4096)
@@ -51,10 +58,10 @@ def file_key(path: str) -> str:
     return os.path.normcase(os.path.realpath(path))
 
 
-def read_lines(path: str) -> list[str] | None:
+def read_lines(path: str, gentle: bool = False) -> list[str] | None:
     """A file's lines on disk (decoded as Python decodes source), None when it cannot be read
     or is not a regular file of at most MAX_BYTES (a FIFO or `/dev/stdin` is not opened for
-    reading: it could block the server)."""
+    reading: it could block the server). `gentle`: split in pieces (a thread's reading)."""
     try:
         data = files.read_regular(path, MAX_BYTES)
     except OSError:
@@ -63,7 +70,58 @@ def read_lines(path: str) -> list[str] | None:
         text = decode_source(data)[0]
     except (UnicodeDecodeError, SyntaxError):  # still anchors the lines that are ASCII
         text = data.decode("utf-8", "surrogateescape")
-    return split_lines(text)
+    return _split_gently(text) if gentle else split_lines(text)
+
+
+def _pause() -> None:
+    time.sleep(PAUSE_S)  # the GIL is free meanwhile
+
+
+def _split_gently(text: str) -> list[str]:
+    """split_lines(text), a PIECE of text at a time, pausing between two."""
+    lines: list[str] = []
+    start = 0
+    while True:
+        cut = text.find("\n", start + PIECE) + 1  # just after a "\n": where a line ends
+        if cut in (0, len(text)):
+            lines += split_lines(text[start:])
+            return lines
+        piece = split_lines(text[start:cut])
+        piece.pop()  # the empty line after the last break: the next piece's first line
+        lines += piece
+        start = cut
+        _pause()
+
+
+def read_gently(path: str) -> list[str] | None:
+    """read_lines for a thread beside the event loop."""
+    return read_lines(path, gentle=True)
+
+
+def _size(lines: Sequence[str]) -> int:
+    """The characters of `lines`, summed a PIECE of lines at a time, pausing between two."""
+    total = 0
+    for start in range(0, len(lines), PIECE):
+        total += sum(map(len, lines[start : start + PIECE]))
+        _pause()
+    return total
+
+
+def let_go(files: dict[str, object]) -> None:
+    """Drops a replaced run's files (or files read for a report that a newer one replaced)
+    one at a time, pausing between two (in a thread: each file's lines are freed there,
+    unless an open buffer still holds them; freeing a 2 MB file's lines takes 5 ms)."""
+    while files:
+        files.popitem()
+        _pause()
+
+
+def release(lines: list[str]) -> None:
+    """Empties `lines` from the end, a PIECE at a time, pausing between two: freeing a large
+    file's lines in a thread without holding the GIL for all of them at once."""
+    while lines:
+        del lines[-PIECE:]
+        _pause()
 
 
 def _count(lines: Sequence[str]) -> int:
@@ -143,23 +201,38 @@ class Changed:
         return Changed(self.moved | other.moved, self.dropped | other.dropped)
 
 
-def prefetch(run: Run, read: ReadLines = read_lines) -> dict[str, Sequence[str] | None]:
+def prefetch(
+    run: Run, read: ReadLines = read_lines, gentle: bool = False
+) -> dict[str, Sequence[str] | None]:
     """The lines of every file the run's findings name (not notebook cells': the report holds
     their text), each read once, READ_BUDGET bytes in all: what `RunFindings.replace` reads,
-    read beforehand, off the event loop (a thread may call this; it touches no state)."""
+    read beforehand, off the event loop (a thread may call this; it touches no state). A file
+    where no line a finding names still holds the run's text is given as read with no lines
+    (`()`: nothing to anchor there, nothing kept). `gentle`, for a thread beside the event
+    loop: lines are measured, and an unmatched file's freed, in pieces."""
     found: dict[str, Sequence[str] | None] = {}
     budget = READ_BUDGET
+    for path, named in _places(run).items():
+        lines = None if budget <= 0 else read(path)
+        if lines is not None:
+            budget -= _size(lines) if gentle else sum(map(len, lines))
+            count = _count(lines)
+            if all(_near(lines, p.source, p.line - 1, 0, count) is None for p in named):
+                if gentle and isinstance(lines, list):
+                    release(lines)
+                lines = ()
+        found[path] = lines
+    return found
+
+
+def _places(run: Run) -> dict[str, list[Place]]:
+    """The places in files (not notebook cells) the run's findings name, by path, in order."""
+    places: dict[str, list[Place]] = {}
     for finding in run.findings:
         for place in (finding.at, *(where for where, _ in _related(finding))):
-            if place is None or place.cell is not None or place.path in found:
-                continue
-            if budget <= 0:
-                found[place.path] = None
-                continue
-            lines = found[place.path] = read(place.path)
-            if lines is not None:
-                budget -= sum(len(line) for line in lines)
-    return found
+            if place is not None and place.cell is None:
+                places.setdefault(place.path, []).append(place)
+    return places
 
 
 class RunFindings:
@@ -230,13 +303,21 @@ class RunFindings:
 
     # ---------------------------------------------------------------- a new report
 
-    def replace(self, run: Run, read: Mapping[str, Sequence[str] | None] | None = None) -> set[str]:
+    def replace(
+        self,
+        run: Run,
+        read: Mapping[str, Sequence[str] | None] | None = None,
+        drop: Callable[[dict[str, Any]], object] | None = None,
+    ) -> set[str]:
         """The findings of a new run replace all others; the files whose diagnostics may have
         changed (those that had some and those that have some now). `read`: the named files'
         lines as `prefetch` reads them (None: read here); only the lines of files where a
-        finding's line still holds the run's text are kept."""
+        finding's line still holds the run's text are kept. `drop`: given the last run's
+        files, to free them elsewhere (`let_go` in a thread)."""
         before = self.shown_in()
         self.run = run
+        if drop is not None:
+            drop(self._files)
         self._files = {}
         self.cells = {}
         disk = prefetch(run, self._read) if read is None else read

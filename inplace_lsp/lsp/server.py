@@ -515,12 +515,18 @@ def _warm_up() -> None:
     the user waits: the autograd table, every rule, the fixes (libcst). Then moves all of it
     out of the garbage collector's sight: the ~100,000 objects of pygls, lsprotocol, cattrs
     and libcst live as long as the process, and every full collection (a pause between an
-    analysis and its diagnostics) walked them again."""
-    DocumentAnalysis().update(WARM_UP_SOURCE)
-    import inplace_lsp.fixes  # noqa: F401  (libcst: the first code action's edits)
-
-    gc.collect()
-    gc.freeze()
+    analysis and its diagnostics) walked them again. No full collection runs meanwhile: one
+    holds the GIL some 40 ms in this thread, and a hover or keystroke the event loop's
+    thread serves then waits for it (the few hundred objects of garbage the imports leave in
+    the oldest generation are frozen with the rest)."""
+    gc.disable()
+    try:
+        DocumentAnalysis().update(WARM_UP_SOURCE)
+        import inplace_lsp.fixes  # noqa: F401  (libcst: the first code action's edits)
+    finally:
+        gc.collect(1)
+        gc.freeze()
+        gc.enable()
 
 
 class _FastCodec(PositionCodec):
