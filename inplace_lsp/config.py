@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path, PurePath
 from typing import Any, Literal, TypeVar, cast
 
+from inplace_lsp import files
 from inplace_lsp.analysis import noqa
 from inplace_lsp.analysis.evaluator import FUNCTION_TIME_LIMIT_S
 from inplace_lsp.analysis.findings import Finding, Severity
@@ -56,6 +57,9 @@ RunMode = Literal["onType", "onSave"]
 _CODE = re.compile(r"IPL[0-9]{0,3}")
 # Above this size a file is not analysed (a 20 MB file took minutes and gigabytes).
 MAX_FILE_BYTES = 2_000_000
+# A settings file larger than this is not read (a pyproject.toml a repository commits as a
+# link to a log, or /dev/zero: is_file() passes the first, the second not at all).
+MAX_SETTINGS_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -360,6 +364,12 @@ def _is(test: Callable[[], bool]) -> bool:
         return False
 
 
+def _read_toml(path: Path) -> dict[str, Any]:
+    """A settings file's TOML: a regular file (after links) of at most MAX_SETTINGS_BYTES
+    (files.Refused, an OSError, otherwise), in UTF-8."""
+    return tomllib.loads(files.read_regular(str(path), MAX_SETTINGS_BYTES).decode("utf-8"))
+
+
 def find_pyproject(start: Path) -> Path | None:
     """The nearest pyproject.toml at or above `start` that has a [tool.inplace-lsp] table,
     else the nearest pyproject.toml at all, else None."""
@@ -372,7 +382,7 @@ def find_pyproject(start: Path) -> Path | None:
             continue
         nearest = nearest or candidate
         try:
-            data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            data = _read_toml(candidate)
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             continue
         tool = data.get("tool")
@@ -386,9 +396,10 @@ def load_settings(path: Path) -> tuple[Settings, list[str]]:
     other file name (say inplace-lsp.toml), the [tool.inplace-lsp] table if present, else
     the whole file. Problems are prefixed with the file's path."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = _read_toml(path)
     except OSError as exc:
-        return Settings(), [f"{path}: cannot read: {exc.strerror or exc}"]
+        reason = exc.strerror or str(exc).removeprefix(f"{path}: ")
+        return Settings(), [f"{path}: cannot read: {reason}; using defaults"]
     except UnicodeDecodeError as exc:
         return Settings(), [f"{path}: not UTF-8 (offset {exc.start}); using defaults"]
     except tomllib.TOMLDecodeError as exc:

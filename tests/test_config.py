@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -197,6 +198,39 @@ def test_invalid_toml_and_missing_file_are_problems(tmp_path: Path) -> None:
     settings, problems = config.load_settings(tmp_path / "absent.toml")
     assert settings == Settings()
     assert len(problems) == 1 and "cannot read" in problems[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs: POSIX")
+def test_a_settings_file_that_is_a_fifo_or_huge_is_not_read(tmp_path: Path) -> None:
+    """A settings file a repository commits as a FIFO, or as a link to a large file, is not
+    read (a FIFO blocked the read forever; a 2 GB log was read whole): a warning, and the
+    defaults."""
+    import threading
+
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.log"
+    with open(big, "wb") as stream:
+        stream.truncate(config.MAX_SETTINGS_BYTES + 1)  # sparse: no disk used
+    linked = tmp_path / "linked.toml"
+    linked.symlink_to(big)
+    said: dict[str, tuple[Settings, list[str]]] = {}
+
+    def load() -> None:
+        for path in (fifo, linked):
+            said[path.name] = config.load_settings(path)
+
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "reading a FIFO blocked"
+    assert said["fifo.toml"] == (
+        Settings(),
+        [f"{fifo}: cannot read: not a regular file (a FIFO); using defaults"],
+    )
+    settings, problems = said["linked.toml"]
+    assert settings == Settings() and len(problems) == 1
+    assert problems[0].startswith(f"{linked}: cannot read: {config.MAX_SETTINGS_BYTES + 1} bytes")
 
 
 def test_table_must_be_a_table(tmp_path: Path) -> None:

@@ -87,6 +87,37 @@ def test_an_imported_file_is_read_in_the_encoding_its_coding_line_names(tmp_path
     assert findings[0].related[0].span.line == 13  # two lines below where it was in UTF-8
 
 
+def test_an_import_is_not_followed_through_a_link_out_of_the_workspace(
+    tmp_path: Path,
+) -> None:
+    """A module a repository commits as a symlink leading out of the workspace is not read
+    (its classes are unknown: no error rests on them); one leading elsewhere inside it is."""
+    project = tmp_path / "project"
+    project.mkdir()
+    model = make_package(project)
+    layers = project / "pkg" / "layers.py"
+    outside = tmp_path / "outside" / "layers.py"
+    outside.parent.mkdir()
+    outside.write_text(LAYERS, encoding="utf-8")
+    layers.unlink()
+    layers.symlink_to(outside)
+    workspace = Workspace(project)
+    analysis = DocumentAnalysis(path=str(model), workspace=workspace)
+    assert [f for f in analysis.update(MODEL).findings if f.severity.value == "error"] == []
+    assert not any(str(outside) in path for path in workspace.files())
+
+    shared = project / "shared" / "layers.py"
+    shared.parent.mkdir()
+    shared.write_text(LAYERS, encoding="utf-8")
+    layers.unlink()
+    layers.symlink_to(shared)
+    analysis = DocumentAnalysis(path=str(model), workspace=Workspace(project))
+    errors = [
+        (f.code, f.line) for f in analysis.update(MODEL).findings if f.severity.value == "error"
+    ]
+    assert errors == [("IPL001", 13)]
+
+
 def test_editor_buffer_of_imported_file_wins_over_disk(tmp_path: Path) -> None:
     model = make_package(tmp_path)
     workspace = Workspace(tmp_path)

@@ -12,6 +12,8 @@ import os
 import re
 import tokenize
 
+from inplace_lsp import files
+
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
@@ -65,8 +67,8 @@ def decode_source(data: bytes) -> tuple[str, str]:
     return data.decode(encoding), encoding
 
 
-def read_python(path: str | os.PathLike[str]) -> str:
-    """The text of a Python file as Python reads it (see decode_source); raises OSError,
-    UnicodeDecodeError or SyntaxError."""
-    with open(path, "rb") as stream:
-        return decode_source(stream.read())[0]
+def read_python(path: str | os.PathLike[str], limit: int = 1 << 30) -> str:
+    """The text of a Python file as Python reads it (see decode_source); raises OSError
+    (files.Refused for a file that is not regular, as a FIFO or /dev/zero, or is larger than
+    `limit` bytes), UnicodeDecodeError or SyntaxError."""
+    return decode_source(files.read_regular(os.fspath(path), limit))[0]

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from inplace_lsp import files
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import ParseCache, Splitter
 from inplace_lsp.analysis.lines import read_python, split_lines
@@ -86,13 +87,17 @@ class Workspace:
     def _find(self, directory: Path, module: str) -> str | None:
         level = len(module) - len(module.lstrip("."))
         parts = [p for p in module.lstrip(".").split(".") if p]
+        # A document in the workspace imports only files whose real paths are in it too: a
+        # symlink a repository commits that leads out of the workspace is not followed.
+        root = self.root
+        fence = root if root is not None and directory.resolve().is_relative_to(root) else None
         if level:
             base = directory
             for _ in range(level - 1):
                 base = base.parent
-            return _module_file(base, parts)
+            return _module_file(base, parts, fence)
         for base in self._search_roots(directory):
-            found = _module_file(base, parts)
+            found = _module_file(base, parts, fence)
             if found is not None:
                 return found
         return self._find_with_jedi(directory, module)
@@ -216,7 +221,8 @@ class Workspace:
             stat = os.stat(path)
             if stat.st_size > MAX_FILE_BYTES:
                 return None, ("big", stat.st_mtime_ns)
-            text = read_python(path)
+            # A regular file only (a FIFO would block, /dev/zero fill memory), within the cap.
+            text = read_python(path, MAX_FILE_BYTES)
         except (OSError, ValueError, SyntaxError):  # UnicodeDecodeError is a ValueError
             return None, ("unreadable",)
         return text, ("disk", stat.st_mtime_ns, stat.st_size)
@@ -237,13 +243,15 @@ class Workspace:
             return {path: m.lines for path, (_, m) in self._models.items() if m is not None}
 
 
-def _module_file(base: Path, parts: list[str]) -> str | None:
-    if not parts:
-        init = base / "__init__.py"
-        return str(init) if init.is_file() else None
+def _module_file(base: Path, parts: list[str], fence: Path | None) -> str | None:
+    """The file of module `parts` in folder `base`: a regular file, whose real path lies in
+    `fence` when one is given."""
     target = base.joinpath(*parts)
-    for candidate in (target.with_suffix(".py"), target / "__init__.py"):
-        if candidate.is_file():
+    candidates = [target / "__init__.py"]
+    if parts:
+        candidates.insert(0, target.with_suffix(".py"))
+    for candidate in candidates:
+        if candidate.is_file() and (fence is None or files.inside(str(candidate), str(fence))):
             return str(candidate)
     return None
 

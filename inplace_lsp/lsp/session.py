@@ -29,7 +29,7 @@ from lsprotocol import types
 from inplace_lsp.analysis.engine import DocumentAnalysis
 from inplace_lsp.analysis.lines import read_python, split_lines
 from inplace_lsp.analysis.workspace import Workspace
-from inplace_lsp.config import Settings, too_large
+from inplace_lsp.config import MAX_FILE_BYTES, Settings, too_large
 from inplace_lsp.lsp import actions, convert, hover, verification
 from inplace_lsp.lsp.diagnostics import View, build_view
 from inplace_lsp.lsp.lenses import Lenses, in_document, lens_targets
@@ -489,7 +489,7 @@ class Session:
             return known
         if path not in self._other_lines:
             try:
-                self._other_lines[path] = split_lines(read_python(path))
+                self._other_lines[path] = split_lines(read_python(path, MAX_FILE_BYTES))
             except (OSError, UnicodeDecodeError, SyntaxError):
                 self._other_lines[path] = None
         return self._other_lines[path]
