@@ -6,7 +6,6 @@ the client: with the analysis's in an open file, on their own in a file that is 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -17,11 +16,13 @@ from lsprotocol import types
 
 from inplace_lsp import report
 from inplace_lsp.lsp.run_findings import (
+    Reread,
     RunFindings,
     file_key,
     let_go,
     prefetch,
     read_gently,
+    reread,
 )
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class RunDiagnostics:
         self.generation = 0  # bumped when run diagnostics change (pull result ids)
         self._loads = 0  # loads begun: only the newest one's result is applied
         self._reading: asyncio.Future[Any] | None = None  # the newest load's, in a thread
+        self._rereads: dict[str, int] = {}  # file key -> the newest re-read begun, in a thread
 
     @property
     def report_folders(self) -> list[str]:
@@ -91,9 +93,8 @@ class RunDiagnostics:
         self._run_files = files = report.signature(folders)
         self._loads += 1
         ticket = self._loads
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no event loop (a direct call): read here
+        loop = _running_loop()
+        if loop is None:  # a direct call: read here
             self._apply(ticket, lambda: _read_run(folders, files))
             return
         future = loop.run_in_executor(None, _read_run, folders, files)
@@ -141,14 +142,35 @@ class RunDiagnostics:
         if any(Path(p).name == report.DIRECTORY for p in paths):
             # A new .inplace-lsp folder: a watcher may report the folder and miss the report
             # written into it at once (VS Code's does), so look again shortly.
-            with contextlib.suppress(RuntimeError):  # no event loop (a direct call in a test)
-                loop = asyncio.get_running_loop()
+            loop = _running_loop()
+            if loop is not None:  # None: a direct call (a test's)
                 for delay in RECHECK_S:
                     loop.call_later(delay, self.poll)
 
     def disk_changed(self, path: str) -> None:
-        """A Python file changed on disk (see RunFindings.disk_changed)."""
-        self._changed(self._run.disk_changed(file_key(path)).keys)
+        """A Python file changed on disk (see RunFindings.disk_changed). In the server a file
+        with run findings is read again, and compared, in a thread; the newest read of a file
+        is applied on the event loop."""
+        key = file_key(path)
+        old = self._run.lines_of(key)
+        if old is None:
+            return
+        loop = _running_loop()
+        if loop is None:  # a direct call: read here
+            self._changed(self._run.disk_changed(key).keys)
+            return
+        self._rereads[key] = ticket = self._rereads.get(key, 0) + 1
+        future = loop.run_in_executor(None, reread, key, old)
+        future.add_done_callback(lambda done: self._reread(key, ticket, done))
+
+    def _reread(self, key: str, ticket: int, done: asyncio.Future[Reread]) -> None:
+        if self._rereads.get(key) != ticket:
+            return  # a newer read of the file is on its way
+        del self._rereads[key]
+        try:
+            self._changed(self._run.disk_changed(key, done.result()).keys)
+        except Exception:  # a file must never take the server down
+            logger.exception("reading %s again failed", key)
 
     def diagnostics(self, uri: str) -> list[types.Diagnostic]:
         """The run findings in an open file."""
@@ -308,8 +330,14 @@ class RunDiagnostics:
     def closed(self, uri: str) -> None:
         """A file closed."""
         key = self._run_keys.pop(uri, None)
-        if key is not None:  # its run findings again as on disk, pushed as for closed files
-            self._changed(self._run.closed(key).keys)
+        if key is None:
+            return
+        # Its run findings again as on disk, pushed as for closed files; in the server the
+        # disk is read in a thread, as for a file that changed on disk.
+        in_server = _running_loop() is not None
+        self._changed(self._run.closed(key, read_disk=not in_server).keys)
+        if in_server:
+            self.disk_changed(key)
 
 
 def _read_run(
@@ -320,11 +348,20 @@ def _read_run(
     return run, (prefetch(run, read_gently, gentle=True) if run is not None else {})
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop of the server; None in a direct call (a test's)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def _drop_in_a_thread(files: dict[str, Any]) -> None:
     """Hands a replaced run's files to a thread that frees them (`let_go`); without an event
     loop (a direct call) they are freed here."""
-    with contextlib.suppress(RuntimeError):
-        asyncio.get_running_loop().run_in_executor(None, let_go, files)
+    loop = _running_loop()
+    if loop is not None:
+        loop.run_in_executor(None, let_go, files)
 
 
 def _normal(text: str) -> str:

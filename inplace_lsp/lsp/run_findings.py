@@ -107,6 +107,45 @@ def _size(lines: Sequence[str]) -> int:
     return total
 
 
+@dataclass(frozen=True)
+class Reread:
+    """A file's lines read again from disk in a thread, and how many lines at its start and
+    then at its end are the same as in `old`, the lines they were compared with."""
+
+    old: Sequence[str]
+    new: Sequence[str] | None  # None: the file cannot be read now
+    prefix: int
+    suffix: int
+
+
+def reread(path: str, old: Sequence[str]) -> Reread:
+    """`path`'s lines read again and compared with `old`, in pieces (a thread's work: for a
+    2 MB file, reading and comparing took the event loop 115-160 ms)."""
+    new = read_gently(path)
+    prefix, suffix = _unchanged_ends(old, new if new is not None else [])
+    return Reread(old, new, prefix, suffix)
+
+
+def _unchanged_ends(old: Sequence[str], new: Sequence[str]) -> tuple[int, int]:
+    """(prefix, suffix): the lines the same (`_same`) at the start of both, then at their
+    ends short of the prefix, as `RunFindings._follow` finds them; pausing every PIECE."""
+    old_count, new_count = _count(old), _count(new)
+    limit = min(old_count, new_count)
+    prefix = 0
+    while prefix < limit and _same(old, prefix, new, prefix):
+        prefix += 1
+        if not prefix % PIECE:
+            _pause()
+    suffix = 0
+    while suffix < limit - prefix and _same(
+        old, old_count - 1 - suffix, new, new_count - 1 - suffix
+    ):
+        suffix += 1
+        if not suffix % PIECE:
+            _pause()
+    return prefix, suffix
+
+
 def let_go(files: dict[str, object]) -> None:
     """Drops a replaced run's files (or files read for a report that a newer one replaced)
     one at a time, pausing between two (in a thread: each file's lines are freed there,
@@ -411,10 +450,10 @@ class RunFindings:
         prefix, suffix = changed_lines(changes, _count(file.lines)) if changes else (0, 0)
         return self._follow(file, buffer.lines, prefix, suffix)
 
-    def closed(self, key: str) -> Changed:
-        """A document closed: its anchors go back to the file on disk (unsaved edits gone);
-        a notebook cell's to the text it had in the run, shown nowhere until a cell holds it
-        again."""
+    def closed(self, key: str, read_disk: bool = True) -> Changed:
+        """A document closed: its anchors go back to the file on disk (unsaved edits gone;
+        `read_disk` False: the caller has the disk read, see `disk_changed`); a notebook
+        cell's to the text it had in the run, shown nowhere until a cell holds it again."""
         self._buffers.pop(key, None)
         cell = self.cells.get(key)
         if cell is not None:
@@ -425,17 +464,31 @@ class RunFindings:
             file.uri = self._uris[key] = ""
             self._follow(file, split_lines(cell.text), 0, 0)
             return Changed(moved=frozenset({key})) if had else Changed()
-        return self.disk_changed(key) | (
-            Changed(moved=frozenset({key})) if self.has(key) else Changed()
-        )
+        shown = Changed(moved=frozenset({key})) if self.has(key) else Changed()
+        return self.disk_changed(key) | shown if read_disk else shown
 
-    def disk_changed(self, key: str) -> Changed:
-        """A file that is not open changed on disk."""
+    def disk_changed(self, key: str, reread: Reread | None = None) -> Changed:
+        """A file that is not open changed on disk. `reread`: its lines as a thread read them
+        (`reread`), used as they are while the file's lines are still those it compared them
+        with (None: read here)."""
         file = self._files.get(key)
         if file is None or key in self._buffers:
             return Changed()
-        disk = self._read(key)
-        return self._follow(file, disk if disk is not None else [], 0, 0)
+        if reread is None:
+            disk = self._read(key)
+            return self._follow(file, disk if disk is not None else [], 0, 0)
+        new = reread.new if reread.new is not None else []
+        if reread.old is not file.lines:  # replaced meanwhile: compared here
+            return self._follow(file, new, 0, 0)
+        return self._follow(file, new, reread.prefix, reread.suffix)
+
+    def lines_of(self, key: str) -> Sequence[str] | None:
+        """The lines of a file that is not open and has anchors (what a re-read of it is
+        compared with); None for any other."""
+        file = self._files.get(key)
+        if file is None or key in self._buffers or not file.anchors:
+            return None
+        return file.lines
 
     # ---------------------------------------------------------------- following edits
 
