@@ -33,10 +33,13 @@ from pathlib import Path
 from typing import Any
 
 import inplace_lsp
+from inplace_lsp import files
 from inplace_lsp.analysis.knowledge import load as load_knowledge
 
 ENV_DIR = "INPLACE_LSP_CACHE_DIR"
 _FORMAT = 2  # bumped when what an entry holds changes
+# An entry larger than this, or not a regular file (a FIFO would block), is a miss.
+MAX_ENTRY_BYTES = 64 << 20
 
 
 def cache_dir() -> Path:
@@ -163,8 +166,7 @@ class CheckCache:
         """The result stored for this file's bytes, while the files it read are unchanged."""
         where, key = self._entry(path, data)
         try:
-            with open(where, "rb") as handle:
-                stored = json.load(handle)
+            stored = json.loads(files.read_regular(str(where), MAX_ENTRY_BYTES))
             stored_key, deps, result = stored["key"], stored["read"], stored["result"]
             if stored_key != key or any(_stamp(dep) != _stamp_of(s) for dep, s in deps):
                 return None

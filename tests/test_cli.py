@@ -21,7 +21,7 @@ import pytest
 from generated import with_slow_function
 from test_workspace import make_package
 
-from inplace_lsp import cli, fixes
+from inplace_lsp import cli, config, fixes
 from inplace_lsp.analysis import engine
 from inplace_lsp.analysis.findings import Finding, FixRecipe, Related, Severity, Span
 from inplace_lsp.analysis.lines import split_lines
@@ -1048,6 +1048,32 @@ def test_a_broken_cache_is_no_error(
         entry.write_bytes(b'{"key": "truncat')
     assert run_main(capsys, "check", "model.py") == first
     assert analysed == ["model.py", "model.py"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs: POSIX")
+def test_a_cache_entry_that_is_a_fifo_is_a_miss(
+    cached_project: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An entry replaced by a FIFO is a miss (opening it to read blocked the run forever)."""
+    import threading
+
+    from inplace_lsp.cache import CheckCache
+
+    cache, _ = cached_project
+    run_main(capsys, "check", "model.py")
+    (entry,) = cache.rglob("*.json")
+    entry.unlink()
+    os.mkfifo(entry)
+    store = CheckCache(repr(config.Settings()), cli._CACHED_KINDS, cache)
+    got: list[object] = []
+    reader = threading.Thread(
+        target=lambda: got.append(store.get("model.py", Path("model.py").read_bytes())),
+        daemon=True,
+    )
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "reading the cache blocked"
+    assert got == [None]
 
 
 class _Planted:
