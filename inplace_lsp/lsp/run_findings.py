@@ -122,26 +122,27 @@ def reread(path: str, old: Sequence[str]) -> Reread:
     """`path`'s lines read again and compared with `old`, in pieces (a thread's work: for a
     2 MB file, reading and comparing took the event loop 115-160 ms)."""
     new = read_gently(path)
-    prefix, suffix = _unchanged_ends(old, new if new is not None else [])
+    prefix, suffix = _unchanged_ends(old, new if new is not None else [], gentle=True)
     return Reread(old, new, prefix, suffix)
 
 
-def _unchanged_ends(old: Sequence[str], new: Sequence[str]) -> tuple[int, int]:
-    """(prefix, suffix): the lines the same (`_same`) at the start of both, then at their
-    ends short of the prefix, as `RunFindings._follow` finds them; pausing every PIECE."""
+def _unchanged_ends(
+    old: Sequence[str], new: Sequence[str], prefix: int = 0, suffix: int = 0, gentle: bool = False
+) -> tuple[int, int]:
+    """(prefix, suffix), known unchanged, widened: the lines the same (`_same`) at the start
+    of both, then at their ends short of the prefix. `gentle`: pausing every PIECE lines (a
+    thread's work)."""
     old_count, new_count = _count(old), _count(new)
     limit = min(old_count, new_count)
-    prefix = 0
-    while prefix < limit and _same(old, prefix, new, prefix):
+    while prefix < limit - suffix and _same(old, prefix, new, prefix):
         prefix += 1
-        if not prefix % PIECE:
+        if gentle and not prefix % PIECE:
             _pause()
-    suffix = 0
     while suffix < limit - prefix and _same(
         old, old_count - 1 - suffix, new, new_count - 1 - suffix
     ):
         suffix += 1
-        if not suffix % PIECE:
+        if gentle and not suffix % PIECE:
             _pause()
     return prefix, suffix
 
@@ -504,12 +505,8 @@ class RunFindings:
         suffix = max(0, min(suffix, old_count - prefix, new_count - prefix))
         old_end, new_end = old_count - suffix, new_count - suffix
         if any(prefix <= a.line < old_end for a in file.anchors):
-            while prefix < min(old_end, new_end) and _same(old, prefix, new, prefix):
-                prefix += 1
-            while (
-                old_end > prefix and new_end > prefix and _same(old, old_end - 1, new, new_end - 1)
-            ):
-                old_end, new_end = old_end - 1, new_end - 1
+            prefix, suffix = _unchanged_ends(old, new, prefix, suffix)
+            old_end, new_end = old_count - suffix, new_count - suffix
         delta = new_end - old_end
         matched: dict[int, int] | None = None
         moved: set[str] = set()
