@@ -78,14 +78,10 @@ class _Bad(ValueError):
 def _encode(value: Any) -> Any:
     """`value` as JSON data: a dataclass or enum is tagged with its class's name, a tuple or a
     set with its kind, so that `_decode` gives back equal objects; anything else raises."""
-    if (
-        value is None
-        or isinstance(value, (bool, int, float, str))
-        and not isinstance(value, enum.Enum)
-    ):
-        return value
-    if isinstance(value, enum.Enum):
+    if isinstance(value, enum.Enum):  # first: Severity is a str too
         return {"e": type(value).__qualname__, "v": value.value}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
         return {"c": type(value).__qualname__, "f": fields}
