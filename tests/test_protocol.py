@@ -551,3 +551,118 @@ def test_a_hover_right_after_a_change_describes_the_new_text(server: Server) -> 
     assert answer.get("result") is not None, answer
     assert "IPL001" in json.dumps(answer["result"])
     assert server.stop() == 0
+
+
+# ------------------------------------------------ positions past a line's end (issue 38, item 3)
+
+# LSP 3.17: "If the character value is greater than the line length it defaults back to the
+# line length", the length without the line break. The flagged line is not ASCII, so the
+# three encodings count it differently (é: 2 UTF-8 units; the emoji: 2 UTF-16, 4 UTF-8).
+# Where the server's copy of the text goes wrong, the write is no longer flagged (a syntax
+# error, or `h` no longer returned) or is flagged on another line.
+FLAGGED_WRITE = '    h += len("é😀")'
+PAST_END_TEXT = (
+    f"import torch\n\n\ndef f(x):\n    h = torch.sigmoid(x)\n{FLAGGED_WRITE}\n    return h"
+)
+PAST_END_LINE = 5
+
+
+def _code_units(text: str, encoding: str) -> int:
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    if encoding == "utf-16":
+        return len(text.encode("utf-16-le")) // 2
+    return len(text)
+
+
+def _characters(line: str, units: int, encoding: str) -> int:
+    """A column in code units of `encoding` as a column in characters."""
+    return next(i for i in range(len(line) + 1) if _code_units(line[:i], encoding) >= units)
+
+
+def _past_end_cases(encoding: str) -> dict[str, tuple[str, dict[str, Any], str]]:
+    """name -> (document text, change, the text the editor has after it)."""
+    crlf = PAST_END_TEXT.replace("\n", "\r\n")
+    one_past = _code_units(FLAGGED_WRITE, encoding) + 1
+    doubled = FLAGGED_WRITE + " * 2"
+    unreturned = PAST_END_TEXT.removesuffix("\n    return h")
+
+    def at(line: int, character: int) -> dict[str, int]:
+        return {"line": line, "character": character}
+
+    def insert(line: int, character: int, text: str) -> dict[str, Any]:
+        return {"range": {"start": at(line, character), "end": at(line, character)}, "text": text}
+
+    return {
+        # the column right after the "\n": pygls put the text at the start of the next line
+        "LF line, column length + 1": (
+            PAST_END_TEXT,
+            insert(PAST_END_LINE, one_past, " * 2"),
+            PAST_END_TEXT.replace(FLAGGED_WRITE, doubled),
+        ),
+        # pygls split the "\r\n": every later line moved down one
+        "CRLF line, column length + 1": (
+            crlf,
+            insert(PAST_END_LINE, one_past, " * 2"),
+            crlf.replace(FLAGGED_WRITE, doubled),
+        ),
+        # the last line has no break: pygls took length - 1, inside the line
+        "last line, column length + 9": (
+            unreturned,
+            insert(PAST_END_LINE, one_past + 8, "\n    return h"),
+            PAST_END_TEXT,
+        ),
+        # a range whose end is past the line's end replaces up to the end (pygls kept a "h")
+        "range ending past the last line's end": (
+            PAST_END_TEXT,
+            {"range": {"start": at(6, 4), "end": at(6, 200)}, "text": "return h"},
+            PAST_END_TEXT,
+        ),
+        # a line past the last one is the document's end
+        "line past the last": (
+            PAST_END_TEXT,
+            insert(30, 5, "\n"),
+            PAST_END_TEXT + "\n",
+        ),
+    }
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8", "utf-32"])
+def test_a_column_past_a_line_s_end_means_the_line_s_end(server: Server, encoding: str) -> None:
+    """didChange, hover and codeAction at columns past a line's end, in each encoding: the
+    server's copy of the text stays the editor's (the write is flagged where the editor has
+    it, and the quick fix's edit, applied to the editor's text, rewrites just that write)."""
+    answer = server.initialize({"general": {"positionEncodings": [encoding]}})
+    assert answer["result"]["capabilities"]["positionEncoding"] == encoding
+    for number, (name, (text, change, expected)) in enumerate(_past_end_cases(encoding).items()):
+        uri = (server.workspace / f"past_end_{number}.py").as_uri()
+        item = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+        server.send(notification("textDocument/didOpen", {"textDocument": item}))
+        _published(server, uri, 1)
+        params = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [change]}
+        server.send(notification("textDocument/didChange", params))
+        found = _published(server, uri, 2)
+        lines = expected.replace("\r\n", "\n").split("\n")
+        flagged = lines[PAST_END_LINE]
+        end_of_write = {"line": PAST_END_LINE, "character": _code_units(flagged, encoding)}
+        where = [(d["code"], d["range"]["start"]["line"], d["range"]["end"]) for d in found]
+        assert where == [("IPL001", PAST_END_LINE, end_of_write)], (name, found)
+
+        past = {"line": PAST_END_LINE, "character": end_of_write["character"] + 40}
+        position = {"textDocument": {"uri": uri}, "position": past}
+        server.send(request(10 + number, "textDocument/hover", position))
+        assert "IPL001" in json.dumps(server.reply(10 + number)["result"]), name
+        context = {"diagnostics": found, "only": ["quickfix"]}
+        params = {"textDocument": {"uri": uri}, "range": {"start": past, "end": past}}
+        server.send(request(50 + number, "textDocument/codeAction", {**params, "context": context}))
+        offered = server.reply(50 + number)["result"]
+        fixes = [a for a in offered if a.get("isPreferred")]
+        assert fixes and "edit" in fixes[0], (name, offered)
+        (edit,) = fixes[0]["edit"]["changes"][uri]
+        start, end = edit["range"]["start"], edit["range"]["end"]
+        assert start["line"] == end["line"] == PAST_END_LINE, (name, edit)
+        first = _characters(flagged, start["character"], encoding)
+        last = _characters(flagged, end["character"], encoding)
+        fixed = flagged[:first] + edit["newText"] + flagged[last:]
+        assert fixed == flagged.replace("h += ", "h = h + "), name
+    assert server.stop() == 0
