@@ -666,3 +666,54 @@ def test_a_column_past_a_line_s_end_means_the_line_s_end(server: Server, encodin
         fixed = flagged[:first] + edit["newText"] + flagged[last:]
         assert fixed == flagged.replace("h += ", "h = h + "), name
     assert server.stop() == 0
+
+
+# ------------------------------------------------------------ hostile input (issue 38, item 7)
+
+
+def test_a_request_nested_too_deep_to_read_gets_a_parse_error_with_its_id(server: Server) -> None:
+    """JSON 100,000 deep is more than json.loads reads (RecursionError): the client waiting on
+    the id gets -32700 for it, and the server goes on."""
+    server.initialize()
+    deep = b"[" * 100_000 + b"]" * 100_000
+    body = b'{"jsonrpc": "2.0", "method": "textDocument/hover", "params": ' + deep + b', "id": 8}'
+    server.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    _error(server.reply(8), -32700)
+    server.send(hover(9))
+    assert server.reply(9)["result"] is None
+    assert server.stop() == 0
+    assert "Traceback" not in server.log.read_text(errors="replace")
+
+
+BAD_POSITIONS = [
+    {"line": -1, "character": 0},
+    {"line": 0, "character": "3"},
+    {"line": 2**32, "character": 0},
+    {"character": 4},
+    None,
+]
+
+
+def test_malformed_changes_are_logged_once_per_document(server: Server) -> None:
+    """An editor that sends bad ranges sends them on every keystroke: one log line for each
+    document, no traceback (3,000 fuzzed ranges wrote 1,447 tracebacks to stderr)."""
+    server.initialize()
+    uris = [(server.workspace / f"bad_{n}.py").as_uri() for n in range(2)]
+    frames = []
+    for uri in uris:
+        item = {"uri": uri, "languageId": "python", "version": 1, "text": FLAGGED}
+        frames.append(frame(notification("textDocument/didOpen", {"textDocument": item})))
+        for version in range(2, 302):
+            start = BAD_POSITIONS[version % len(BAD_POSITIONS)]
+            change = {"range": {"start": start, "end": {"line": 0, "character": 0}}, "text": "x"}
+            params = {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]}
+            frames.append(frame(notification("textDocument/didChange", params)))
+    server.write(b"".join(frames))
+    server.send(hover(3, uris[1]))
+    assert server.reply(3)["result"] is None
+    assert server.stop() == 0
+    log = server.log.read_text(errors="replace")
+    assert "Traceback" not in log, log[:2000]
+    said = [line for line in log.splitlines() if "ignored textDocument/didChange" in line]
+    assert len(said) == 2 and all(any(uri in line for line in said) for uri in uris), said
+    assert "$.params.content_changes[0].range" in said[0], said

@@ -18,6 +18,7 @@ import gc
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import uuid
@@ -26,6 +27,7 @@ from typing import Any, BinaryIO
 from urllib.parse import unquote
 
 import attrs
+import cattrs
 from lsprotocol import types
 from pygls.exceptions import (
     FeatureNotificationError,
@@ -65,6 +67,27 @@ NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
 )
 WATCHED = ("**/pyproject.toml", "**/*.py", *REPORT_GLOBS)
 SYNC_KIND = types.TextDocumentSyncKind.Incremental
+SAID_ONCE_LIMIT = 4096  # documents whose malformed notifications were logged, kept at most
+
+
+class _NoDeserializeTraceback(logging.Filter):
+    """pygls logs a traceback for every message whose params do not fit their type; the
+    protocol below answers or logs each one itself (a fuzzed editor's 3,000 bad ranges wrote
+    1,447 tracebacks to stderr)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unable to deserialize message")
+
+
+logging.getLogger("pygls.protocol.json_rpc").addFilter(_NoDeserializeTraceback())
+
+
+def _why(exc: BaseException) -> str:
+    """What does not fit in a message, where (`$.params.range.start.line: ...`), in one line."""
+    try:
+        return "; ".join(cattrs.transform_error(exc, path="$"))  # type: ignore[arg-type]
+    except Exception:  # not a cattrs error
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 class ServerDocument(TextDocument):
@@ -161,6 +184,33 @@ def _usable_id(value: object) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]')
+
+
+def _top_level_id(body: bytes) -> int | str | None:
+    """The id of a JSON object too deep for json.loads, found by a flat scan of its tokens
+    (strings and brackets): the value of the key "id" at the top level, if it is an id."""
+    depth = 0
+    for match in _JSON_TOKEN.finditer(body):
+        token = match.group()
+        if token in (b"{", b"["):
+            depth += 1
+        elif token in (b"}", b"]"):
+            depth -= 1
+        elif depth == 1 and token == b'"id"':
+            rest = body[match.end() :].lstrip()
+            if not rest.startswith(b":"):
+                continue  # a value "id", not the key
+            try:
+                value, _ = json.JSONDecoder().raw_decode(
+                    rest[1:1024].decode("utf-8", "replace").lstrip()
+                )
+            except (ValueError, RecursionError):
+                return None
+            return value if _usable_id(value) else None
+    return None
+
+
 def _invalid(data: object) -> tuple[str, object] | None:
     """Why `data` is no JSON-RPC 2.0 message, and the id to answer that to (None: nobody
     waits for an answer, or the id itself is the problem); None when it is a message."""
@@ -184,6 +234,7 @@ def _invalid(data: object) -> tuple[str, object] | None:
 
 class InplaceProtocol(LanguageServerProtocol):
     _initialized = False  # an initialize request was accepted
+    _said: set[tuple[str, str]] | None = None  # (method, document) already logged as malformed
 
     def receive(self, body: bytes) -> None:
         """One message body from the client: parsed, checked, handled. A body that is no
@@ -194,6 +245,11 @@ class InplaceProtocol(LanguageServerProtocol):
         except ValueError as exc:  # also UnicodeDecodeError
             logger.warning("a message that is no JSON: %s", exc)
             self._send_error(None, JsonRpcParseError.CODE, f"parse error: {exc}")
+            return
+        except RecursionError:  # JSON, nested deeper than the parser goes: answer its id
+            logger.warning("a message nested too deep to read (%d bytes)", len(body))
+            message = "parse error: the message is nested too deep to read"
+            self._send_error(_top_level_id(body), JsonRpcParseError.CODE, message)
             return
         if isinstance(data, list):  # LSP has no batches
             logger.warning("a batch of %d messages: LSP has no batches", len(data))
@@ -214,9 +270,27 @@ class InplaceProtocol(LanguageServerProtocol):
         try:
             message = self.structure_message(data)
         except JsonRpcException as exc:  # a notification or response that does not fit its type
-            logger.warning("ignored %s: %s", data.get("method", "a response"), exc.__cause__ or exc)
+            self._ignored(data, exc.__cause__ or exc)
             return
         self.handle_message(message)
+
+    def _ignored(self, data: dict[str, Any], why: BaseException) -> None:
+        """Logs a notification that does not fit its type once per method and document (an
+        editor that sends bad ranges sends them on every keystroke)."""
+        method = str(data.get("method", "a response"))
+        params = data.get("params")
+        document = params.get("textDocument") if isinstance(params, dict) else None
+        uri = document.get("uri") if isinstance(document, dict) else None
+        said = self._said if self._said is not None else set()
+        key = (method, str(uri))
+        if key in said:
+            return
+        if len(said) >= SAID_ONCE_LIMIT:
+            said.clear()
+        said.add(key)
+        self._said = said
+        where = f" of {uri}" if uri is not None else ""
+        logger.warning("ignored %s%s: %s (said once)", method, where, _why(why))
 
     def _send_error(self, request_id: object, code: int, message: str) -> None:
         self._send_data(
@@ -282,7 +356,7 @@ class InplaceProtocol(LanguageServerProtocol):
         except JsonRpcException as exc:
             if isinstance(data, dict) and "id" in data and "method" in data:
                 cause = exc.__cause__ or exc
-                return _MalformedRequest(data["id"], str(data["method"]), str(cause))
+                return _MalformedRequest(data["id"], str(data["method"]), _why(cause))
             raise
 
     def handle_message(self, message: Any) -> None:
@@ -316,12 +390,11 @@ class InplaceProtocol(LanguageServerProtocol):
             )
             return
         if isinstance(message, _MalformedRequest):
-            first_line = message.error.strip().splitlines()[0] if message.error.strip() else ""
             self._send_response(
                 message.id,
                 error=types.ResponseError(
                     code=JsonRpcInvalidParams.CODE,
-                    message=f"invalid params for {message.method}: {first_line}".rstrip(": "),
+                    message=f"invalid params for {message.method}: {message.error}",
                 ),
             )
             return
