@@ -129,6 +129,26 @@ def _print_error(exc: BaseException) -> None:
     sys.stderr.flush()
 
 
+def _interrupted_as_python_is(exc: KeyboardInterrupt) -> None:
+    """Ctrl-C: the exception goes on up (python then runs the atexit handlers and ends by
+    SIGINT, exit status 130), and the hook that prints it (the script's own, if it set one)
+    gets the traceback python would give it, from the script's first frame, not this tool's."""
+    tracer.without_detector_frames(exc)
+    shown = _user_traceback(exc.__traceback__)
+    hook = sys.excepthook
+
+    def print_interrupt(
+        kind: type[BaseException], value: BaseException, tb: TracebackType | None
+    ) -> None:
+        sys.excepthook = hook
+        if value is exc:  # python's own hook prints the exception's traceback, not `tb`
+            tb = shown
+            value.with_traceback(shown)
+        hook(kind, value, tb)
+
+    sys.excepthook = print_interrupt
+
+
 def _run_script(script: str) -> None:
     """Runs ``script`` as ``python SCRIPT`` does: its code, compiled from its bytes (a coding
     line honoured), in a new ``__main__`` module whose ``__file__`` is the absolute path, with a
@@ -212,8 +232,9 @@ def main(argv: list[str]) -> int:
                 runpy.run_module(str(module), run_name="__main__", alter_sys=True)
     except SystemExit as exc:
         code = _exit_code(exc)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         detector.finish(130)
+        _interrupted_as_python_is(exc)
         raise
     except BaseException as exc:  # the user's exception: printed as Python would, exit 1
         error = exc

@@ -531,6 +531,42 @@ def test_bad_scripts_behave_as_without_the_detector(name: str, tmp_path: Path) -
     assert data["finished"] is not None
 
 
+INTERRUPTED = {
+    "plain": "",
+    "its own excepthook": (
+        "def hook(kind, value, tb):\n"
+        "    print('hook:', kind.__name__, traceback.extract_tb(tb)[0].filename, file=sys.stderr)\n"
+        "sys.excepthook = hook\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INTERRUPTED))
+def test_ctrl_c_shows_what_python_shows(name: str, tmp_path: Path) -> None:
+    """Ctrl-C in the script: the traceback from its first frame (none of the tool's), the
+    script's excepthook if it set one, python's ending (killed by SIGINT after the atexit
+    handlers); the report says 130, the shell's code for it."""
+    script = tmp_path / "interrupted.py"
+    script.write_text(
+        "import atexit, os, signal, sys, time, traceback\n"
+        "atexit.register(lambda: print('atexit ran'))\n"
+        f"{INTERRUPTED[name]}"
+        "def train():\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(5)\n"
+        "train()\n",
+        encoding="utf-8",
+    )
+    report = tmp_path / "r.json"
+    plain = _run([sys.executable, str(script)], cwd=tmp_path)
+    done = _detected("--report", str(report), str(script), cwd=tmp_path)
+    assert plain.returncode == done.returncode == -2, (done.stderr, plain.stderr)
+    assert done.stdout == plain.stdout == "atexit ran\n"
+    assert done.stderr == plain.stderr  # the same traceback, no frame of the tool's
+    assert ("hook: KeyboardInterrupt" in plain.stderr) == (name != "plain"), plain.stderr
+    assert _report(report)["exit_code"] == 130
+
+
 SEES = """\
 # -*- coding: latin-1 -*-
 import json, os, sys, warnings
