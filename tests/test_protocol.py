@@ -717,3 +717,33 @@ def test_malformed_changes_are_logged_once_per_document(server: Server) -> None:
     said = [line for line in log.splitlines() if "ignored textDocument/didChange" in line]
     assert len(said) == 2 and all(any(uri in line for line in said) for uri in uris), said
     assert "$.params.content_changes[0].range" in said[0], said
+
+
+RUNS_AND_MARKS = """import torch
+
+
+def train_step():
+    open(MARKER, "w").close()
+    x = torch.ones(2, requires_grad=True)
+    (x * 2).sum().backward()
+"""
+
+
+def test_verify_runs_nothing_a_uri_names_unless_it_is_open_or_a_file(server: Server) -> None:
+    """`untitled:Untitled-1` that is not open named the file Untitled-1 in the server's folder,
+    `http://h/x.py` the file /x.py: a clear error, nothing run. An open untitled buffer runs
+    as before (test_lsp_verify)."""
+    server.initialize()
+    marker = server.workspace / "ran"
+    code = RUNS_AND_MARKS.replace("MARKER", repr(str(marker)))
+    (server.workspace / "Untitled-1").write_text(code, encoding="utf-8")
+    (server.workspace / "x.py").write_text(code, encoding="utf-8")
+    http = "http://h" + (server.workspace / "x.py").as_posix()
+    for number, uri in enumerate(["untitled:Untitled-1", http]):
+        arguments = [uri, {"line": 4, "character": 4}]
+        params = {"command": "inplace-lsp.verify", "arguments": arguments}
+        server.send(request(20 + number, "workspace/executeCommand", params))
+        error = _error(server.reply(20 + number), -32602)
+        assert "not open in the editor and is no file: URI" in error["message"], error
+    assert not marker.exists()
+    assert server.stop() == 0

@@ -46,7 +46,8 @@ from pygls.workspace.position_codec import PositionCodec, ServerTextPosition
 
 from inplace_lsp import __version__
 from inplace_lsp.analysis.engine import DocumentAnalysis
-from inplace_lsp.analysis.lines import lines_with_ends
+from inplace_lsp.analysis.lines import lines_with_ends, read_python
+from inplace_lsp.config import MAX_FILE_BYTES
 from inplace_lsp.lsp import actions, convert, verification
 from inplace_lsp.lsp.framing import FrameReader, Skipped
 from inplace_lsp.lsp.session import REPORT_GLOBS, Cells, Features, Session, uri_to_path
@@ -456,8 +457,20 @@ class InplaceLanguageServer(LanguageServer):
         return unquote(uri) in self.workspace.text_documents
 
     def text_of(self, uri: str) -> tuple[int | None, str]:
-        document = self.workspace.get_text_document(uri)
-        return document.version, document.source
+        """The version and text of the document `uri`: the editor's buffer when it is open,
+        else the file a file: URI names (a regular file within the analysis's size limit).
+        ValueError for any other URI that is not open (pygls would read `untitled:Untitled-1`
+        as the file Untitled-1 in the server's folder, `http://h/x.py` as /x.py); OSError,
+        UnicodeDecodeError or SyntaxError when the file cannot be read as Python."""
+        if self.is_open(uri):
+            document = self.workspace.get_text_document(uri)
+            return document.version, document.source
+        path = uri_to_path(uri)
+        if path is None:
+            raise ValueError(
+                f"verify: {uri} is not open in the editor and is no file: URI; nothing was run"
+            )
+        return None, read_python(path, MAX_FILE_BYTES)
 
     def cells_of(self, notebook_uri: str) -> tuple[int | None, Cells]:
         """The notebook's version and its Python code cells, in order."""
@@ -820,7 +833,7 @@ def build_server() -> InplaceLanguageServer:
         try:
             uri, where = verification.parse_arguments(arguments)
             version, text = ls.text_of(uri)  # the buffer, saved or not
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, SyntaxError) as exc:
             raise JsonRpcInvalidParams(str(exc)) from None
         loop = asyncio.get_running_loop()
         progress = _WorkDone(ls, loop, ls.session.features.work_done_progress)
