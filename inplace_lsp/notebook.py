@@ -229,6 +229,10 @@ def read_notebook(text: str) -> NotebookFile:
             f"not a Jupyter notebook: invalid JSON at line {exc.lineno}, column {exc.colno}: "
             f"{exc.msg}"
         ) from None
+    except RecursionError:
+        raise NotebookError(
+            "not a notebook Python can read: its JSON is nested too deep to read"
+        ) from None
     if not isinstance(content, dict) or not isinstance(content.get("cells"), list):
         if isinstance(content, dict) and "worksheets" in content:
             raise NotebookError("nbformat 3 notebook: only nbformat 4 is supported")

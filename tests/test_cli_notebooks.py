@@ -326,8 +326,12 @@ def test_an_unchanged_notebook_writes_back_byte_for_byte() -> None:
         ('["torch"]\n', "the JSON has no `cells` list"),
         ('{"worksheets": [], "torch": 1}\n', "nbformat 3 notebook"),
         ('{"cells": [{"cell_type": "code", "source": 3}], "torch": 1}', "cell 1: `source`"),
+        (
+            '{"nbformat": 4, "cells": [], "metadata": ' + "[" * 1000 + "]" * 1000 + "}",
+            "its JSON is nested too deep to read",
+        ),
     ],
-    ids=["invalid-json", "no-cells", "nbformat-3", "bad-source"],
+    ids=["invalid-json", "no-cells", "nbformat-3", "bad-source", "nested-1000-deep"],
 )
 def test_a_bad_notebook_is_reported_and_the_others_checked(
     project: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
