@@ -91,6 +91,7 @@ class Client:
         self._replies: dict[int, queue.Queue[tuple[float, dict[str, Any]]]] = {}
         self._published: dict[str, dict[int | None, float]] = {}
         self.messages: list[dict[str, Any]] = []  # everything the server wrote, in order
+        self.largest = 0  # bytes of the largest message the server wrote
         self._condition = threading.Condition()
         self._lock = threading.Lock()
         threading.Thread(target=self._read, name="lsp-reader", daemon=True).start()
@@ -118,6 +119,7 @@ class Client:
                     length = int(line.split(b":", 1)[1])
             message = json.loads(self._stdout.read(length))
             now = time.perf_counter()
+            self.largest = max(self.largest, length)
             if "method" in message and "id" in message:  # a request from the server
                 self._write({"jsonrpc": "2.0", "id": message["id"], "result": None})
             elif "id" in message and message["id"] in self._replies:

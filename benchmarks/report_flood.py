@@ -16,6 +16,16 @@ there when the editor starts) and after the server was idle for 3 s.
 
 Targets (issue 27): hover <= 50 ms while any report is read; peak RSS <= 300 MB. `--checkout`
 runs the server of another checkout (an older commit's worktree) for a before / after.
+
+    python benchmarks/report_flood.py --findings 100000 [--checkout PATH]
+
+A report of many findings instead (what a cloned repository can commit: 100,000 findings are
+12 MB, under the 32 MB a report may have), each naming a line of the open `model.py`, with
+messages that differ (so that no two merge). Hovers go one after the other from the report's
+writing until its findings are shown and then 3 s more, while the server reads it and
+publishes. Reported: the longest hover (the longest wait of a request), the largest message
+the server wrote, when the findings were shown and how many. Targets (issue 38): the longest
+wait <= 100 ms, the largest message <= 5 MB, findings shown within 10 s.
 Exit status 0 (a measurement).
 """
 
@@ -34,6 +44,9 @@ from lsp_latency import Client, open_params
 
 HOVER_TARGET_MS = 50.0
 RSS_TARGET_MB = 300.0
+FLOOD_WAIT_TARGET_MS = 100.0
+FLOOD_MESSAGE_TARGET_MB = 5.0
+FLOOD_SHOWN_TARGET_S = 10.0
 MODEL = """import torch
 
 
@@ -143,13 +156,114 @@ def measure(files: int, kilobytes: int, checkout: Path, settle_s: float) -> dict
     }
 
 
+def _run_diagnostics(message: dict[str, Any], uri: str) -> int | None:
+    """How many run diagnostics a publish of `uri` carries (None: another message)."""
+    if message.get("method") != "textDocument/publishDiagnostics":
+        return None
+    params = message["params"]
+    if params["uri"] != uri:
+        return None
+    return sum(d.get("source") == "inplace-lsp run" for d in params["diagnostics"])
+
+
+def measure_findings(count: int, checkout: Path) -> dict[str, Any]:
+    """A report of `count` findings on the lines of the open model.py (see the docstring)."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "pyproject.toml").write_text("", encoding="utf-8")
+        model = root / "model.py"
+        model.write_text(MODEL, encoding="utf-8")
+        (root / ".inplace-lsp").mkdir()
+        lines = MODEL.splitlines()
+        sites = [(n + 1, text.strip()) for n, text in enumerate(lines) if text.strip()]
+        findings = []
+        for index in range(count):
+            line, source = sites[index % len(sites)]
+            place = {"path": str(model), "line": line, "source": source}
+            findings.append(
+                {
+                    "severity": "error",
+                    "kind": "inplace-error",
+                    "message": f"flood {index}",
+                    "mutation": place,
+                }  # fmt: skip
+            )
+        report = {"tool": "inplace-lsp run", "format": 1, "run_id": "flood", "findings": findings}
+        data = json.dumps(report)
+        client = Client(server_command(checkout), root)
+        try:
+            client.request(
+                "initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}
+            )
+            client.notify("initialized", {})
+            uri = model.as_uri()
+            client.notify("textDocument/didOpen", open_params(uri, MODEL))
+            hover = {"textDocument": {"uri": uri}, "position": {"line": 5, "character": 5}}
+            client.request("textDocument/hover", hover)  # the file analysed once
+            time.sleep(3.0)
+            written = time.monotonic()
+            (root / ".inplace-lsp" / "last-run.json").write_text(data, encoding="utf-8")
+            latencies: list[float] = []
+            shown_s: float | None = None
+            shown = 0
+            seen = 0
+            while time.monotonic() - written < 60:
+                latencies.append(client.request("textDocument/hover", hover)[0] * 1e3)
+                new = client.messages[seen:]
+                seen += len(new)
+                for message in new:
+                    found = _run_diagnostics(message, uri)
+                    if found:
+                        shown = found
+                        shown_s = shown_s or time.monotonic() - written
+                if shown_s is not None and time.monotonic() - written > shown_s + 3.0:
+                    break
+            largest = client.largest
+        finally:
+            client.close()
+    return {
+        "findings": count,
+        "report_mb": len(data.encode()) / 1e6,
+        "checkout": str(checkout),
+        "hovers": len(latencies),
+        "longest_wait_ms": max(latencies),
+        "hover_p50_ms": statistics.median(latencies),
+        "largest_message_mb": largest / 1e6,
+        "findings_shown_after_s": shown_s,
+        "diagnostics_shown": shown,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--files", type=int, default=40)
     parser.add_argument("--kb", type=int, default=1950)
     parser.add_argument("--checkout", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--findings", type=int, help="a report of this many findings instead")
     args = parser.parse_args(argv)
+    if args.findings:
+        flood = measure_findings(args.findings, args.checkout.resolve())
+        shown_s = flood["findings_shown_after_s"]
+        print(
+            f"{flood['findings']} findings ({flood['report_mb']:.1f} MB), server of "
+            f"{flood['checkout']}: {flood['hovers']} hovers; longest wait "
+            f"{flood['longest_wait_ms']:.1f} ms (target <= {FLOOD_WAIT_TARGET_MS:.0f}: "
+            f"{'met' if flood['longest_wait_ms'] <= FLOOD_WAIT_TARGET_MS else 'MISSED'}), p50 "
+            f"{flood['hover_p50_ms']:.1f} ms; largest message {flood['largest_message_mb']:.2f} MB"
+            f" (target <= {FLOOD_MESSAGE_TARGET_MB:.0f}: "
+            f"{'met' if flood['largest_message_mb'] <= FLOOD_MESSAGE_TARGET_MB else 'MISSED'}); "
+            + (
+                f"{flood['diagnostics_shown']} run diagnostics shown after {shown_s:.1f} s"
+                if shown_s is not None
+                else "no findings shown (60 s)"
+            )
+            + f" (target <= {FLOOD_SHOWN_TARGET_S:.0f} s: "
+            + ("met)" if shown_s is not None and shown_s <= FLOOD_SHOWN_TARGET_S else "MISSED)")
+        )
+        if args.json:
+            args.json.write_text(json.dumps(flood, indent=1) + "\n", encoding="utf-8")
+        return 0
     results = []
     for settle_s, when in ((0.0, "at start"), (3.0, "settled")):
         result = measure(args.files, args.kb, args.checkout.resolve(), settle_s)

@@ -17,10 +17,11 @@ import json
 import logging
 import os
 import re
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from inplace_lsp import files
 
@@ -35,6 +36,20 @@ _NAME = re.compile(r"last-run(?:-rank\d+)?\.json")
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", DIRECTORY)
 
 MAX_BYTES = 32 << 20  # a report larger than this is not read (a run writes a few kB)
+# What one run may show (each report of it, and its reports together); a run with more is
+# read up to these and says so once (a run finds a few sites, each with a count; 100,000
+# committed findings held up the server 9-20 s and went out in one 17 MB message). A
+# finding's texts are cut at MAX_TEXT characters.
+MAX_FINDINGS = 1000
+MAX_FILE_FINDINGS = 200
+MAX_EXAMINED = 10 * MAX_FINDINGS  # findings looked at for those: the rest are parsed only
+MAX_SHOWN_BYTES = 4 << 20  # of diagnostics, about (a message the server writes stays < 5 MB)
+MAX_RELATED = 16
+MAX_TEXT = 4000
+# The findings are parsed one at a time, pausing every PIECE of them (json.loads of a 12 MB
+# report held the GIL 330 ms in the reading thread, and the server's event loop waited).
+PIECE = 200
+PAUSE_S = 0.0005
 # (path, mtime in ns, size) of each report file present: a change in it means "read again".
 Signature = tuple[tuple[str, int, int], ...]
 
@@ -172,7 +187,17 @@ def newest_run(folders: Sequence[str], files: Signature | None = None) -> Run | 
         (r for r in reports if r.run_id == latest.run_id),
         key=lambda r: (-1 if r.rank is None else r.rank, r.path),
     )
-    findings = _across_ranks([finding for report in of_run for finding in report.findings])
+    caps = Caps()
+    merged = _across_ranks([finding for report in of_run for finding in report.findings])
+    findings = tuple(finding for finding in merged if caps.admit(finding))
+    if caps.left_out and len(of_run) > 1:
+        logger.warning(
+            "run %s: %d more findings of its %d reports not shown (%s)",
+            latest.run_id,
+            caps.left_out,
+            len(of_run),
+            _CAPS,
+        )
     return Run(latest.run_id, tuple(r.path for r in of_run), findings)
 
 
@@ -229,15 +254,16 @@ def read(path: str, mtime_ns: int = 0) -> Report | None:
     if not data.strip():
         logger.info("run report %s: empty (being written?)", path)
         return None
+    kept = _Kept(root)
     try:
-        raw = json.loads(data)
+        raw = _parse(data.decode(json.detect_encoding(data), "surrogatepass"), kept.add)
     except ValueError as exc:  # also UnicodeDecodeError
         logger.warning("run report %s: not JSON (being written?): %s", path, exc)
         return None
     except RecursionError:
         logger.warning("run report %s: nested too deeply to be a report", path)
         return None
-    if not isinstance(raw, Mapping) or raw.get("tool") != TOOL:
+    if raw is None or raw.get("tool") != TOOL:
         logger.warning("run report %s: not a report of %s", path, TOOL)
         return None
     if raw.get("format") != FORMAT:
@@ -245,44 +271,207 @@ def read(path: str, mtime_ns: int = 0) -> Report | None:
             "run report %s: format %r, this server reads format %d", path, raw.get("format"), FORMAT
         )
         return None
-    findings = raw.get("findings")
-    if not isinstance(findings, list):
+    if raw.get("findings") is not STREAMED:
         logger.warning("run report %s: no list of findings", path)
         return None
-    parsed = [_finding(item, root) for item in findings]
-    if any(item is None for item in parsed):
+    if kept.malformed:
         logger.warning(
             "run report %s: skipped %d findings (malformed, or naming no line in %s)",
             path,
-            parsed.count(None),
+            kept.malformed,
             root,
         )
+    if kept.left_out:
+        logger.warning("run report %s: %d more findings not shown (%s)", path, kept.left_out, _CAPS)
     rank = raw.get("rank")
+    run_id = raw.get("run_id")
     return Report(
         path=path,
         mtime_ns=mtime_ns,
-        run_id=str(raw.get("run_id") or ""),
+        run_id=_text(run_id) if isinstance(run_id, (str, int)) and run_id else "",
         rank=rank if _is_int(rank) else None,
-        findings=tuple(item for item in parsed if item is not None),
+        findings=tuple(kept.findings),
     )
 
 
-def _is_int(value: object) -> bool:
+class Caps:
+    """What a run shows, counted as its findings are admitted: MAX_FINDINGS findings, at most
+    MAX_FILE_FINDINGS in one file, MAX_SHOWN_BYTES of diagnostics (about: `_weight`) in all,
+    so that a publish of one file's is bounded too; `left_out` counts the rest."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.bytes = 0
+        self.per_file: dict[str, int] = {}
+        self.left_out = 0
+
+    def admit(self, finding: Finding) -> bool:
+        at = finding.at
+        assert at is not None  # the reader keeps only findings that name a line
+        weight = _weight(finding)
+        in_file = self.per_file.get(at.path, 0)
+        if (
+            self.count >= MAX_FINDINGS
+            or in_file >= MAX_FILE_FINDINGS
+            or self.bytes + weight > MAX_SHOWN_BYTES
+        ):
+            self.left_out += 1
+            return False
+        self.count += 1
+        self.bytes += weight
+        self.per_file[at.path] = in_file + 1
+        return True
+
+
+def _weight(finding: Finding) -> int:
+    """About the bytes of the diagnostic a finding becomes: its texts as JSON, its places'
+    URIs (a path's bytes percent-encoded at worst) and ranges."""
+    texts = [
+        finding.message,
+        finding.kind,
+        finding.saved_op or "",
+        *(m for _, m in finding.related),
+    ]
+    places = [finding.at, finding.saved_by, finding.call_site, *(p for p, _ in finding.related)]
+    paths = sum(3 * len(p.path.encode("utf-8", "surrogateescape")) for p in places if p)
+    return len(json.dumps(texts)) + paths + 200 * len(places)
+
+
+class _Kept:
+    """The findings of one report as they are parsed: the well-formed ones within its Caps,
+    of the first MAX_EXAMINED, and how many were malformed or left out."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.findings: list[Finding] = []
+        self.caps = Caps()
+        self.examined = 0
+        self.malformed = 0
+        self._inside: dict[str, bool] = {}  # path -> in the project (realpath once a path)
+
+    @property
+    def left_out(self) -> int:
+        return self.caps.left_out
+
+    def inside(self, path: str) -> bool:
+        found = self._inside.get(path)
+        if found is None:
+            found = self._inside[path] = files.inside(path, self.root)
+        return found
+
+    def add(self, raw: object) -> None:
+        if self.examined >= MAX_EXAMINED or self.caps.count >= MAX_FINDINGS:
+            self.caps.left_out += 1
+            return
+        self.examined += 1
+        finding = _finding(raw, self.inside)
+        if finding is None:
+            self.malformed += 1
+        elif self.caps.admit(finding):
+            self.findings.append(finding)
+
+
+_BLANK = re.compile(r"[ \t\n\r]*")
+_CAPS = f"a run shows at most {MAX_FINDINGS} findings, {MAX_FILE_FINDINGS} in a file"
+STREAMED = object()  # the "findings" member that _parse gave away item by item
+_DECODER = json.JSONDecoder()
+
+
+def _parse(text: str, finding: Callable[[object], object]) -> dict[str, Any] | None:
+    """A report's top-level object as json.loads reads it, but for its "findings" list: each
+    of its items is parsed on its own and given to `finding`, and the member's value is
+    STREAMED (the C parser takes one finding at a time, with a pause every PIECE).
+    None when the JSON is no object (not read further: it is no report). Raises ValueError
+    where json.loads would, RecursionError for an item nested too deep."""
+    at = _BLANK.match(text).end()  # type: ignore[union-attr]
+    if not text.startswith("{", at):
+        if text.startswith("[", at) or not text.strip():
+            return None
+        _DECODER.raw_decode(text, at)  # a scalar or invalid JSON: say which
+        return None
+    members: dict[str, Any] = {}
+    at = _skip(text, at + 1)
+    if text.startswith("}", at):
+        return _ended(text, at, members)
+    while True:
+        if not text.startswith('"', at):
+            raise json.JSONDecodeError(
+                "Expecting property name enclosed in double quotes", text, at
+            )
+        key, at = _DECODER.raw_decode(text, at)
+        at = _skip(text, at)
+        if not text.startswith(":", at):
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, at)
+        at = _skip(text, at + 1)
+        if key == "findings" and text.startswith("[", at):
+            at = _items(text, at, finding)
+            members[key] = STREAMED
+        else:
+            members[key], at = _DECODER.raw_decode(text, at)
+        at = _skip(text, at)
+        if text.startswith(",", at):
+            at = _skip(text, at + 1)
+        elif text.startswith("}", at):
+            return _ended(text, at, members)
+        else:
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
+
+
+def _skip(text: str, at: int) -> int:
+    return _BLANK.match(text, at).end()  # type: ignore[union-attr]
+
+
+def _ended(text: str, at: int, members: dict[str, Any]) -> dict[str, Any]:
+    """The members of an object whose `}` is at `at`, when nothing but blanks follows."""
+    end = _skip(text, at + 1)
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return members
+
+
+def _items(text: str, at: int, item: Callable[[object], object]) -> int:
+    """Parses the JSON list at `at` an item at a time, giving each to `item`; where it ends."""
+    at = _skip(text, at + 1)
+    if text.startswith("]", at):
+        return at + 1
+    count = 0
+    while True:
+        value, at = _DECODER.raw_decode(text, at)
+        item(value)
+        count += 1
+        if not count % PIECE:
+            time.sleep(PAUSE_S)  # the GIL is free meanwhile
+        at = _skip(text, at)
+        if text.startswith(",", at):
+            at = _skip(text, at + 1)
+        elif text.startswith("]", at):
+            return at + 1
+        else:
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _place(raw: object, root: str) -> Place | None:
-    """A place of a finding; None when malformed, or a file outside the project `root` (a
+def _text(value: object) -> str:
+    """A text of a finding, cut at MAX_TEXT characters."""
+    text = str(value)
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+
+
+def _place(raw: object, inside: Callable[[str], bool]) -> Place | None:
+    """A place of a finding; None when malformed, or a file not `inside` the project (a
     notebook cell's code is the kernel's, anywhere: the report holds its text)."""
     if not isinstance(raw, Mapping):
         return None
     path, line, source = raw.get("path"), raw.get("line"), raw.get("source")
     if not isinstance(path, str) or not os.path.isabs(path) or not isinstance(source, str):
         return None
-    if not isinstance(line, int) or isinstance(line, bool) or line < 1:
+    if not _is_int(line) or line < 1 or "\0" in path:
         return None
     cell = _cell(raw)
-    if cell is None and not files.inside(path, root):
+    if cell is None and not inside(path):
         return None
     return Place(os.path.normcase(os.path.normpath(path)), line, source.strip(), cell)
 
@@ -301,28 +490,36 @@ def _cell(raw: Mapping[str, Any]) -> Cell | None:
     )
 
 
-def _finding(raw: Any, root: str) -> Finding | None:
-    """A finding of the report, or None when it names no line or has no message."""
+_PLACES = ("mutation", "saved_by", "call_site")
+
+
+def _finding(raw: Any, inside: Callable[[str], bool]) -> Finding | None:
+    """A finding of the report, or None when it names no line, has no message, or a member
+    it has is not of its kind (`"related": 7`)."""
     if not isinstance(raw, Mapping) or not isinstance(raw.get("message"), str):
         return None
-    saved = raw.get("saved_by")
+    saved, listed, kind = raw.get("saved_by"), raw.get("related", []), raw.get("kind")
+    if not isinstance(listed, list) or not isinstance(kind, (str, type(None))):
+        return None
+    if any(not isinstance(raw.get(name), (Mapping, type(None))) for name in _PLACES):
+        return None
     related = []
-    for item in raw.get("related") or []:
-        place = _place(item, root)
+    for item in listed[:MAX_RELATED]:
+        place = _place(item, inside)
         if place is not None:
-            related.append((place, str(item.get("message") or "")))
+            related.append((place, _text(item.get("message") or "")))
     op = saved.get("op") if isinstance(saved, Mapping) else None
     count = raw.get("count")
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+    if not _is_int(count) or count < 1:
         count = 1
     finding = Finding(
         severity="error" if raw.get("severity") == "error" else "warning",
-        kind=str(raw.get("kind") or "run"),
-        message=raw["message"],
-        mutation=_place(raw.get("mutation"), root),
-        saved_by=_place(saved, root),
-        saved_op=op if isinstance(op, str) and op else None,
-        call_site=_place(raw.get("call_site"), root),
+        kind=(kind or "run")[:80],
+        message=_text(raw["message"]),
+        mutation=_place(raw.get("mutation"), inside),
+        saved_by=_place(saved, inside),
+        saved_op=_text(op)[:200] if isinstance(op, str) and op else None,
+        call_site=_place(raw.get("call_site"), inside),
         related=tuple(related),
         count=count,
     )

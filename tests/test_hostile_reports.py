@@ -258,16 +258,25 @@ def test_a_report_reader_drops_places_outside_its_project(tmp_path: Path) -> Non
     assert [f.message for f in read.findings] == ["in", "cell"]
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            '{"tool": "inplace-lsp run", "format": 1, "findings": ' + "[" * 1_000_000,
+            "nested too deeply to be a report",
+        ),
+        ("[" * 1_000_000, "not a report of inplace-lsp run"),  # no object: not read further
+    ],
+    ids=["findings", "the whole"],
+)
 def test_a_report_nested_a_million_deep_is_one_warning(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, text: str, said: str
 ) -> None:
     path = tmp_path / ".inplace-lsp" / "last-run.json"
     path.parent.mkdir()
-    path.write_text("[" * 1_000_000, encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     assert report.read(str(path)) is None
-    assert [r.getMessage() for r in caplog.records] == [
-        f"run report {path}: nested too deeply to be a report"
-    ]
+    assert [r.getMessage() for r in caplog.records] == [f"run report {path}: {said}"]
 
 
 def test_the_files_a_report_names_are_read_off_the_event_loop(
@@ -422,3 +431,122 @@ def test_a_thread_s_reread_moves_the_anchors_as_a_read_on_the_loop_does(
     expected = on_loop.disk_changed(key)
     assert in_thread.disk_changed(key, run_findings.reread(key, old)) == expected
     assert in_thread.diagnostics(key, "utf-16") == on_loop.diagnostics(key, "utf-16")
+
+
+# ------------------------------------------------------ floods and malformed findings (issue 38)
+
+# A member of a finding that is not of its kind: the finding is skipped, the others are read.
+MALFORMED = {
+    "related: 7": {"related": 7},
+    "related: a string": {"related": "x"},
+    "related item: a list": {"related": [[1, 2]]},
+    "mutation: a list": {"mutation": [1]},
+    "saved_by: a string": {"saved_by": "x"},
+    "call_site: 3": {"call_site": 3},
+    "kind: a list": {"kind": ["x"]},
+    "line: a float": {"mutation": {"path": "/x.py", "line": 1.5, "source": "x"}},
+    "path with NUL": {"mutation": {"path": "/x\0.py", "line": 1, "source": "x"}},
+    "message: 5": {"message": 5},
+}
+
+
+@pytest.mark.parametrize("bad", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_malformed_finding_is_skipped_with_one_warning(
+    workspace: Path, caplog: pytest.LogCaptureFixture, bad: dict[str, Any]
+) -> None:
+    """`"related": 7` beside a good finding raised a TypeError: no finding of the report was
+    shown, and the last run's stayed."""
+    path = write_report(workspace, [{**inplace_finding(workspace, "bad"), **bad},
+                                    inplace_finding(workspace, "good")])  # fmt: skip
+    read = report.read(str(path))
+    assert read is not None
+    messages = [f.message for f in read.findings]
+    assert messages[-1] == "good" and len(messages) <= 2, messages
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == (2 - len(messages)), warned
+    assert all("skipped 1 findings" in w for w in warned), warned
+
+
+def _flood(workspace: Path, count: int, message: str = "flood {}") -> list[dict[str, Any]]:
+    """`count` findings on the write of model.py, with messages that differ (none merge)."""
+    place = inplace_finding(workspace)["mutation"]
+    return [{"message": message.format(n), "mutation": place} for n in range(count)]
+
+
+def test_a_report_is_read_up_to_its_caps_and_says_so_once(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Six files with 300 findings each, then 20,000 on one line (the probe committed
+    100,000): a file shows at most MAX_FILE_FINDINGS, a run MAX_FINDINGS, texts are cut at
+    MAX_TEXT; a run of several reports is held to the same caps."""
+    findings: list[dict[str, Any]] = []
+    for number in range(6):
+        path = str(workspace / f"other{number}.py")
+        for line in range(1, 301):
+            place = {"path": path, "line": line, "source": f"y{line} += 1"}
+            findings.append({"message": f"other {number} {line}", "mutation": place})
+    findings[0]["message"] += "x" * 10_000
+    findings += _flood(workspace, 20_000)
+    path = write_report(workspace, findings)
+    read = report.read(str(path))
+    assert read is not None
+    assert len(read.findings) == report.MAX_FINDINGS
+    per_file: dict[str, int] = {}
+    for finding in read.findings:
+        assert finding.at is not None
+        per_file[finding.at.path] = per_file.get(finding.at.path, 0) + 1
+    assert max(per_file.values()) == report.MAX_FILE_FINDINGS
+    assert len(read.findings[0].message) == report.MAX_TEXT
+    assert [r.getMessage() for r in caplog.records] == [
+        f"run report {path}: {len(findings) - report.MAX_FINDINGS} more findings not shown "
+        f"(a run shows at most {report.MAX_FINDINGS} findings, {report.MAX_FILE_FINDINGS} "
+        "in a file)"
+    ]
+    caplog.clear()
+    path.unlink()
+    for rank in range(3):  # a torchrun job: each rank's report within the caps, not together
+        write_report(workspace, _flood(workspace, 150, f"rank {rank} {{}}"), rank=rank)
+    run = report.newest_run([str(workspace)])
+    assert run is not None and len(run.findings) == report.MAX_FILE_FINDINGS
+    assert [r.getMessage() for r in caplog.records] == [
+        f"run run-1: {3 * 150 - report.MAX_FILE_FINDINGS} more findings of its 3 reports not "
+        f"shown (a run shows at most {report.MAX_FINDINGS} findings, "
+        f"{report.MAX_FILE_FINDINGS} in a file)"
+    ]
+
+
+def test_the_diagnostics_of_a_run_are_bounded_in_bytes(workspace: Path) -> None:
+    """Long messages and long related paths: what a run shows stays within MAX_SHOWN_BYTES."""
+    deep = workspace / ("d" * 200) / ("e" * 200)
+    deep.mkdir(parents=True)
+    findings = []
+    for n in range(report.MAX_FILE_FINDINGS):
+        finding = inplace_finding(workspace, f"{n} " + "é" * 4_100)
+        target = deep / f"f{n}.py"
+        target.write_text("x += 1\n", encoding="utf-8")
+        place = {"path": str(target), "line": 1, "source": "x += 1", "message": "m" * 1_000}
+        finding["related"] = [place] * 20
+        findings.append(finding)
+    read = report.read(str(write_report(workspace, findings)))
+    assert read is not None and 0 < len(read.findings) < report.MAX_FILE_FINDINGS
+    assert all(len(f.related) == report.MAX_RELATED for f in read.findings)
+    shown = sum(len(json.dumps([f.message, *(m for _, m in f.related)])) for f in read.findings)
+    assert shown <= report.MAX_SHOWN_BYTES
+
+
+@pytest.mark.lsp
+def test_a_flooded_report_is_published_in_bounded_messages(workspace: Path) -> None:
+    """20,000 findings on one line of the open file, one of them malformed: the server shows
+    the file's first MAX_FILE_FINDINGS (the old code published all of them in one message of
+    several MB), answers the hover, and says once that it left the rest out."""
+    findings = _flood(workspace, 20_000)
+    findings[5]["related"] = 7
+    write_report(workspace, findings)
+    published = _served(workspace)
+    model = (workspace / "model.py").as_uri()
+    shown = [run_of(p["diagnostics"]) for p in published if p["uri"] == model]
+    assert shown and len(shown[-1]) == report.MAX_FILE_FINDINGS, [len(s) for s in shown]
+    assert "flood 5" not in {d["message"] for d in shown[-1]}
+    assert max(len(json.dumps(p)) for p in published) < 1 << 20
+    log = (workspace / "server.log").read_text("utf-8", "replace")
+    assert log.count("more findings not shown") == 1 and log.count("skipped 1 findings") == 1

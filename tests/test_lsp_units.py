@@ -1015,25 +1015,37 @@ def test_a_document_above_max_file_bytes_gets_one_note_and_no_analysis(tmp_path:
     assert client.last(uri) == (3, ["IPL001", "IPL003"])
 
 
-def test_the_fast_position_codec_agrees_with_pyglss() -> None:
-    """On ASCII lines the server's codec skips pygls's per-character loop; every position,
-    past the end and on empty or CRLF lines too, must convert as pygls converts it."""
+def test_the_position_codec_reads_positions_as_lsp_does() -> None:
+    """Every position of lines with and without breaks (LF, CRLF, CR, none), empty, ASCII and
+    not: a column counts code units of the encoding; past the line's end it is the line's end,
+    before the break (pygls put it after the break, or one character short of the end); a
+    column inside a character is that character; a line past the last is the document's end.
+    The line lengths agree with pygls's."""
     from pygls.workspace.position_codec import PositionCodec
 
     from inplace_lsp.lsp.server import _FastCodec
 
     rng = random.Random(0)
-    lines = ["", "\n", "x\r\n", "    h += 1\n", "é = 1\n", "s = '😀' + x\n", "tail"]
-    lines += ["".join(rng.choice("ab (:\t") for _ in range(rng.randrange(30))) + "\n"]
+    lines = ["", "\n", "x\r\n", "y\r", "    h += 1\n", "é = 1\n", "s = '😀' + x\r\n", "tail😀"]
+    lines += ["".join(rng.choice("ab (:\té😀") for _ in range(rng.randrange(30))) + "\n"]
+    width = {"utf-8": lambda c: len(c.encode()), "utf-16": lambda c: 1 + (ord(c) > 0xFFFF)}
     for encoding in ("utf-8", "utf-16", "utf-32"):
-        fast, reference = _FastCodec(encoding), PositionCodec(encoding)
-        for line in range(len(lines) + 1):
-            for character in range(40):
-                got = fast.position_from_client_units(lines, types.Position(line, character))
-                want = reference.position_from_client_units(lines, types.Position(line, character))
-                assert got == want, (encoding, line, character)
+        units = width.get(encoding, lambda c: 1)
+        codec, reference = _FastCodec(encoding), PositionCodec(encoding)
+        for line in range(len(lines) + 2):
+            for character in range(60):
+                got = codec.position_from_client_units(lines, types.Position(line, character))
+                if line >= len(lines):
+                    assert (got.line, got.character) == (len(lines) - 1, len(lines[-1]))
+                    continue
+                content = lines[line].rstrip("\r\n")
+                column = seen = 0
+                while column < len(content) and seen + units(content[column]) <= character:
+                    seen += units(content[column])
+                    column += 1
+                assert (got.line, got.character) == (line, column), (encoding, line, character)
         for text in lines:
-            assert fast.client_num_units(text) == reference.client_num_units(text)
+            assert codec.client_num_units(text) == reference.client_num_units(text)
 
 
 DEEP = (
