@@ -29,7 +29,7 @@ from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote
 
-from inplace_lsp import __version__, config, files, notebook
+from inplace_lsp import __version__, config, files, notebook, report
 from inplace_lsp.analysis import engine
 from inplace_lsp.analysis.findings import Confidence, Finding, FixRecipe, Related, Severity, Span
 from inplace_lsp.analysis.lines import decode_source, split_lines
@@ -344,11 +344,19 @@ def _check_data(
 
 
 def _write_back(path: str, read: bytes, data: bytes, result: FileResult) -> bool:
-    """Writes the fixed bytes in place of the file: atomically (a temporary file in its
-    folder, with its mode, renamed over it; a symlink stays one and its target changes), and
-    only while the file still holds `read`, the bytes analysed: a file saved meanwhile, or
-    read-only, is left as it is and a message says so. Whether it was written."""
+    """Writes the fixed bytes in place of the file, only while it still holds `read` (the
+    bytes analysed), and keeping what the file is: its owner, group and mode, its other hard
+    links, and a symlink stays one (its target changes). Atomically, a temporary file in its
+    folder renamed over it, where that keeps all of these; else in place (a file with other
+    links, or one whose owner or group the temporary file cannot be given: `check --fix` as
+    root made a user's file root's, unreadable to the user). A file saved meanwhile,
+    read-only, or reached through a symlink leading out of its project is left as it is and
+    a message says so. Whether it was written."""
     target = os.path.realpath(path)
+    project = report.project_root(os.path.dirname(os.path.abspath(path)))
+    if not files.inside(target, project):
+        result.messages.append(f"{path}: leads out of the project (to {target}): not fixed")
+        return False
     try:
         info = os.stat(target)
         if not info.st_mode & stat.S_IWUSR:
@@ -360,23 +368,59 @@ def _write_back(path: str, read: bytes, data: bytes, result: FileResult) -> bool
     except OSError as exc:
         result.messages.append(f"{path}: cannot read it again: {exc.strerror or exc}: not fixed")
         return False
-    if not unchanged:
-        result.messages.append(f"{path}: changed since it was read: not fixed (run again)")
-        return False
-    folder, name = os.path.split(target)
-    temporary = None
     try:
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".fix", dir=folder)
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(data)
-        os.chmod(temporary, stat.S_IMODE(info.st_mode))
-        os.replace(temporary, target)
+        if not unchanged or (
+            not (info.st_nlink == 1 and _replace_keeping(target, data, info))
+            and not _rewrite_in_place(target, read, data)
+        ):
+            result.messages.append(f"{path}: changed since it was read: not fixed (run again)")
+            return False
     except OSError as exc:
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
         result.messages.append(f"{path}: cannot write the fix: {exc.strerror or exc}")
         return False
+    return True
+
+
+def _replace_keeping(target: str, data: bytes, info: os.stat_result) -> bool:
+    """Writes `data` to a temporary file beside `target` with its owner, group and mode, and
+    renames it over `target`; False (nothing changed) where the owner or group cannot be
+    given to it, or the folder takes no new file."""
+    folder, name = os.path.split(target)
+    try:
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".fix", dir=folder)
+    except PermissionError:  # a folder the writer may not add to: the file itself may do
+        return False
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+            made = os.fstat(descriptor)
+            if (made.st_uid, made.st_gid) != (info.st_uid, info.st_gid):
+                try:
+                    os.fchown(descriptor, info.st_uid, info.st_gid)
+                except PermissionError:
+                    os.unlink(temporary)
+                    return False
+            os.fchmod(descriptor, stat.S_IMODE(info.st_mode))  # after fchown, which clears setuid
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return True
+
+
+def _rewrite_in_place(target: str, read: bytes, data: bytes) -> bool:
+    """Overwrites the regular file `target` with `data` through one descriptor, if it still
+    holds `read` (False otherwise: nothing written). Not atomic: for the files a rename would
+    change (other links, an owner the writer cannot give)."""
+    flags = os.O_RDWR | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    descriptor = os.open(target, flags)
+    with os.fdopen(descriptor, "r+b") as stream:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode) or stream.read(len(read) + 1) != read:
+            return False
+        stream.seek(0)
+        stream.write(data)
+        stream.truncate()
     return True
 
 

@@ -553,6 +553,70 @@ def test_fix_writes_atomically_keeping_the_mode_and_skips_a_read_only_file(
     assert code == 1 and "in 1 of 1 file" in out
 
 
+def _fix_plainly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        fixes,
+        "apply_safe_fixes",
+        lambda text, found: text.replace("h += 1  #! IPL001 error fixable", "h = h + 1"),
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown: root only")
+@pytest.mark.parametrize("rename", ["kept by the rename", "owner not given: in place"])
+def test_fix_keeps_the_owner_group_mode_and_hard_links(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, rename: str
+) -> None:
+    """`check --fix` as root (a container on a mounted checkout) on a user's file: the fixed
+    file is still the user's, with its group and mode (it became root's, mode 600 unreadable
+    to its owner); a hard link to it sees the fix (the rename split the two names)."""
+    _fix_plainly(monkeypatch)
+    if rename != "kept by the rename":
+        monkeypatch.setattr(os, "fchown", _refuse_fchown)
+    nobody = 65534
+    model = write(project / "model.py", MODEL)
+    os.chown(model, nobody, nobody)
+    model.chmod(0o640)
+    linked = write(project / "linked.py", MODEL)
+    os.chown(linked, nobody, nobody)
+    other_name = project / "elsewhere.txt"
+    os.link(linked, other_name)
+    code, out, err = run_main(capsys, "check", "--fix", "model.py", "linked.py")
+    assert "Fixed 2 problems." in out, (out, err)
+    info = model.stat()
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o7777) == (nobody, nobody, 0o640)
+    assert "h = h + 1" in model.read_text(encoding="utf-8")
+    assert other_name.read_text(encoding="utf-8") == linked.read_text(encoding="utf-8")
+    assert "h = h + 1" in other_name.read_text(encoding="utf-8")
+    assert linked.stat().st_ino == other_name.stat().st_ino and linked.stat().st_nlink == 2
+    assert (linked.stat().st_uid, linked.stat().st_gid) == (nobody, nobody)
+    assert not [p for p in project.iterdir() if p.name.endswith(".fix")]
+
+
+def _refuse_fchown(descriptor: int, uid: int, gid: int) -> None:
+    raise PermissionError(1, "Operation not permitted")
+
+
+def test_fix_does_not_write_through_a_symlink_leading_out_of_the_project(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A symlink committed into the project that leads to a file outside it is checked but
+    not written through; one leading inside the project is (the link stays a link)."""
+    _fix_plainly(monkeypatch)
+    outside = write(tmp_path_factory.mktemp("elsewhere") / "shared.py", MODEL)
+    (project / "escape.py").symlink_to(outside)
+    inside = write(project / "real" / "inner.py", MODEL)
+    (project / "inner_link.py").symlink_to(inside)
+    code, out, err = run_main(capsys, "check", "--fix", "escape.py", "inner_link.py")
+    assert outside.read_text(encoding="utf-8") == MODEL
+    assert f"escape.py: leads out of the project (to {outside}): not fixed" in err
+    assert "h = h + 1" in inside.read_text(encoding="utf-8")
+    assert (project / "inner_link.py").is_symlink()
+    assert "Fixed 1 problem." in out
+
+
 # ---------------------------------------------------------------- many files
 
 
