@@ -136,14 +136,17 @@ def run_edits(
 
 
 def typed_and_deleted(text: str) -> list[tuple[dict[str, Any], str]]:
-    """One round of the day's edits: a new line opened in the first long method's body,
-    DAY_STATEMENT typed into it a character at a time, deleted the same way, the line
-    removed: (range, text) changes that bring the text back to `text`."""
+    """One round of the day's edits: a new line opened in the body of the first `forward`
+    method of more than five statements, DAY_STATEMENT typed into it a character at a time,
+    deleted the same way, the line removed: (range, text) changes that bring the text back
+    to `text`."""
     lines = text.splitlines(keepends=True)
     method = next(
         node
-        for node in ast.walk(ast.parse(text))
-        if isinstance(node, ast.FunctionDef) and len(node.body) > 5
+        for cls in ast.walk(ast.parse(text))
+        if isinstance(cls, ast.ClassDef)
+        for node in cls.body
+        if isinstance(node, ast.FunctionDef) and node.name == "forward" and len(node.body) > 5
     )
     line = method.body[2].lineno - 1
     indent = lines[line][: len(lines[line]) - len(lines[line].lstrip())]

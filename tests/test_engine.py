@@ -16,7 +16,7 @@ import pytest
 from edits import parses, semantic_edits
 from generated import with_slow_function
 
-from inplace_lsp.analysis import evaluator
+from inplace_lsp.analysis import evaluator, summaries
 from inplace_lsp.analysis.blocks import ParseCache
 from inplace_lsp.analysis.engine import (
     DocumentAnalysis,
@@ -288,6 +288,23 @@ def test_what_is_kept_for_old_texts_is_bounded() -> None:
         # The findings of each of the 40 methods and of the other blocks, as many old ones
         # (a keystroke that breaks the class for a moment brings them back), and 32 more.
         assert len(doc._results) <= 2 * (40 + 2) + 32
+
+
+def test_the_interned_facts_are_bounded_and_the_recent_ones_kept() -> None:
+    """Facts name the AST nodes of one parse, so every keystroke in a method makes new ones:
+    the table kept up to 100,000 (~6 kB each: +15 MB per 1,000 keystrokes in a 4,128-line
+    file, benchmarks/edit_memory.py --day). Two generations of at most _INTERNED_MAX now,
+    small enough for a day of editing; what is asked for again stays one object."""
+    assert 2 * summaries._INTERNED_MAX <= 10_000
+    kept = summaries.intern(("kept", 0))
+    for number in range(3 * summaries._INTERNED_MAX):
+        summaries.intern(("unique", number))
+        if number % 1000 == 0:
+            assert summaries.intern(("kept", 0)) is kept
+        assert len(summaries._INTERNED) + len(summaries._INTERNED_OLDER) <= (
+            2 * summaries._INTERNED_MAX
+        )
+    assert summaries.intern(("unique", 0)) is not None  # gone, or kept: equal either way
 
 
 # A method chain 400 calls long: the interpreter runs out of Python's stack on it.

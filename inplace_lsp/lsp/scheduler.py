@@ -11,6 +11,9 @@ then), which bounds memory when hundreds of files are open.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import logging
 import threading
 import time
@@ -29,6 +32,10 @@ logger = logging.getLogger(__name__)
 
 MAX_LIVE = 16  # documents whose incremental analysis state is kept
 WORKERS = 4
+# The C allocator's free pages go back to the system every this many analyses (1-3 ms each):
+# an analysis frees most of what it allocated, in pieces that glibc keeps inside its heap, and
+# a day of typing into a 4,128-line file grew the server 4-5 MB per 1,000 keystrokes.
+TRIM_EVERY = 50
 
 
 @dataclass(frozen=True)
@@ -295,6 +302,8 @@ class Scheduler:
             findings, errors, targets, notes = (), (), None, ()
             alone = False
         self.analyses += 1
+        if not self.analyses % TRIM_EVERY:
+            _give_back_free_memory()
         snapshot = Snapshot(
             slot.key,
             job.version,
@@ -320,6 +329,21 @@ class Scheduler:
             while len(self._live) > self._max_live:
                 self._live.popitem(last=False)
         return analysis
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim (None elsewhere: musl, macOS, Windows)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def _give_back_free_memory() -> None:
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def _same_findings(a: Snapshot, b: Snapshot) -> bool:
