@@ -84,11 +84,11 @@ logging.getLogger("pygls.protocol.json_rpc").addFilter(_NoDeserializeTraceback()
 
 
 def _why(exc: BaseException) -> str:
-    """What does not fit in a message, where (`$.params.range.start.line: ...`), in one line."""
-    try:
-        return "; ".join(cattrs.transform_error(exc, path="$"))  # type: ignore[arg-type]
-    except Exception:  # not a cattrs error
-        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    """What does not fit in a message, where (`... @ $.params.range.start`), in one line."""
+    if isinstance(exc, cattrs.errors.BaseValidationError):
+        return "; ".join(cattrs.transform_error(exc, path="$"))
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class ServerDocument(TextDocument):
