@@ -45,7 +45,7 @@ from pygls.workspace import TextDocument, Workspace
 from pygls.workspace.position_codec import PositionCodec, ServerTextPosition
 
 from inplace_lsp import __version__
-from inplace_lsp.analysis.engine import DocumentAnalysis
+from inplace_lsp.analysis.engine import COLLECTOR, DocumentAnalysis
 from inplace_lsp.analysis.lines import lines_with_ends, read_python
 from inplace_lsp.config import MAX_FILE_BYTES
 from inplace_lsp.lsp import actions, convert, verification
@@ -598,21 +598,29 @@ class Warm(nn.Module):
 
 def _warm_up() -> None:
     """Loads what the first analysis and the first code action would otherwise load while
-    the user waits: the autograd table, every rule, the fixes (libcst). Then moves all of it
-    out of the garbage collector's sight: the ~100,000 objects of pygls, lsprotocol, cattrs
-    and libcst live as long as the process, and every full collection (a pause between an
-    analysis and its diagnostics) walked them again. No full collection runs meanwhile: one
-    holds the GIL some 40 ms in this thread, and a hover or keystroke the event loop's
-    thread serves then waits for it (the few hundred objects of garbage the imports leave in
-    the oldest generation are frozen with the rest)."""
-    gc.disable()
+    the user waits: the autograd table, every rule, the fixes (libcst). No collection runs
+    meanwhile: a full one holds the GIL some 40 ms in this thread, and a hover or keystroke
+    the event loop's thread serves then waits for it."""
+    COLLECTOR.hold()
     try:
         DocumentAnalysis().update(WARM_UP_SOURCE)
         import inplace_lsp.fixes  # noqa: F401  (libcst: the first code action's edits)
     finally:
-        gc.collect(1)
-        gc.freeze()
-        gc.enable()
+        COLLECTOR.release()
+
+
+def _freeze_what_the_server_is_made_of() -> None:
+    """Moves the ~60,000 objects of pygls, lsprotocol, cattrs and the analysis's modules and
+    tables out of the garbage collector's sight: they live as long as the process, and every
+    full collection (a pause between an analysis and its diagnostics) walked them again.
+    Once, while `initialize` is answered, before any document can be open: a frozen object
+    is never collected, and when the warm-up thread froze everything alive, the analysis of a
+    document opened at once was frozen with it; its classes' ClassInfos, kept from update to
+    update, each pinned the module model of the update it was dropped in: +3-4 MB per 1,000
+    keystrokes in a 4,128-line file (benchmarks/edit_memory.py --day). libcst, imported by the
+    warm-up later, stays in sight (16,000 objects)."""
+    gc.collect()
+    gc.freeze()
 
 
 class _FastCodec(PositionCodec):
@@ -653,6 +661,7 @@ def build_server() -> InplaceLanguageServer:
         client = _PyglsClient(ls, asyncio.get_running_loop())
         ls.start(Session(client, features, root=_root(params), folders=_folders(params)))
         ls.init_options = params.initialization_options
+        _freeze_what_the_server_is_made_of()
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: InplaceLanguageServer, params: types.InitializedParams) -> None:
