@@ -394,13 +394,13 @@ def _replace_keeping(target: str, data: bytes, info: os.stat_result) -> bool:
         with os.fdopen(descriptor, "wb") as stream:
             stream.write(data)
             made = os.fstat(descriptor)
-            if (made.st_uid, made.st_gid) != (info.st_uid, info.st_gid):
+            if hasattr(os, "fchown") and (made.st_uid, made.st_gid) != (info.st_uid, info.st_gid):
                 try:
                     os.fchown(descriptor, info.st_uid, info.st_gid)
                 except PermissionError:
                     os.unlink(temporary)
                     return False
-            os.fchmod(descriptor, stat.S_IMODE(info.st_mode))  # after fchown, which clears setuid
+        os.chmod(temporary, stat.S_IMODE(info.st_mode))  # after fchown, which clears setuid
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
