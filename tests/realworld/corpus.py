@@ -109,5 +109,8 @@ def problems(case: Case) -> list[str]:
     return found
 
 
+_CASE_NAME = re.compile(r"b?\d{3}_.+\.py")  # nnn_slug.py; the blind split's bnnn_slug.py
+
+
 def discover(directory: Path = HERE) -> list[Case]:
-    return [parse(path) for path in sorted(directory.glob("[0-9][0-9][0-9]_*.py"))]
+    return [parse(p) for p in sorted(directory.glob("*.py")) if _CASE_NAME.fullmatch(p.name)]
