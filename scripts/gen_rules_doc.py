@@ -102,12 +102,15 @@ SEVERITIES = [
     '  None:` (line 6) is true)" (the branch the save ran on), "fails if the tensor is',
     '  already float32" (an op that returns its input or a copy, by dtype or layout), "may',
     '  fail (on some paths)" (a conditional submodule, a value that may be one of several',
-    "  tensors). Integer and bool tensors never require grad, so they are never the reason",
-    "  for a finding. A write that torch does not catch but that",
+    '  tensors), "fails if `self.act` keeps it" (a layer or function the analysis cannot',
+    "  read, whose output is written). Integer and bool tensors never require grad, so they",
+    "  are never the reason for a finding. A write that torch does not catch but that",
     "  makes gradients silently wrong (through `.data`, IPL005) is a Warning too: the program",
     "  runs, and whether those gradients are used is not known.",
     '- **Information / Hint**: notes ("too deep to analyse", "not analysed: its analysis took',
     '  longer than 1.5 s") and "checked: safe" hints, which editors show only with `showHints`.',
+    "  A hint is a proof: it is given only where every fact it rests on is known (no call the",
+    "  analysis does not follow was given the tensor, every run of the line was checked).",
 ]
 
 

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -61,7 +62,14 @@ def _run(
         capture_output=True,
         text=True,
         timeout=timeout,
+        # (a suite started in the background of a shell ignores SIGINT, and its children
+        # would too: the Ctrl-C tests need python's own handling of it)
+        preexec_fn=_default_sigint if os.name == "posix" else None,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _detected(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:

@@ -85,14 +85,20 @@ def _run_all(paths: list[Path]) -> dict[str, dict[str, object]]:
     return results
 
 
+@pytest.fixture(scope="module")
+def runs() -> dict[str, dict[str, object]]:
+    """Every case of every split run plainly and under the runtime detector."""
+    pytest.importorskip("torch")
+    return _run_all([c.path for c in CASES + HELDOUT + BLIND])
+
+
 @pytest.mark.torch
-def test_every_label_is_what_torch_does(tmp_path: Path) -> None:
+def test_every_label_is_what_torch_does(tmp_path: Path, runs: dict[str, dict[str, object]]) -> None:
     """Each case's outcome is what `python case.py` does under torch, and its guilty line
     (and, for an in-place error, its saving line) is what the runtime detector names. A case
     with more than one guilty line: each of the others is named once the ones the detector
     named before it are replaced by `pass` (label.neutralized)."""
-    pytest.importorskip("torch")
-    results = _run_all([c.path for c in CASES + HELDOUT + BLIND])
+    results = runs
     wrong = {c.name: label.check(c, results[str(c.path)]) for c in CASES + HELDOUT + BLIND}
     assert not {name: found for name, found in wrong.items() if found}
     extra: list[tuple[corpus.Case, list[int], int]] = []
@@ -123,3 +129,24 @@ def test_every_label_is_what_torch_does(tmp_path: Path) -> None:
             if f["kind"] == "inplace-error"
         }
         assert line in named, f"{case.name}: with {gone} gone the detector names {named}"
+
+
+@pytest.mark.torch
+def test_no_hint_says_safe_where_torch_breaks(runs: dict[str, dict[str, object]]) -> None:
+    """A Hint ("checked: safe") is a proof: none on a line that torch names when the case
+    runs (its guilty lines, and every write the runtime detector finds breaking backward).
+    Not on the blind split, whose lines its scoring may not name."""
+    from inplace_lsp.analysis.engine import analyze
+    from inplace_lsp.analysis.findings import Severity
+
+    contradicted = {}
+    for case in CASES + HELDOUT:
+        findings = runs[str(case.path)]["detected"]["findings"]  # type: ignore[index]
+        broken = set(case.errors) | {
+            f["mutation"] for f in findings if f["severity"] == "error" and f.get("mutation")
+        }
+        text = case.path.read_text(encoding="utf-8")
+        hinted = {f.span.line for f in analyze(text, str(case.path)) if f.severity is Severity.HINT}
+        if hinted & broken:
+            contradicted[case.name] = sorted(hinted & broken)
+    assert not contradicted

@@ -262,6 +262,11 @@ class Ctx:
     # (ast.unparse on every branch run would cost the analysis a tenth of its time); None for
     # the root and for contexts that need no saying.
     label: Label | None = None
+    # One run of a branch (an `if`'s bodies, the callees of `f = a if c else b`): its id and
+    # which of its paths this is. Two contexts on different paths of the same run never
+    # both happen in one run of the code (0: no branch).
+    split: int = 0
+    arm: int = 0
 
     def descends_from(self, other: Ctx) -> bool:
         node: Ctx | None = self
@@ -270,6 +275,23 @@ class Ctx:
                 return True
             node = node.parent
         return False
+
+
+def exclusive(one: Ctx, other: Ctx) -> bool:
+    """Whether two contexts lie on different paths of one run of a branch (a save in the
+    `return` branch of `if x.requires_grad:` and a write after it): no run meets both."""
+    arms: dict[int, int] = {}
+    node: Ctx | None = one
+    while node is not None:
+        if node.split:
+            arms[node.split] = node.arm
+        node = node.parent
+    node = other
+    while node is not None:
+        if node.split and arms.get(node.split, node.arm) != node.arm:
+            return True
+        node = node.parent
+    return False
 
 
 @dataclass(eq=False)
@@ -291,6 +313,10 @@ class Save:
     # line to recompute after a step, and its file (None: the document analysed).
     called_at: Loc | None = None
     called_at_path: str | None = None
+    # Made by a call the analysis does not follow (`self.act(x)` of a class it cannot read):
+    # saved only if that callee keeps the tensor for backward, which is what a finding on it
+    # says it rests on.
+    unknown: bool = False
 
 
 @dataclass(eq=False)
@@ -359,6 +385,8 @@ class Refusal:
 class LeafWrite:
     mutation: Mutation
     definite: bool
+    # Not known to require grad (a parameter frozen on some paths only): what decides it.
+    unless: str = ""
 
 
 @dataclass(eq=False)
@@ -385,6 +413,11 @@ class AliasRead:
     read_loc: Loc
 
 
+def write_place(mutation: Mutation) -> tuple[str | None, Loc]:
+    """Where a write is, whatever run of it: its file and place."""
+    return mutation.path, mutation.loc
+
+
 @dataclass
 class Facts:
     """Everything rules need, for one analysis entry point (function or module-level code)."""
@@ -397,6 +430,14 @@ class Facts:
     activation_reads: list[AliasRead] = field(default_factory=list)
     # In-place writes checked and found safe: nothing had saved the tensor (Hint findings).
     safe_writes: list[Mutation] = field(default_factory=list)
+    # Where a write into a tensor that may require grad ran and was not found safe (another
+    # call of the function, another pass of the loop): no Hint there, whatever the other
+    # runs of the line found (a Hint is a proof for every run of its line).
+    unproven_writes: set[tuple[str | None, Loc]] = field(default_factory=set)
+    # Classes (ids of their ClassInfo) an object of which was given to a call the analysis
+    # does not follow (`self.body.add_module(name, Block(...))`): where and how often that
+    # object's layers run is not known, so no `inplace=True` in them is checked safe.
+    escaped_classes: set[int] = field(default_factory=set)
     # Every `inplace=True` write (module or function), to tell whether turning one keyword off
     # keeps what every call through it computes.
     inplace_flags: list[Mutation] = field(default_factory=list)
@@ -412,6 +453,8 @@ class Facts:
         self.detached_writes += other.detached_writes
         self.activation_reads += other.activation_reads
         self.safe_writes += other.safe_writes
+        self.unproven_writes |= other.unproven_writes
+        self.escaped_classes |= other.escaped_classes
         self.inplace_flags += other.inplace_flags
         self.refusals += other.refusals
         self.backwarded |= other.backwarded
@@ -431,6 +474,9 @@ class Heap:
     # Saves written through `.data` (no version bump): wrong gradients if a backward() then
     # runs through them, nothing otherwise.
     silent: dict[int, Mutation] = field(default_factory=dict)
+    # Version groups given to a call the analysis does not follow (by what was called): that
+    # callee may have saved them, so no write into them is "checked: safe".
+    unknown_reads: dict[int, str] = field(default_factory=dict)
 
     def copy(self) -> Heap:
         return Heap(
@@ -440,6 +486,7 @@ class Heap:
             {k: list(v) for k, v in self.pending_alias.items()},
             self.no_grads,
             dict(self.silent),
+            dict(self.unknown_reads),
         )
 
     def join(self, other: Heap) -> None:
@@ -452,6 +499,8 @@ class Heap:
             self.stale.setdefault(sid, mutation)
         for sid, mutation in other.silent.items():
             self.silent.setdefault(sid, mutation)
+        for group, callee in other.unknown_reads.items():
+            self.unknown_reads.setdefault(group, callee)
         self.freed &= other.freed
         self.no_grads &= other.no_grads
         for group, pend in other.pending_alias.items():
@@ -649,5 +698,14 @@ def unknown_call(args: list[Value], kwargs: dict[str, Value]) -> Value:
     grad: bool | None = (
         True if any(v.grad for v in values if v.tensorish or v.kind == "container") else None
     )
-    graph: frozenset[int] = frozenset().union(*(v.graph for v in values)) if values else frozenset()
+    graph: frozenset[int] = frozenset().union(*(_held_graph(v) for v in values))
     return Value("unknown", frozenset({new_id()}), None, grad, graph=graph)
+
+
+def _held_graph(value: Value, depth: int = 0) -> frozenset[int]:
+    """The graphs a value reaches, through the items it holds (a dict of a forward's
+    outputs given to `compute_losses(outputs)` of another file)."""
+    graph = value.graph
+    if value.items is not None and depth < 3:
+        graph = graph.union(*(_held_graph(item, depth + 1) for item in value.items))
+    return graph

@@ -66,7 +66,6 @@ from inplace_lsp.analysis.domain import (
     scalar,
     tensors_in,
     unknown,
-    unknown_call,
 )
 from inplace_lsp.analysis.events import REFUSED
 from inplace_lsp.analysis.frameworks import (
@@ -101,6 +100,7 @@ from inplace_lsp.analysis.summaries import (
     StepEvent,
     Summary,
     SummaryCache,
+    UnknownReadEvent,
     ValueEvent,
     WriteEvent,
     fingerprint,
@@ -245,6 +245,7 @@ class Interpreter(Objects):
         self.time_limit: float | None = None
         self._clocks: list[list[Any]] = []
         self.entry: ast.AST | None = None  # the entry point run_function runs
+        self.entry_object: ModuleRef | None = None
 
     @property
     def resolver(self) -> Resolver:
@@ -267,6 +268,7 @@ class Interpreter(Objects):
         frame = Frame({}, start, grad_enabled=True, ctx=Ctx())
         args, kwargs = self._entry_arguments(fn, start, owner)
         self.entry = fn
+        self.entry_object = args[0].module if owner is not None and args else None
         result = self.inline(fn, start, args, kwargs, fn, frame)
         # The one stated assumption (DESIGN.md): a backward follows an nn.Module's forward
         # (and a hook whose result a framework backpropagates); other code is judged on what
@@ -333,6 +335,7 @@ class Interpreter(Objects):
         """Module-level statements, in document order, as one program: (statements, start).
         Their variables are the globals the functions they call read."""
         frame = self.module_frame = Frame({}, 1, grad_enabled=True, ctx=Ctx())
+        self.entry_object = None
         for body, start in pieces:
             frame.start = start
             self.exec_body(body, frame)
@@ -524,6 +527,20 @@ class Interpreter(Objects):
                 self.set_attr(base.module, target.attr, result)
             return
         position = const_index(target.slice) if isinstance(target, ast.Subscript) else None
+        if (
+            isinstance(target, ast.Subscript)
+            and base.keys is not None
+            and base.items is not None
+            and isinstance(target.slice, ast.Constant)
+            and target.slice.value in base.keys
+        ):
+            # `outputs["out"] += 1` on a dict a forward returned: the tensor it holds
+            element = base.items[base.keys.index(target.slice.value)]
+            if element.tensorish and element.kind == "tensor":
+                self.inplace_binop(
+                    element, rhs, opname, symbol, stmt, frame, ast.unparse(target), fixable=False
+                )
+            return
         if base.kind == "container" and (base.items or base.element) and base.keys is None:
             # `outs[-1] += 0.1`, `laterals[i - 1] += up`: the list's element itself is written.
             if position is None:
@@ -606,13 +623,14 @@ class Interpreter(Objects):
             ("`if {}:`{} is true", stmt.test, where),
             ("`if {}:`{} is false", stmt.test, where),
         ]
-        self.branch([stmt.body, stmt.orelse], frame, labels)
+        self.branch([stmt.body, stmt.orelse], frame, labels, _grad_guard(stmt.test, frame))
 
     def branch(
         self,
         bodies: list[list[ast.stmt]],
         frame: Frame,
         labels: list[Label | None] | None = None,
+        refined: list[dict[str, Value]] | None = None,
     ) -> None:
         """Runs each body from the same state and joins the paths that reach the end; a
         path that ended (`return`, `raise`, `break`, `continue`) is not joined. When one body
@@ -623,15 +641,20 @@ class Interpreter(Objects):
         ctxs: list[Ctx] = []
         ended: set[str] = set()
         flags: list[dict[int, tuple[ModuleRef, bool | str | None]]] = []
+        split = new_id()
         for i, body in enumerate(bodies):
+            known = refined[i] if refined else {}  # what the condition says on this path
             if not body:  # `if` without `else`: that path changes nothing, and is only read
-                results.append((base_env, base_heap))
-                ctxs.append(base_ctx)
+                results.append(({**base_env, **known} if known else base_env, base_heap))
+                # (its own path of the branch, for the code after it where the other
+                # path ended: `if x.requires_grad: return ...`)
+                label = labels[i] if labels and i < len(labels) else None
+                ctxs.append(Ctx(base_ctx, label, split, i) if len(bodies) > 1 else base_ctx)
                 flags.append({})
                 continue
-            frame.env = dict(base_env)
+            frame.env = {**base_env, **known}
             self.heap = base_heap.copy()
-            frame.ctx = Ctx(base_ctx, labels[i] if labels and i < len(labels) else None)
+            frame.ctx = Ctx(base_ctx, labels[i] if labels and i < len(labels) else None, split, i)
             self.flag_log.append([])
             try:
                 self.exec_body(body, frame)
@@ -1012,6 +1035,10 @@ class Interpreter(Objects):
             if target.attr == "requires_grad" and base.tensorish:
                 # `w.requires_grad = False` before `w.copy_(...)`: the write is allowed.
                 flag = value.const if value.has_const else None
+                if self.flag_log and base.param:
+                    # A module's parameter, on one path of a branch (`if freeze:`): it outlives
+                    # the branch, which the other path does not take.
+                    flag = None
                 self.set_grad(base, flag if isinstance(flag, bool) else None, toggled=True)
                 return
             self.escaped |= self._graph_of(value)
@@ -1044,7 +1071,11 @@ class Interpreter(Objects):
             else:
                 graph = frozenset(self._graph_of(value))
                 self.escaped |= graph
-                if base.kind == "container":
+                key = target.slice.value if isinstance(target.slice, ast.Constant) else None
+                if base.kind == "container" and base.keys is not None and isinstance(key, str):
+                    # `kwargs["dimensions"] = 2` on a dict of known keys
+                    self.set_key(base, key, value, graph)
+                elif base.kind == "container":
                     # `u[i] = actor(o)`: the list now holds it (`torch.cat(u)` reaches its graph).
                     self.set_item(base, const_index(target.slice), value, graph)
         elif STRICT:
@@ -1075,6 +1106,10 @@ class Interpreter(Objects):
         if value.kind == "tensor":
             # Unpacking a tensor (or the result of chunk/split/unbind) yields views of it.
             return [self._unbound(value, frame, name=None) for _ in range(count)]
+        if value.module is not None and self.list_kind(value.module):
+            # `for attn, ff in self.layers:` over a ModuleList of ModuleLists: the children,
+            # each at its position.
+            return [element_module(value.module, i) for i in range(count)]
         return [
             Value(
                 value.kind if value.kind != "container" else "unknown",
@@ -1244,6 +1279,11 @@ class Interpreter(Objects):
                 )
             if attr == "grad":
                 return Value("tensor", frozenset({new_id()}), True, False, origin=".grad")
+            if attr == "requires_grad" and base.kind == "tensor" and base.grad is not None:
+                # `if x.requires_grad:` where it is known: the other branch does not run
+                return constant(
+                    bool(base.grad) and frame.grad_enabled or bool(base.leaf and base.grad)
+                )
             if attr in SCALAR_ATTRS:
                 return scalar()
         if base.kind == "scalar":
@@ -1322,7 +1362,11 @@ class Interpreter(Objects):
                 graph=base.graph,
                 grad_from=grad_from,
             )
-        return Value("unknown", frozenset({new_id()}), None, None, grad_from=grad_from)
+        # (an item of what an unknown call returned, `losses["main"]` of `compute_losses(out)`,
+        # may hold any graph its arguments reached)
+        return Value(
+            "unknown", frozenset({new_id()}), None, None, graph=base.graph, grad_from=grad_from
+        )
 
     def expr_Tuple(self, node: ast.Tuple | ast.List | ast.Set, frame: Frame) -> Value:
         items = tuple(
@@ -1634,7 +1678,11 @@ class Interpreter(Objects):
             builtin = builtin_call(func.id, args)
             if builtin is not None:
                 return builtin
-        return unknown_call(args, kwargs)
+        if isinstance(func, ast.Name) and func.id in BUILTINS and func.id not in frame.env:
+            return self.unknown_call(args, kwargs)  # `print(x)`, `len(x)`: nothing is kept
+        if (callee.has_const and callee.const is None) or callee.origin == _CALLED_NONE:
+            return replace(self.unknown_call(args, kwargs), origin=_CALLED_NONE)  # (call_value)
+        return self.unknown_callee(args, kwargs, node, frame)
 
     def call_value(
         self,
@@ -1645,7 +1693,13 @@ class Interpreter(Objects):
         frame: Frame,
     ) -> Value:
         called = self._call_of(callee, args, kwargs, node, frame)
-        return called if called is not None else unknown_call(args, kwargs)
+        if called is not None:
+            return called
+        if (callee.has_const and callee.const is None) or callee.origin == _CALLED_NONE:
+            # `norm_layer(planes)` with the default `norm_layer=None` of an object built from
+            # defaults, and the "layer" it gives: no run calls None (TypeError)
+            return replace(self.unknown_call(args, kwargs), origin=_CALLED_NONE)
+        return self.unknown_callee(args, kwargs, node, frame)
 
     def _call_of(
         self,
@@ -1696,10 +1750,14 @@ class Interpreter(Objects):
         base_heap, base_ctx = self.heap, frame.ctx
         results: list[Value] = []
         heaps: list[Heap] = []
-        for choice in choices:
+        split = new_id()  # (one run calls one of them)
+        for i, choice in enumerate(choices):
             self.heap = base_heap.copy()
             frame.ctx = Ctx(
-                base_ctx, ("`{}` is `" + (choice.qualname or "") + "`{}", node.func, None)
+                base_ctx,
+                ("`{}` is `" + (choice.qualname or "") + "`{}", node.func, None),
+                split,
+                i,
             )
             if choice.function is not None:
                 results.append(self.call_function(choice.function, args, kwargs, node, frame))
@@ -1722,6 +1780,9 @@ class Interpreter(Objects):
         if len(args) not in (2, 3) or not isinstance(args[1].const, str):
             return None
         ref, name = args[0].module, args[1].const
+        if args[0].kind == "symbol" and args[0].qualname and len(args) == 2:
+            # `getattr(nn, "Conv{}d".format(dims))`: the name it spells in that module
+            return Value("symbol", tensor=False, grad=False, qualname=f"{args[0].qualname}.{name}")
         if ref is not None and (len(args) == 2 or self._has_attr(ref, name)):
             return self.module_attr(ref, name)
         return None
@@ -1784,7 +1845,7 @@ class Interpreter(Objects):
         fn = self.call_stack[-1] if self.call_stack else None
         key = self.model.def_key(fn) if fn is not None else ""
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or "." not in key:
-            return unknown_call(args, kwargs)
+            return self.unknown_call(args, kwargs)
         cls = dict.get(self.model.classes, key.split(".")[0])
         params = [*fn.args.posonlyargs, *fn.args.args]
         this = frame.env.get(params[0].arg) if params else None
@@ -1795,7 +1856,7 @@ class Interpreter(Objects):
             if layer is not None and not kwargs:  # `super().forward(x)` of an nn.Conv2d
                 return self.layer_call(layer, args, node, frame)
         if found is None or this is None:
-            return unknown_call(args, kwargs)
+            return self.unknown_call(args, kwargs)
         owner = found[0].owner or self.model
         method = found[1]
         return self.inline(
@@ -1846,7 +1907,16 @@ class Interpreter(Objects):
         for arg in node.args:
             if isinstance(arg, ast.Starred):
                 spread = self.eval(arg.value, frame)
-                args.extend(spread.items if spread.items is not None else [spread])
+                if spread.items is not None:
+                    args.extend(spread.items)
+                elif spread.module is not None and spread.module.children is not None:
+                    # `nn.Sequential(*block)` of a ModuleList: its modules, in order
+                    args.extend(
+                        Value("module", tensor=False, grad=False, module=child)
+                        for child in spread.module.children
+                    )
+                else:
+                    args.append(spread)
             else:
                 args.append(self.eval(arg, frame))
         kwargs: dict[str, Value] = {}
@@ -1854,6 +1924,13 @@ class Interpreter(Objects):
             value = self.eval(kw.value, frame)
             if kw.arg:
                 kwargs[kw.arg] = value
+            elif value.keys is not None and value.items is not None:
+                # `f(**kwargs)` of a dict whose keys are known: each by its name
+                kwargs.update(
+                    (key, item)
+                    for key, item in zip(value.keys, value.items, strict=True)
+                    if isinstance(key, str)
+                )
         return args, kwargs
 
     def method_call(self, receiver: Value, name: str, node: ast.Call, frame: Frame) -> Value:
@@ -1873,6 +1950,10 @@ class Interpreter(Objects):
                 self._function_saves[-1].extend(t for a in args for t in tensors_in(a))
             return unknown()
         if receiver.kind == "container":
+            if name == "update" and receiver.keys is not None and not kwargs and len(args) == 1:
+                # `kwargs.update(user_kwargs)`: the keys of both, where both are known
+                self.update_keys(receiver, args[0], frozenset(self._graph_of(args[0])))
+                return unknown()
             if name in ("append", "extend", "insert", "add", "update", "setdefault"):
                 for a in args:
                     graph = frozenset(self._graph_of(a))
@@ -1892,7 +1973,7 @@ class Interpreter(Objects):
                 return folded  # `"Encoder{}".format(kind)`, `name.lower()` on known strings
             return python_value()  # `parser.parse_args()`, `env.step(action)`, `np_array.mean()`
         if not receiver.tensorish:
-            return unknown_call([receiver, *args], kwargs)
+            return self.unknown_call([receiver, *args], kwargs)
         if name == "backward":
             self.facts.backwarded |= names_in(node.func)
             self.backward(receiver, node, frame, retains_graph(kwargs))
@@ -1933,13 +2014,17 @@ class Interpreter(Objects):
             return replace(created, inference=self.inference_at)
         if receiver.kind == "unknown" and name in BUILTIN_METHODS:
             # `name.split(".")`, `seen.add(k)`: as likely a str, list or set as a tensor.
-            return unknown_call([receiver, *args], kwargs)
+            return self.unknown_call([receiver, *args], kwargs)
         op = self.kb.op(f"Tensor.{name}")
         return self.apply_op(op, name, [receiver, *args], node, frame, kwargs=kwargs, method=True)
 
     def symbol_call(
         self, qual: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call, frame: Frame
     ) -> Value:
+        if qual == "torch.is_grad_enabled" and not args:
+            # the mode this run is in (a summary is made per grad mode): `if
+            # torch.is_grad_enabled(): ... else: x.mul_(2)` is judged in the mode it runs in
+            return constant(frame.grad_enabled)
         if not qual.startswith("torch."):
             local_fn = self.model.functions.get(qual)
             if local_fn is not None:
@@ -1991,7 +2076,7 @@ class Interpreter(Objects):
                 ):
                     owner, fn = function
                     return self.inline(fn, owner.start_of(fn), args, kwargs, node, frame, owner)
-            return unknown_call(args, kwargs)
+            return self.unknown_call(args, kwargs)
         if qual in _RETURNS_ITS_MODULE and args and args[0].module is not None:
             return args[0]  # `nn.utils.spectral_norm(conv)`: the module, reparametrised
         if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
@@ -2042,7 +2127,13 @@ class Interpreter(Objects):
                 # `nn.Sequential(*layers)`, `nn.ModuleList(blocks)` with `layers` built by a
                 # loop: the modules the list holds, in order.
                 held = args[0].items if qual != "torch.nn.Sequential" and args else args
-                children = [v.module for v in held or () if v.module is not None]
+                # (a layer the analysis does not know, `getattr(nn, name)()` of an unknown
+                # name, stays in its place as a module nothing is known of)
+                children = [
+                    v.module or ModuleRef(None, None, made.params_group)
+                    for v in held or ()
+                    if v.module is not None or v.kind == "unknown"
+                ]
                 if children:
                     made.children = children
             return built
@@ -2051,7 +2142,7 @@ class Interpreter(Objects):
             return self.apply_op(
                 op, qual, args, node, frame, kwargs=kwargs, describe=spelled_call(node.func, qual)
             )
-        return unknown_call(args, kwargs)
+        return self.unknown_call(args, kwargs)
 
     def function_apply(
         self,
@@ -2066,7 +2157,7 @@ class Interpreter(Objects):
         the node that the output gets when an input requires grad."""
         found = self.model.find_method(cls, "forward")
         if found is None:
-            return unknown_call(args, kwargs)
+            return self.unknown_call(args, kwargs)
         owner, forward = found
         ctx = Value("fnctx", tensor=False, grad=False)
         self._function_saves.append([])
@@ -2121,14 +2212,14 @@ class Interpreter(Objects):
             finally:
                 self.model = outer
         if fn in self.call_stack:
-            return unknown_call(args, kwargs)  # recursion: what it does is not known
+            return self.unknown_call(args, kwargs)  # recursion: what it does is not known
         if len(self.call_stack) >= MAX_CALL_DEPTH:
             self.cut += 1
             self._unfollowed(fn, start, None)
-            return unknown_call(args, kwargs)
+            return self.unknown_call(args, kwargs)
         library = self.model.path is not None
         if library and self.library_calls >= LIBRARY_DEPTH:
-            return unknown_call(args, kwargs)
+            return self.unknown_call(args, kwargs)
         if any(a.kind == "fnctx" for a in args):
             # An autograd.Function's forward: its ctx.save_for_backward feeds this call.
             return self._run_inline(fn, start, args, kwargs, frame)
@@ -2424,6 +2515,9 @@ class Interpreter(Objects):
             if sids:
                 held = tuple(use.save(summary.saves[sid]).id for sid in sids)
                 self.heap.live[group_now] = (*self.heap.live.get(group_now, ()), *held)
+            callee = exit_heap.unknown_reads.get(group)
+            if callee is not None:  # a tensor it made and gave to a call it did not follow
+                self.read_by_unknown(frozenset({group_now}), callee)
         for sid, mutation in exit_heap.stale.items():
             sid_now = use.own_sids.get(sid)
             if sid_now is not None:
@@ -2468,6 +2562,8 @@ class Interpreter(Objects):
             self.clear_gradients(use.groups(event.groups))
         elif isinstance(event, FreezeEvent):
             self.freeze(use.groups(event.groups))
+        elif isinstance(event, UnknownReadEvent):
+            self.read_by_unknown(use.groups(event.groups), event.callee)
         else:
             self._replay_change(event, use)
 
@@ -2476,6 +2572,10 @@ class Interpreter(Objects):
         if isinstance(target, ModuleRef):
             if event.what == "attr" and event.value is not None:
                 self.set_attr(target, event.name, use.value(event.value))
+            elif event.what == "child" and event.value is not None:
+                child = use.value(event.value).module
+                if child is not None:
+                    self.add_child(target, child)
             elif event.what == "hook" and isinstance(event.flag, Hook):
                 self.add_hook(target, event.flag)
             elif event.what in ("training_flag", "frozen"):
@@ -2529,7 +2629,7 @@ class Interpreter(Objects):
         if slot[1] is not None and self.recorder[0] is not None:
             self.recorder[0].add(slot[1])
         self._unfollowed(fn, start, limit)
-        return unknown_call(args, kwargs)
+        return self.unknown_call(args, kwargs)
 
     def _run_inline(
         self,
@@ -2605,8 +2705,16 @@ class Interpreter(Objects):
                 "container", tensor=False, grad=None, items=tuple(args[len(params) :])
             )
         if fn.args.kwarg:
+            # (the keywords no parameter takes, by name: `super().__init__(**kwargs)` passes
+            # them on)
+            named = {p.arg for p in (*params, *fn.args.kwonlyargs)}
+            rest = {k: v for k, v in kwargs.items() if k not in named}
             callee.env[fn.args.kwarg.arg] = kwargs.get(fn.args.kwarg.arg) or Value(
-                "container", tensor=False, grad=None
+                "container",
+                tensor=False,
+                grad=None,
+                items=tuple(rest.values()),
+                keys=tuple(rest),
             )
 
     def _default_value(self, default: ast.expr, callee: Frame) -> Value:
@@ -2617,6 +2725,9 @@ class Interpreter(Objects):
         frame = Frame({}, callee.start, True, Ctx(), path=callee.path)
         return self.eval(default, frame)
 
+
+# What calling None gives (no run gets there: TypeError), and calling that.
+_CALLED_NONE = "call of None"
 
 _STRING_METHODS = frozenset(
     "lower upper capitalize title strip lstrip rstrip format replace startswith endswith".split()
@@ -2705,3 +2816,24 @@ _EXPR_HANDLERS = {
     for name, method in vars(Interpreter).items()
     if name.startswith("expr_") and hasattr(ast, name[5:])
 }
+
+
+def _grad_guard(test: ast.expr, frame: Frame) -> list[dict[str, Value]] | None:
+    """`if x.requires_grad:` (or `not x.requires_grad`) on a tensor whether it requires grad
+    is not known: on the path where it is true the name requires grad, on the other it does
+    not (the in-place branch of a `requires_grad` guard runs only where nothing records)."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    inner = test.operand if isinstance(test, ast.UnaryOp) and negated else test
+    if not (
+        isinstance(inner, ast.Attribute)
+        and inner.attr == "requires_grad"
+        and isinstance(inner.value, ast.Name)
+    ):
+        return None
+    name = inner.value.id
+    value = frame.env.get(name)
+    if value is None or not value.tensorish:
+        return None
+    on = {name: replace(value, grad=True)}
+    off = {name: replace(value, grad=False, grad_assumed=False, graph=frozenset())}
+    return [off, on] if negated else [on, off]

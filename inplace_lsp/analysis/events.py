@@ -25,10 +25,14 @@ from inplace_lsp.analysis.domain import (
     Save,
     Value,
     branch_conditions,
+    exclusive,
     grad_sources,
     implied,
     location,
     new_id,
+    owning_instance,
+    unknown_call,
+    write_place,
 )
 from inplace_lsp.analysis.knowledge import Knowledge
 from inplace_lsp.analysis.model import ModuleModel
@@ -42,6 +46,7 @@ from inplace_lsp.analysis.summaries import (
     Path,
     SaveEvent,
     StepEvent,
+    UnknownReadEvent,
     ValueEvent,
     WriteEvent,
 )
@@ -80,9 +85,79 @@ class Events:
     functions_made: set[int]
     runs: list[Inputs]  # the summaries being made, innermost last (`inputs` is the last)
     frozen_groups: set[int]  # parameter groups frozen one parameter at a time
+    # The object whose method is the entry point being run (None: a function, a script).
+    entry_object: ModuleRef | None
 
     def loc(self, node: ast.AST, frame: Frame) -> Loc:
         return location(node, frame.start)
+
+    def unknown_call(
+        self, args: list[Value], kwargs: dict[str, Value], callee: str = "a call"
+    ) -> Value:
+        """The result of a call the analysis does not follow (domain.unknown_call); the
+        tensors given to it may have been saved by it, so no write into them is checked
+        safe afterwards (here, or in a caller of this function)."""
+        given = (*args, *kwargs.values())
+        groups = frozenset().union(*(_given_groups(v) for v in given))
+        self.read_by_unknown(groups, callee)
+        for value in given:
+            owner = owning_instance(value.module)
+            if owner is not None:
+                self.facts.escaped_classes.add(id(owner.cls))
+        return unknown_call(args, kwargs)
+
+    def unknown_callee(
+        self, args: list[Value], kwargs: dict[str, Value], node: ast.Call, frame: Frame
+    ) -> Value:
+        """The result of calling what the analysis does not know (`self.act(x)` where
+        `self.act = make_act(name)`, `rearrange(x, ...)`), which may keep its output for
+        backward (maybe_saves)."""
+        result = self.unknown_call(args, kwargs)
+        spelled = ast.unparse(node.func)
+        self.maybe_saves(f"`{spelled}`" if len(spelled) <= 40 else "a call", result, node, frame)
+        return result
+
+    def maybe_saves(self, callee: str, result: Value, node: ast.AST, frame: Frame) -> None:
+        """A call the analysis does not follow of something that may be a layer or an
+        autograd op (`self.act(x)` of a class it cannot read, `rearrange(x, ...)` of a library
+        it does not know): it may keep its output for backward. A possible save that names
+        it: a later write into the output is a Warning that says what it rests on ("fails if
+        `self.act` keeps it"), never a Hint. (Not its inputs: where the code after a branch
+        joins an input with what another path made of it, that would be a finding on paths
+        no run takes.)"""
+        if not frame.grad_enabled or not (result.grad is True and result.tensorish):
+            return
+        new = frozenset(
+            self._save(group, callee, "output", None, node, frame, True, "", unknown=True)
+            for group in sorted(result.groups)
+        )
+        result.graph = result.graph | new
+
+    def sees_every_run(self, ref: ModuleRef) -> bool:
+        """Whether this analysis sees every run of a layer built in a class's `__init__`, as a
+        Hint on its `inplace=True` claims: run from a method of the object itself when the
+        entry point is a method (another entry point sees the other objects of its class,
+        from other code), and in no object of a class an object of which went to a call the
+        analysis does not follow (Facts.escaped_classes)."""
+        owner = owning_instance(ref)
+        if self.entry_object is not None and owner is not None and owner is not self.entry_object:
+            return False
+        while owner is not None:
+            if id(owner.cls) in self.facts.escaped_classes:
+                return False
+            owner = owning_instance(owner.parent)
+        return True
+
+    def read_by_unknown(self, groups: frozenset[int], callee: str) -> None:
+        for group in groups:
+            self.heap.unknown_reads.setdefault(group, callee)
+        external = self.inputs.external(groups) if self.inputs is not None else frozenset()
+        if external:
+            self.events.append(UnknownReadEvent(external, callee))
+
+    def read_unknown(self, groups: frozenset[int]) -> bool:
+        """Whether a call the analysis does not follow was given one of these groups."""
+        return any(group in self.heap.unknown_reads for group in groups)
 
     def function_value(
         self,
@@ -129,6 +204,7 @@ class Events:
         grad_from: str = "",
         joined: bool = False,
         param: str = "",
+        unknown: bool = False,
     ) -> int:
         sid = new_id()
         self.saves[sid] = Save(
@@ -143,8 +219,9 @@ class Events:
             what,
             frame.path,
             grad_from,
-            joined or self.uncertain > 0 or not grad_from,
+            joined or self.uncertain > 0 or not (grad_from or unknown),
             param or (slot[6:] if slot.startswith("param:") else ""),
+            unknown=unknown,
         )
         self._add_save(self.saves[sid])
         return sid
@@ -190,6 +267,7 @@ class Events:
         loc_override: Loc | None = None,
         loc_path: str | None = None,
         activation: bool = False,
+        provable: bool = True,
     ) -> Mutation:
         grad_on = frame.grad_enabled if grad_mode is None else grad_mode
         loc = loc_override or self.loc(node, frame)
@@ -224,6 +302,16 @@ class Events:
         leafish = value.leaf or value.view_kind == "leaf"  # a leaf, or a view of one
         if leafish and value.grad and grad_on and kind != "step":
             self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
+        elif leafish and value.grad is None and value.param and grad_on and kind != "step":
+            # A parameter whose `requires_grad` the code turns off on some paths only
+            # (`if freeze: self.emb.weight.requires_grad = False`).
+            self.facts.leaf_writes.append(
+                LeafWrite(
+                    mutation,
+                    definite=False,
+                    unless="whose `requires_grad` the code turns off on some paths only",
+                )
+            )
             return mutation
         external = self.inputs.external(value.groups) if self.inputs is not None else frozenset()
         if value.detached == "data":
@@ -247,6 +335,10 @@ class Events:
             and not value.detached
             and self.uncertain == 0
             and kind in ("augassign", "method", "setitem", "inplace_module", "inplace_kwarg")
+            and not self.read_unknown(value.groups)
+            # a graph backward() already ran through: the next one through it fails
+            and not value.graph & self.heap.freed
+            and provable
         )
         if external:
             # Whether the caller had saved the argument's tensor decides: the summary's user.
@@ -254,6 +346,8 @@ class Events:
             self.events.append(StepEvent(write, external) if kind == "step" else write)
         elif may_be_safe and not staled:
             self.facts.safe_writes.append(mutation)
+        elif grad_on and value.grad is not False:
+            self.facts.unproven_writes.add(write_place(mutation))
         if grad_on and (value.grad or any(i.grad for i in inputs)):
             extra: frozenset[int] = (
                 frozenset().union(*(i.graph for i in inputs)) if inputs else frozenset()
@@ -309,11 +403,16 @@ class Events:
         external = self.inputs.external(groups) if self.inputs is not None else frozenset()
         if external:
             outer = WriteEvent(
-                mutation, external, write.track_alias, write.safe_candidate and not staled
+                mutation,
+                external,
+                write.track_alias,
+                write.safe_candidate and not staled and not self.read_unknown(groups),
             )
             self.events.append(StepEvent(outer, external) if mutation.kind == "step" else outer)
-        elif write.safe_candidate and not staled:
+        elif write.safe_candidate and not staled and not self.read_unknown(groups):
             self.facts.safe_writes.append(mutation)
+        elif mutation.value.grad is not False:
+            self.facts.unproven_writes.add(write_place(mutation))
 
     # changes of an argument's own object (recorded while making a summary) -------------------
     def _stand_in(self, obj: object) -> Path | None:
@@ -365,6 +464,17 @@ class Events:
         if path is not None:
             self.events.append(ValueEvent(path, "attr", name, value))
 
+    def add_child(self, ref: ModuleRef, child: ModuleRef) -> None:
+        """`layers.append(Block(...))`, `body.add_module(name, block)` on a ModuleList or
+        Sequential: it runs the child after the ones it held (also where a helper of the
+        code appends to a list its caller passed: `add_if_not_none(block, conv)`)."""
+        ref.adopt(child)
+        ref.children = [*(ref.children or []), child]
+        path = self._stand_in(ref)
+        if path is not None:
+            module = Value("module", tensor=False, grad=False, module=child)
+            self.events.append(ValueEvent(path, "child", value=module))
+
     def append_item(self, container: Value, item: Value | None, graph: frozenset[int]) -> None:
         """`outs.append(h)` (or `extend`, `add`: `item` None): the container reaches its graph
         and, for append, holds it as its last item; after another change its items are no
@@ -395,6 +505,42 @@ class Events:
         path = self._stand_in(container)
         if path is not None:
             self.events.append(ValueEvent(path, "item", value=item, flag=index, graph=graph))
+
+    def set_key(self, container: Value, key: str, item: Value, graph: frozenset[int]) -> None:
+        """`kwargs["dimensions"] = 2` on a dict whose keys are known: it holds the value
+        by that key (an argument's dict, changed for its caller: its keys are no longer
+        known one by one)."""
+        container.graph = container.graph | graph
+        keys, items = container.keys, container.items
+        path = self._stand_in(container)
+        if path is not None or keys is None or items is None:
+            self.set_item(container, None, item, graph)
+            container.keys = None
+            return
+        if key in keys:
+            held = list(items)
+            held[keys.index(key)] = item
+            container.items = tuple(held)
+        else:
+            container.keys, container.items = (*keys, key), (*items, item)
+
+    def update_keys(self, container: Value, other: Value, graph: frozenset[int]) -> None:
+        """`kwargs.update(user_kwargs)`: the other dict's keys over these, where both are
+        known (else neither is)."""
+        if (
+            other.keys is None
+            or other.items is None
+            or self._stand_in(container) is not None
+            or container.items is None
+        ):
+            self.append_item(container, None, graph)  # what it holds is not known by key
+            return
+        for key, item in zip(other.keys, other.items, strict=True):
+            if isinstance(key, str):
+                self.set_key(container, key, item, frozenset(item.graph))
+            else:
+                self.append_item(container, None, graph)
+                return
 
     def add_hook(self, ref: ModuleRef, hook: Hook) -> None:
         """`module.register_forward_hook(fn)`: it runs at every call of the module."""
@@ -515,6 +661,8 @@ class Events:
         escapes_from: str = "",
         backward_ctx: Ctx | None = None,
     ) -> None:
+        if exclusive(save.ctx, mutation.ctx):
+            return  # (a summary's events replayed in order: each path of a branch its own)
         # On every path that reaches the backward() through the save: the write's path runs
         # through the save's branches, or the backward() sits under the same conditions
         # (`if step % k == 0:` around the policy loss and again around its backward()).
@@ -522,6 +670,11 @@ class Events:
             mutation.ctx.descends_from(save.ctx)
             or (backward_ctx is not None and implied(save.ctx, mutation.ctx, backward_ctx))
         )
+        if save.unknown and (not every_path or escapes_from):
+            # A layer the analysis cannot read that may keep its output, on some paths or
+            # for a caller's backward: two unknowns deep, no finding (the write is what the
+            # code means where that layer keeps nothing).
+            return
         definite = not save.possible and every_path and not escapes_from
         on_some_paths = not every_path or (save.possible and save.on_some_paths)
         self.facts.conflicts.append(
@@ -537,3 +690,11 @@ class Events:
                 escapes_from,
             )
         )
+
+
+def _given_groups(value: Value, depth: int = 0) -> frozenset[int]:
+    """The version groups of a value given to a call: its own, its items' (a list of tensors)."""
+    groups = value.groups if value.tensorish or value.kind == "unknown" else frozenset()
+    if value.items is not None and depth < 3:
+        groups = groups.union(*(_given_groups(item, depth + 1) for item in value.items))
+    return groups

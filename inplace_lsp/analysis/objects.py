@@ -23,7 +23,6 @@ from inplace_lsp.analysis.domain import (
     replace,
     scalar,
     unknown,
-    unknown_call,
 )
 from inplace_lsp.analysis.knowledge import load as load_knowledge
 from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule, Undecidable, evaluate
@@ -224,7 +223,7 @@ class Objects(TorchOps):
             layer = self.torch_layer(ref) if ref.is_module else None
             if layer is not None:  # `class Conv2d(nn.Conv2d)` with an __init__ of its own
                 return self.layer_call(layer, args or [x], node, frame)
-            return unknown_call(args, kwargs)
+            return self.unknown_call(args, kwargs)
         if ref.children is not None and self.list_kind(ref) == "torch.nn.Sequential":
             for child in ref.children:
                 x = self.module_call(child, [x], node, frame)
@@ -576,10 +575,11 @@ class Objects(TorchOps):
         if name in ("append", "extend", "insert") and self.list_kind(ref) and args:
             # `self.blocks.append(Block(...))` in a loop: the list holds it, in order.
             added = (args[-1].items or ()) if name == "extend" else [args[-1]]
-            modules = [v.module for v in added if v.module is not None]
-            for module in modules:
-                ref.adopt(module)
-            ref.children = [*(ref.children or []), *modules]
+            for value in added:
+                if value.module is not None:
+                    self.add_child(ref, value.module)
+                elif value.kind == "unknown":  # a layer nothing is known of, in its place
+                    self.add_child(ref, ModuleRef(None, None, ref.params_group))
             return unknown()
         if name in ("modules", "children", "named_modules", "named_children"):
             # Every module of the tree (each child, for children()), as a list the loop
@@ -590,8 +590,16 @@ class Objects(TorchOps):
                     Value("container", tensor=False, grad=False, items=(scalar(), m)) for m in tree
                 ]
             return Value("container", tensor=False, grad=False, items=tuple(tree))
-        if name == "add_module" and len(args) == 2 and args[0].has_const:
-            self.set_attr(ref, str(args[0].const), args[1])  # `self.add_module("g", g)`
+        if name in ("add_module", "register_module") and len(args) == 2:
+            child = args[1].module
+            if args[0].has_const:
+                self.set_attr(ref, str(args[0].const), args[1])  # `self.add_module("g", g)`
+            if child is not None and self.list_kind(ref):
+                # `self.body.add_module("block{}".format(i), Block(...))` in a loop: the
+                # Sequential runs it after the ones added before it.
+                self.add_child(ref, child)
+            elif not args[0].has_const:
+                return self.unknown_call(args, kwargs)  # a name not known: which attribute?
             return unknown()
         if name == "load_state_dict":
             # Copies into every parameter in place (under no_grad), as an optimizer step does.
@@ -611,7 +619,7 @@ class Objects(TorchOps):
                 return self.inline(
                     found[1],
                     owner.start_of(found[1]),
-                    [receiver, *args],
+                    args if is_static(found[1]) else [receiver, *args],
                     kwargs,
                     node,
                     frame,
@@ -620,7 +628,7 @@ class Objects(TorchOps):
         attr = self.module_attr(ref, name)
         if attr.module is not None:
             return self.module_call(attr.module, args, node, frame, kwargs)
-        return unknown_call(args, kwargs)
+        return self.call_value(attr, args, kwargs, node, frame)
 
     def _object_method(
         self,

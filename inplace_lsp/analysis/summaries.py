@@ -103,6 +103,12 @@ class FreezeEvent:
 
 
 @dataclass(frozen=True)
+class UnknownReadEvent:
+    groups: frozenset[int]  # stand-in groups given to a call the analysis does not follow
+    callee: str  # what was called
+
+
+@dataclass(frozen=True)
 class StepEvent:
     write: WriteEvent  # optimizer.step(): skipped where every parameter has no gradient
     steps: frozenset[int]
@@ -122,7 +128,16 @@ class ValueEvent:
     graph: frozenset[int] = frozenset()
 
 
-Event = SaveEvent | WriteEvent | BackwardEvent | NoGradsEvent | FreezeEvent | StepEvent | ValueEvent
+Event = (
+    SaveEvent
+    | WriteEvent
+    | BackwardEvent
+    | NoGradsEvent
+    | FreezeEvent
+    | StepEvent
+    | UnknownReadEvent
+    | ValueEvent
+)
 
 
 @dataclass
@@ -789,6 +804,7 @@ class Application:
         self._values: dict[int, Value] = {}
         self._refs: dict[int, ModuleRef] = {}
         self._ctxs: dict[int, Ctx] = {}
+        self._splits: dict[int, int] = {}
         self._mutations: dict[int, Mutation] = {}
         self.own_groups: dict[int, int] = {}  # a group the function made -> its new id
         self.own_sids: dict[int, int] = {}  # a save of the function -> its new id
@@ -867,7 +883,10 @@ class Application:
         known = self._ctxs.get(id(ctx))
         if known is None:
             parent = self.ctx(ctx.parent) if ctx.parent is not None else self.caller_ctx
-            known = self._ctxs[id(ctx)] = Ctx(parent, ctx.label)
+            # (a branch of this call is another run of it than the same branch of another
+            # call: its own split id)
+            split = self._splits.setdefault(ctx.split, new_id()) if ctx.split else 0
+            known = self._ctxs[id(ctx)] = Ctx(parent, ctx.label, split, ctx.arm)
         return known
 
     def mutation(self, mutation: Mutation) -> Mutation:
@@ -946,6 +965,7 @@ _ID_FIELDS = frozenset(
         "pending_alias",
         "no_grads",
         "silent",
+        "split",
     }
 )
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

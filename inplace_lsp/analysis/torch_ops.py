@@ -22,7 +22,6 @@ from inplace_lsp.analysis.domain import (
     scalar,
     tensors_in,
     unknown,
-    unknown_call,
 )
 from inplace_lsp.analysis.events import Events
 from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, OpInfo
@@ -205,8 +204,10 @@ class TorchOps(Events):
         loc_path: str | None,
         activation: bool,
         fixable: bool = True,
+        provable: bool = True,
     ) -> None:
-        """A write by `inplace=True` (module or function): the finding goes on the keyword."""
+        """A write by `inplace=True` (module or function): the finding goes on the keyword.
+        `provable`: whether this run can show the keyword safe (see Events.sees_every_run)."""
         self.mutate(
             value,
             kind=kind,
@@ -221,6 +222,7 @@ class TorchOps(Events):
             loc_override=loc,
             loc_path=loc_path,
             activation=activation,
+            provable=provable,
         )
 
     @staticmethod
@@ -325,9 +327,17 @@ class TorchOps(Events):
         x = args[0] if args else unknown()
         info = self.kb.module(ref.qualname) if ref.qualname else None
         if info is None:
-            result = unknown_call(args, {})
+            result = self.unknown_call(args, {})
             if result.grad is None and frame.grad_enabled:
                 result.grad = True  # unknown modules usually hold parameters
+            callee = f"`{ast.unparse(node.func)}`" if isinstance(node, ast.Call) else "the layer"
+            if (
+                ref.qualname is None
+                and ref.parent is not None
+                and any(child is ref for child in ref.parent.children or ())
+            ):
+                callee = f"a layer of {callee}"  # `getattr(nn, name)()` in an nn.Sequential
+            self.maybe_saves(callee, result, node, frame)
             return result
         inplace = info.inplace_default
         keyword: ast.AST | None = None  # the `inplace=` keyword, or `True` in `nn.ReLU(True)`
@@ -363,6 +373,7 @@ class TorchOps(Events):
             self._inplace_flag_mutation(
                 x, "inplace_module", f"nn.{short}(inplace=True)", node, frame, kw_loc,
                 ref.site_path, is_activation(short), fixable=set_inplace is None,
+                provable=self.sees_every_run(ref),
             )  # fmt: skip
             if uncertain:
                 self.uncertain -= 1
@@ -447,7 +458,9 @@ class TorchOps(Events):
             if not tensor_args or (method and args[0].kind != "tensor"):
                 # No torch op of that name, on something not known to be a tensor (a
                 # TensorDict's `.get()`, a config's `.replace()`): nothing is known of it.
-                return unknown_call(args, kwargs)
+                return self.unknown_call(args, kwargs)
+            # An op of no known kind: it may keep its tensors for backward.
+            self.read_by_unknown(frozenset().union(*(t.groups for t in tensor_args)), label)
             return self.derived(tensor_args)
         receiver = args[0] if args else unknown()
         result: Value

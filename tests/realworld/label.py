@@ -170,10 +170,16 @@ def run_cases(paths: list[Path], timeout: float = TIMEOUT_S) -> dict[str, dict[s
 
 def neutralized(path: Path, lines: list[int], into: Path) -> Path:
     """A copy of a case with the statements on `lines` replaced by `pass` (the guilty lines
-    the detector named, taken away), to see which line it names next."""
+    the detector named, taken away; an `inplace=True` turned off), to see which line it names
+    next."""
     text = path.read_text(encoding="utf-8").splitlines()
     for line in lines:
         code = text[line - 1]
+        if "inplace=True" in code:
+            # a layer in a list (`nn.Dropout(inplace=True),` in an nn.Sequential): it stays,
+            # out of place
+            text[line - 1] = code.replace("inplace=True", "inplace=False")
+            continue
         text[line - 1] = code[: len(code) - len(code.lstrip())] + "pass"
     copy = into / path.name
     copy.write_text("\n".join(text) + "\n", encoding="utf-8")

@@ -51,10 +51,10 @@ class Discriminator(nn.Module):
         self.main = nn.Sequential(
             nn.Linear(in_features=28*28, out_features=1024),
             nn.LeakyReLU(0.2, inplace=True),
-            nn.Dropout(inplace=True),
+            nn.Dropout(inplace=True),  # error: IPL003
             nn.Linear(in_features=1024, out_features=512),
             nn.LeakyReLU(0.2, inplace=True),
-            nn.Dropout(inplace=True),
+            nn.Dropout(inplace=True),  # error: IPL003
             nn.Linear(in_features=512, out_features=256),
             nn.LeakyReLU(0.2, inplace=True),
             nn.Dropout(inplace=True),  # error: IPL003

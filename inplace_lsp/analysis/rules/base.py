@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from inplace_lsp.analysis.domain import Conflict, Facts, Loc, Mutation, Save
+from inplace_lsp.analysis.domain import Conflict, Facts, Loc, Mutation, Save, write_place
 from inplace_lsp.analysis.findings import (
     Confidence,
     Finding,
@@ -102,6 +102,8 @@ def save_line(save: Save) -> str:
 
 def describe_save(save: Save) -> str:
     op = op_name(save)
+    if save.unknown:  # a call the analysis does not follow (Events.maybe_saves)
+        return f"{save.op} may keep its output for backward"
     if save.slot == "output":
         what = "its output"
     elif save.slot.startswith("output"):
@@ -118,6 +120,12 @@ def describe_save(save: Save) -> str:
 
 def save_related(ctx: DocContext, save: Save) -> Related:
     needs = f"{save.grad_fn} needs it" if save.grad_fn else "its backward needs it"
+    if save.unknown:
+        return Related(
+            ctx.span(save.loc, save.path),
+            f"{save.op} called here: whether it keeps the tensor is not known",
+            save.path,
+        )
     return Related(
         ctx.span(save.loc, save.path), f"saved by {op_name(save)} here: {needs}", save.path
     )
@@ -154,6 +162,15 @@ def suggestion(ctx: DocContext, mutation: Mutation) -> str:
         return f"Use the out-of-place `{name.rstrip('_')}` and rebind the name."
     if mutation.fix == "clone-setitem":
         target = mutation.target or "the tensor"
+        try:
+            node = ast.parse(stmt_text).body[0]
+        except (SyntaxError, IndexError):
+            node = None
+        written = node.targets[0] if isinstance(node, ast.Assign) else None
+        while isinstance(written, ast.Subscript):
+            written = written.value  # `self.queue[:, :2] = ...`: `self.queue`
+        if written is not None:
+            target = ast.unparse(written)
         return (
             f"Clone it first (`{target} = {target}.clone()`) "
             "or build the result with torch.cat / torch.where."
@@ -311,10 +328,11 @@ class Rule:
             ),
         )
 
-    def safe_finding(self, mutation: Mutation, ctx: DocContext) -> Finding | None:
+    def safe_finding(self, mutation: Mutation, ctx: DocContext, facts: Facts) -> Finding | None:
         """A Hint on an in-place write that looks dangerous but was checked: no op had saved
-        the tensor (ResNet's `out += identity` after BatchNorm)."""
-        if mutation.path is not None:
+        the tensor (ResNet's `out += identity` after BatchNorm), in every run of its line (a
+        second call of the function, on a tensor saved by the first, is not safe)."""
+        if mutation.path is not None or write_place(mutation) in facts.unproven_writes:
             return None
         name = f"`{mutation.target}`" if mutation.target else "The tensor"
         producer = mutation.value.producer.strip("`").removesuffix("()")
@@ -350,6 +368,8 @@ class Rule:
         # A maybe-alias (`.float()` of a tensor of unknown dtype) is what makes it uncertain.
         maybe = conflict.mutation.value.maybe
         conditions = [maybe] if maybe else []
+        if conflict.save.unknown:
+            conditions.append(f"{conflict.save.op} keeps it")
         if conflict.grad_from:
             conditions.append(requires_grad(conflict.grad_from))
         if conditions and (maybe or not conflict.on_some_paths):

@@ -104,6 +104,6 @@ class InplaceOnSaved(Rule):
             yield from self.conflict_finding(conflict, ctx, message, facts)
         for mutation in facts.safe_writes:
             if mutation.kind in GENERIC_KINDS and not mutation.activation:
-                hint = self.safe_finding(mutation, ctx)
+                hint = self.safe_finding(mutation, ctx, facts)
                 if hint is not None:
                     yield hint

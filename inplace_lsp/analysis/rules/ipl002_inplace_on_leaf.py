@@ -47,15 +47,17 @@ class InplaceOnLeaf(Rule):
             mutation = write.mutation
             if mutation.path is not None:
                 continue
-            name = mutation.target or "this tensor"
+            name = f"`{mutation.target}`" if mutation.target else "This tensor"
             what = "a leaf" if mutation.value.leaf else "a view of a leaf"
+            requires = "that requires grad" if mutation.value.grad else write.unless
             yield Finding(
                 code=self.CODE,
                 severity=Severity.ERROR if write.definite else Severity.WARNING,
                 message=(
-                    f"`{name}` is {what} that requires grad; `{mutation.op}` writes into it "
-                    "while autograd is recording, which raises at once. Do the update under "
-                    "`with torch.no_grad():`."
+                    f"{name} is {what} {requires}; `{mutation.op}` writes into it "
+                    "while autograd is recording, which raises at once"
+                    + ("" if mutation.value.grad else " on the paths where it requires grad")
+                    + ". Do the update under `with torch.no_grad():`."
                 ),
                 span=ctx.span(mutation.loc),
                 confidence=Confidence.DEFINITE if write.definite else Confidence.POSSIBLE,

@@ -97,7 +97,7 @@ class InplaceActivation(Rule):
             yield from self.conflict_finding(conflict, ctx, message, facts)
         for mutation in facts.safe_writes:
             if mutation.kind in KINDS or mutation.activation:
-                hint = self.safe_finding(mutation, ctx)
+                hint = self.safe_finding(mutation, ctx, facts)
                 if hint is not None:
                     yield hint
         for read in facts.activation_reads:
