@@ -239,6 +239,4 @@ def test_a_parameter_frozen_on_some_paths_is_a_warning_on_its_write() -> None:
     frozen = text.replace("M(len(sys.argv) > 1)", "M(True)")
     assert not [f for f in analyze(frozen, "m.py") if f.code == "IPL002"]
     trained = text.replace("M(len(sys.argv) > 1)", "M(False)")
-    assert [f.severity for f in analyze(trained, "m.py") if f.code == "IPL002"] == [
-        Severity.ERROR
-    ]
+    assert [f.severity for f in analyze(trained, "m.py") if f.code == "IPL002"] == [Severity.ERROR]
