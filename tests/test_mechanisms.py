@@ -240,3 +240,28 @@ def test_a_parameter_frozen_on_some_paths_is_a_warning_on_its_write() -> None:
     assert not [f for f in analyze(frozen, "m.py") if f.code == "IPL002"]
     trained = text.replace("M(len(sys.argv) > 1)", "M(False)")
     assert [f.severity for f in analyze(trained, "m.py") if f.code == "IPL002"] == [Severity.ERROR]
+
+
+def test_a_parameter_frozen_and_written_on_the_same_path_is_no_finding() -> None:
+    """transformers' `prune_linear_layer`: inside `if layer.bias is not None:` the bias is
+    frozen, copied into and unfrozen; no path writes it while it requires grad."""
+    text = textwrap.dedent(
+        """\
+        import torch.nn as nn
+
+
+        def prune_linear_layer(layer, index):
+            b = layer.bias[index].detach().clone()
+            new_layer = nn.Linear(layer.in_features, len(index))
+            if layer.bias is not None:
+                new_layer.bias.requires_grad = False
+                new_layer.bias.copy_(b.contiguous())
+                new_layer.bias.requires_grad = True
+            return new_layer
+        """
+    )
+    assert not [f for f in analyze(text, "prune.py") if f.code == "IPL002"]
+    unfrozen = text.replace("        new_layer.bias.requires_grad = False\n", "")
+    assert [f.severity for f in analyze(unfrozen, "prune.py") if f.code == "IPL002"] == [
+        Severity.ERROR
+    ]

@@ -210,6 +210,9 @@ class Interpreter(Objects):
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
         self.later_pass = 0  # > 0 in a second pass of a loop of unknown length (Events)
         self.flag_log: list[list[tuple[ModuleRef, bool | str | None]]] = []
+        # Per branch body being run: the parameters whose `requires_grad` it set, with the
+        # flag each had before (put back for the next body, joined where the paths meet).
+        self.grad_log: list[list[tuple[Value, bool | None]]] = []
         self.work = 0
         # The summaries of the functions called (shared by the entry points of a document),
         # those applied here, and the summaries being made (innermost last).
@@ -642,6 +645,7 @@ class Interpreter(Objects):
         ended: set[str] = set()
         flags: list[dict[int, tuple[ModuleRef, bool | str | None]]] = []
         split = new_id()
+        grads: list[dict[int, tuple[Value, bool | None]]] = []
         for i, body in enumerate(bodies):
             known = refined[i] if refined else {}  # what the condition says on this path
             if not body:  # `if` without `else`: that path changes nothing, and is only read
@@ -651,17 +655,21 @@ class Interpreter(Objects):
                 label = labels[i] if labels and i < len(labels) else None
                 ctxs.append(Ctx(base_ctx, label, split, i) if len(bodies) > 1 else base_ctx)
                 flags.append({})
+                grads.append({})
                 continue
             frame.env = {**base_env, **known}
             self.heap = base_heap.copy()
             frame.ctx = Ctx(base_ctx, labels[i] if labels and i < len(labels) else None, split, i)
             self.flag_log.append([])
+            self.grad_log.append([])
             try:
                 self.exec_body(body, frame)
             finally:
                 changed = self._undo_flags(self.flag_log.pop())
+                toggled = _undo_grads(self.grad_log.pop())
             if frame.dead not in ("raise", REFUSED):  # its flags reach the caller or loop
                 flags.append(changed)
+                grads.append(toggled)
             if frame.dead:
                 ended.add(frame.dead)
                 frame.dead = ""
@@ -669,6 +677,7 @@ class Interpreter(Objects):
             results.append((frame.env, self.heap))
             ctxs.append(frame.ctx)
         self._join_flags(flags)
+        self._join_grads(grads)
         if not results:  # every body ended the path
             frame.env, self.heap, frame.ctx = base_env, base_heap, base_ctx
             frame.dead = ended.pop() if len(ended) == 1 else "mixed"
@@ -702,6 +711,17 @@ class Interpreter(Objects):
                     last = changed[key][1]
             ref.training_flag = before
             self.set_module_flag(ref, "training_flag", last if len(modes) == 1 else EITHER)
+
+    def _join_grads(self, bodies: list[dict[int, tuple[Value, bool | None]]]) -> None:
+        """Where branch paths meet, a parameter frozen on some of them and not on others
+        may or may not require grad (`if freeze: emb.weight.requires_grad = False`)."""
+        touched = {key: value for changed in bodies for key, (value, _) in changed.items()}
+        for key, value in touched.items():
+            outcomes = {changed[key][1] if key in changed else value.grad for changed in bodies}
+            if self.grad_log:
+                self.grad_log[-1].append((value, value.grad))  # (an outer branch's too)
+            value.grad = outcomes.pop() if len(outcomes) == 1 else None
+            value.grad_assumed = False
 
     def stmt_For(self, stmt: ast.For | ast.AsyncFor, frame: Frame) -> None:
         iterable = self.eval(stmt.iter, frame)
@@ -1035,10 +1055,10 @@ class Interpreter(Objects):
             if target.attr == "requires_grad" and base.tensorish:
                 # `w.requires_grad = False` before `w.copy_(...)`: the write is allowed.
                 flag = value.const if value.has_const else None
-                if self.flag_log and base.param:
+                if self.grad_log and base.param:
                     # A module's parameter, on one path of a branch (`if freeze:`): it outlives
-                    # the branch, which the other path does not take.
-                    flag = None
+                    # the branch, whose other path may leave it as it was (branch joins them).
+                    self.grad_log[-1].append((base, base.grad))
                 self.set_grad(base, flag if isinstance(flag, bool) else None, toggled=True)
                 return
             self.escaped |= self._graph_of(value)
@@ -2399,6 +2419,7 @@ class Interpreter(Objects):
         self.runs.append(inputs)
         later_pass, self.later_pass = self.later_pass, 0  # a summary holds for any call
         flag_log, self.flag_log = self.flag_log, []  # its flag changes come back as events
+        grad_log, self.grad_log = self.grad_log, []
         outer_cells = self.recorder[0]
         cells: set[Cell] = set()
         self.recorder[0] = cells if outer_cells is not None else None
@@ -2445,6 +2466,7 @@ class Interpreter(Objects):
             del self._clocks[clocks:]
             self.functions_made = outer_functions  # (the application adds them)
             self.later_pass, self.flag_log = later_pass, flag_log
+            self.grad_log = grad_log
             self.call_stack.pop()
             self.runs.pop()
             self.recorder[0] = outer_cells
@@ -2837,3 +2859,12 @@ def _grad_guard(test: ast.expr, frame: Frame) -> list[dict[str, Value]] | None:
     on = {name: replace(value, grad=True)}
     off = {name: replace(value, grad=False, grad_assumed=False, graph=frozenset())}
     return [off, on] if negated else [on, off]
+
+
+def _undo_grads(log: list[tuple[Value, bool | None]]) -> dict[int, tuple[Value, bool | None]]:
+    """The `requires_grad` flags a branch body set on parameters, each put back as it was
+    before the body ran (for the next body); what the body left, by parameter."""
+    changed = {id(value): (value, value.grad) for value, _ in log}
+    for value, before in reversed(log):
+        value.grad = before
+    return changed
