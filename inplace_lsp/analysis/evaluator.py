@@ -1301,9 +1301,7 @@ class Interpreter(Objects):
                 return Value("tensor", frozenset({new_id()}), True, False, origin=".grad")
             if attr == "requires_grad" and base.kind == "tensor" and base.grad is not None:
                 # `if x.requires_grad:` where it is known: the other branch does not run
-                return constant(
-                    bool(base.grad) and frame.grad_enabled or bool(base.leaf and base.grad)
-                )
+                return constant(bool(base.grad))
             if attr in SCALAR_ATTRS:
                 return scalar()
         if base.kind == "scalar":
