@@ -474,9 +474,9 @@ class Heap:
     # Saves written through `.data` (no version bump): wrong gradients if a backward() then
     # runs through them, nothing otherwise.
     silent: dict[int, Mutation] = field(default_factory=dict)
-    # Version groups given to a call the analysis does not follow (by what was called): that
-    # callee may have saved them, so no write into them is "checked: safe".
-    unknown_reads: dict[int, str] = field(default_factory=dict)
+    # Version groups given to a call the analysis does not follow: that callee may have
+    # saved them, so no write into them is "checked: safe".
+    unknown_reads: frozenset[int] = frozenset()
 
     def copy(self) -> Heap:
         return Heap(
@@ -486,7 +486,7 @@ class Heap:
             {k: list(v) for k, v in self.pending_alias.items()},
             self.no_grads,
             dict(self.silent),
-            dict(self.unknown_reads),
+            self.unknown_reads,
         )
 
     def join(self, other: Heap) -> None:
@@ -499,8 +499,7 @@ class Heap:
             self.stale.setdefault(sid, mutation)
         for sid, mutation in other.silent.items():
             self.silent.setdefault(sid, mutation)
-        for group, callee in other.unknown_reads.items():
-            self.unknown_reads.setdefault(group, callee)
+        self.unknown_reads |= other.unknown_reads
         self.freed &= other.freed
         self.no_grads &= other.no_grads
         for group, pend in other.pending_alias.items():

@@ -648,18 +648,18 @@ class Interpreter(Objects):
         grads: list[dict[int, tuple[Value, bool | None]]] = []
         for i, body in enumerate(bodies):
             known = refined[i] if refined else {}  # what the condition says on this path
+            label = labels[i] if labels and i < len(labels) else None
             if not body:  # `if` without `else`: that path changes nothing, and is only read
                 results.append(({**base_env, **known} if known else base_env, base_heap))
                 # (its own path of the branch, for the code after it where the other
                 # path ended: `if x.requires_grad: return ...`)
-                label = labels[i] if labels and i < len(labels) else None
                 ctxs.append(Ctx(base_ctx, label, split, i) if len(bodies) > 1 else base_ctx)
                 flags.append({})
                 grads.append({})
                 continue
             frame.env = {**base_env, **known}
             self.heap = base_heap.copy()
-            frame.ctx = Ctx(base_ctx, labels[i] if labels and i < len(labels) else None, split, i)
+            frame.ctx = Ctx(base_ctx, label, split, i)
             self.flag_log.append([])
             self.grad_log.append([])
             try:
@@ -1698,9 +1698,7 @@ class Interpreter(Objects):
                 return builtin
         if isinstance(func, ast.Name) and func.id in BUILTINS and func.id not in frame.env:
             return self.unknown_call(args, kwargs)  # `print(x)`, `len(x)`: nothing is kept
-        if (callee.has_const and callee.const is None) or callee.origin == _CALLED_NONE:
-            return replace(self.unknown_call(args, kwargs), origin=_CALLED_NONE)  # (call_value)
-        return self.unknown_callee(args, kwargs, node, frame)
+        return self._not_followed(callee, args, kwargs, node, frame)
 
     def call_value(
         self,
@@ -1713,9 +1711,21 @@ class Interpreter(Objects):
         called = self._call_of(callee, args, kwargs, node, frame)
         if called is not None:
             return called
+        return self._not_followed(callee, args, kwargs, node, frame)
+
+    def _not_followed(
+        self,
+        callee: Value,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.Call,
+        frame: Frame,
+    ) -> Value:
+        """A call of a value the analysis cannot follow: it may keep its output
+        (unknown_callee), unless it is None, or what calling None gave (`norm_layer(planes)`
+        with the default `norm_layer=None` of an object built from defaults): no run calls
+        None (TypeError)."""
         if (callee.has_const and callee.const is None) or callee.origin == _CALLED_NONE:
-            # `norm_layer(planes)` with the default `norm_layer=None` of an object built from
-            # defaults, and the "layer" it gives: no run calls None (TypeError)
             return replace(self.unknown_call(args, kwargs), origin=_CALLED_NONE)
         return self.unknown_callee(args, kwargs, node, frame)
 
@@ -2535,9 +2545,8 @@ class Interpreter(Objects):
             if sids:
                 held = tuple(use.save(summary.saves[sid]).id for sid in sids)
                 self.heap.live[group_now] = (*self.heap.live.get(group_now, ()), *held)
-            callee = exit_heap.unknown_reads.get(group)
-            if callee is not None:  # a tensor it made and gave to a call it did not follow
-                self.read_by_unknown(frozenset({group_now}), callee)
+            if group in exit_heap.unknown_reads:  # made and given to a call it did not follow
+                self.read_by_unknown(frozenset({group_now}))
         for sid, mutation in exit_heap.stale.items():
             sid_now = use.own_sids.get(sid)
             if sid_now is not None:
@@ -2583,7 +2592,7 @@ class Interpreter(Objects):
         elif isinstance(event, FreezeEvent):
             self.freeze(use.groups(event.groups))
         elif isinstance(event, UnknownReadEvent):
-            self.read_by_unknown(use.groups(event.groups), event.callee)
+            self.read_by_unknown(use.groups(event.groups))
         else:
             self._replay_change(event, use)
 

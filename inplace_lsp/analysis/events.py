@@ -91,15 +91,13 @@ class Events:
     def loc(self, node: ast.AST, frame: Frame) -> Loc:
         return location(node, frame.start)
 
-    def unknown_call(
-        self, args: list[Value], kwargs: dict[str, Value], callee: str = "a call"
-    ) -> Value:
+    def unknown_call(self, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """The result of a call the analysis does not follow (domain.unknown_call); the
         tensors given to it may have been saved by it, so no write into them is checked
         safe afterwards (here, or in a caller of this function)."""
         given = (*args, *kwargs.values())
         groups = frozenset().union(*(_given_groups(v) for v in given))
-        self.read_by_unknown(groups, callee)
+        self.read_by_unknown(groups)
         for value in given:
             owner = owning_instance(value.module)
             if owner is not None:
@@ -113,11 +111,12 @@ class Events:
         `self.act = make_act(name)`, `rearrange(x, ...)`), which may keep its output for
         backward (maybe_saves)."""
         result = self.unknown_call(args, kwargs)
-        spelled = ast.unparse(node.func)
-        self.maybe_saves(f"`{spelled}`" if len(spelled) <= 40 else "a call", result, node, frame)
+        self.maybe_saves(result, node, frame)
         return result
 
-    def maybe_saves(self, callee: str, result: Value, node: ast.AST, frame: Frame) -> None:
+    def maybe_saves(
+        self, result: Value, node: ast.AST, frame: Frame, layer: ModuleRef | None = None
+    ) -> None:
         """A call the analysis does not follow of something that may be a layer or an
         autograd op (`self.act(x)` of a class it cannot read, `rearrange(x, ...)` of a library
         it does not know): it may keep its output for backward. A possible save that names
@@ -127,6 +126,7 @@ class Events:
         no run takes.)"""
         if not frame.grad_enabled or not (result.grad is True and result.tensorish):
             return
+        callee = _callee_name(node, layer)  # (spelled only here: ast.unparse is not cheap)
         new = frozenset(
             self._save(group, callee, "output", None, node, frame, True, "", unknown=True)
             for group in sorted(result.groups)
@@ -148,16 +148,15 @@ class Events:
             owner = owning_instance(owner.parent)
         return True
 
-    def read_by_unknown(self, groups: frozenset[int], callee: str) -> None:
-        for group in groups:
-            self.heap.unknown_reads.setdefault(group, callee)
+    def read_by_unknown(self, groups: frozenset[int]) -> None:
+        self.heap.unknown_reads |= groups
         external = self.inputs.external(groups) if self.inputs is not None else frozenset()
         if external:
-            self.events.append(UnknownReadEvent(external, callee))
+            self.events.append(UnknownReadEvent(external))
 
     def read_unknown(self, groups: frozenset[int]) -> bool:
         """Whether a call the analysis does not follow was given one of these groups."""
-        return any(group in self.heap.unknown_reads for group in groups)
+        return not self.heap.unknown_reads.isdisjoint(groups)
 
     def function_value(
         self,
@@ -690,6 +689,21 @@ class Events:
                 escapes_from,
             )
         )
+
+
+def _callee_name(node: ast.AST, layer: ModuleRef | None) -> str:
+    """What a finding calls a callee the analysis does not follow: `self.act` (a long
+    expression: "a call"), or, for a layer nothing is known of, "a layer of `self.block`"
+    where it is one of an nn.Sequential's."""
+    spelled = ast.unparse(node.func) if isinstance(node, ast.Call) else None
+    if layer is None:
+        return f"`{spelled}`" if spelled is not None and len(spelled) <= 40 else "a call"
+    callee = f"`{spelled}`" if spelled is not None else "the layer"
+    parent = layer.parent
+    if layer.qualname is None and parent is not None:
+        if any(child is layer for child in parent.children or ()):
+            return f"a layer of {callee}"  # `getattr(nn, name)()` in an nn.Sequential
+    return callee
 
 
 def _given_groups(value: Value, depth: int = 0) -> frozenset[int]:

@@ -105,7 +105,6 @@ class FreezeEvent:
 @dataclass(frozen=True)
 class UnknownReadEvent:
     groups: frozenset[int]  # stand-in groups given to a call the analysis does not follow
-    callee: str  # what was called
 
 
 @dataclass(frozen=True)
@@ -966,6 +965,7 @@ _ID_FIELDS = frozenset(
         "no_grads",
         "silent",
         "split",
+        "unknown_reads",
     }
 )
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

@@ -330,14 +330,7 @@ class TorchOps(Events):
             result = self.unknown_call(args, {})
             if result.grad is None and frame.grad_enabled:
                 result.grad = True  # unknown modules usually hold parameters
-            callee = f"`{ast.unparse(node.func)}`" if isinstance(node, ast.Call) else "the layer"
-            if (
-                ref.qualname is None
-                and ref.parent is not None
-                and any(child is ref for child in ref.parent.children or ())
-            ):
-                callee = f"a layer of {callee}"  # `getattr(nn, name)()` in an nn.Sequential
-            self.maybe_saves(callee, result, node, frame)
+            self.maybe_saves(result, node, frame, layer=ref)
             return result
         inplace = info.inplace_default
         keyword: ast.AST | None = None  # the `inplace=` keyword, or `True` in `nn.ReLU(True)`
@@ -460,7 +453,7 @@ class TorchOps(Events):
                 # TensorDict's `.get()`, a config's `.replace()`): nothing is known of it.
                 return self.unknown_call(args, kwargs)
             # An op of no known kind: it may keep its tensors for backward.
-            self.read_by_unknown(frozenset().union(*(t.groups for t in tensor_args)), label)
+            self.read_by_unknown(frozenset().union(*(t.groups for t in tensor_args)))
             return self.derived(tensor_args)
         receiver = args[0] if args else unknown()
         result: Value

@@ -143,29 +143,25 @@ def suggestion(ctx: DocContext, mutation: Mutation) -> str:
     """The out-of-place rewrite in words, e.g. "Write `h = h + 1`"."""
     if mutation.value.leaf:  # a parameter's own update (no quick fix: see conflict_finding)
         return "Make this update after the backward() that needs the old values."
-    stmt_text = ctx.text(mutation.stmt_loc).strip()
-    if mutation.fix == "augassign":
+    node: ast.stmt | None = None  # the statement, for the rewrites that quote it
+    if mutation.fix in ("augassign", "clone-setitem"):
         try:
-            node = ast.parse(stmt_text).body[0]
+            node = ast.parse(ctx.text(mutation.stmt_loc).strip()).body[0]
         except (SyntaxError, IndexError):
             node = None
-        if isinstance(node, ast.AugAssign):
-            target = ast.unparse(node.target)
-            rhs = ast.unparse(node.value)
-            if isinstance(node.value, (ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp)):
-                rhs = f"({rhs})"
-            from inplace_lsp.analysis.torch_ops import AUG_SYMBOL
+    if mutation.fix == "augassign" and isinstance(node, ast.AugAssign):
+        target = ast.unparse(node.target)
+        rhs = ast.unparse(node.value)
+        if isinstance(node.value, (ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp)):
+            rhs = f"({rhs})"
+        from inplace_lsp.analysis.torch_ops import AUG_SYMBOL
 
-            return f"Write `{target} = {target} {AUG_SYMBOL.get(type(node.op), '+')} {rhs}`."
+        return f"Write `{target} = {target} {AUG_SYMBOL.get(type(node.op), '+')} {rhs}`."
     if mutation.fix == "method-out-of-place":
         name = mutation.op.strip(".()")
         return f"Use the out-of-place `{name.rstrip('_')}` and rebind the name."
     if mutation.fix == "clone-setitem":
         target = mutation.target or "the tensor"
-        try:
-            node = ast.parse(stmt_text).body[0]
-        except (SyntaxError, IndexError):
-            node = None
         written = node.targets[0] if isinstance(node, ast.Assign) else None
         while isinstance(written, ast.Subscript):
             written = written.value  # `self.queue[:, :2] = ...`: `self.queue`
