@@ -265,3 +265,244 @@ def test_a_parameter_frozen_and_written_on_the_same_path_is_no_finding() -> None
     assert [f.severity for f in analyze(unfrozen, "prune.py") if f.code == "IPL002"] == [
         Severity.ERROR
     ]
+
+
+# Each: a program torch breaks on the line marked `# error`, and its fix (the `# fix:` lines'
+# replacements), which torch runs. The analysis must give the marked line an Error and the fix
+# none.
+BROKEN_AND_FIXED = {
+    "a subclass of a torch.nn layer writes its own weight": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class WSConv2d(nn.Conv2d):
+            def forward(self, x):
+                w = self.weight
+                w.sub_(w.mean(dim=(1, 2, 3), keepdim=True))  # error
+                return nn.functional.conv2d(x, w, self.bias)
+
+
+        conv = WSConv2d(3, 4, 3)
+        conv(torch.randn(1, 3, 8, 8)).sum().backward()
+        """,
+        (
+            "w.sub_(w.mean(dim=(1, 2, 3), keepdim=True))",
+            "w = w - w.mean(dim=(1, 2, 3), keepdim=True)",
+        ),
+        "leaf Variable",
+    ),
+    "an RNN parameter named by an f-string": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.LSTM(4, 8, num_layers=2)
+                for i in range(self.rnn.num_layers):
+                    getattr(self.rnn, f"bias_hh_l{i}").chunk(4)[1].fill_(1)  # error
+
+            def forward(self, x):
+                return self.rnn(x)[0]
+
+
+        Encoder()(torch.randn(5, 2, 4)).sum().backward()
+        """,
+        (
+            "        for i in range(self.rnn.num_layers):",
+            "        with torch.no_grad():\n          for i in range(self.rnn.num_layers):",
+        ),
+        "is a view and is being modified inplace",
+    ),
+    "a model built by name from a class namespace and an untaken wrapper": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class D(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.fc = nn.Linear(n, 1)
+
+            def forward(self, x):
+                return self.fc(x)
+
+
+        class backbone:
+            D = D
+
+
+        class GAN(nn.Module):
+            def __init__(self, params, dist_model=False):
+                super().__init__()
+                self.g = nn.Linear(4, 4)
+                self.d = backbone.__dict__[params["d"]](**params["d_params"])
+                if dist_model:
+                    self.d = nn.parallel.DistributedDataParallel(self.d)
+                self.og = torch.optim.Adam(self.g.parameters())
+                self.od = torch.optim.Adam(self.d.parameters())
+
+            def step(self, z):
+                fake = self.g(z)
+                d_loss = self.d(fake.detach()).mean()
+                g_loss = -self.d(fake).mean()
+                self.od.zero_grad()
+                d_loss.backward()
+                self.od.step()  # error
+                self.og.zero_grad()
+                g_loss.backward()
+                self.og.step()
+
+
+        GAN({"d": "D", "d_params": {"n": 4}}).step(torch.randn(3, 4))
+        """,
+        ("self.og.zero_grad()", "g_loss = -self.d(fake).mean()\n        self.og.zero_grad()"),
+        "modified by an inplace operation",
+    ),
+    "losses in a dict rewritten key by key": (
+        """\
+        import torch
+        import torch.nn as nn
+
+        G, D = nn.Linear(4, 4), nn.Linear(4, 1)
+        opt_g = torch.optim.Adam(G.parameters())
+        opt_d = torch.optim.Adam(D.parameters())
+
+
+        def forward(x):
+            fake = G(x)
+            return {"d": D(fake.detach()).mean(), "g": -D(fake).mean()}
+
+
+        losses = forward(torch.randn(3, 4))
+        for k in losses.keys():
+            losses[k] = torch.mean(losses[k])
+        opt_d.zero_grad()
+        losses["d"].backward()
+        opt_d.step()  # error
+        opt_g.zero_grad()
+        losses["g"].backward()
+        opt_g.step()
+        """,
+        ('"g": -D(fake).mean()', '"g": -D(fake.detach()).mean() * G(x).mean()'),
+        "modified by an inplace operation",
+    ),
+    "an activation built from a config dict (mmcv's ConvModule)": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class ConvModule(nn.Module):
+            def __init__(self, cin, cout, act_cfg=dict(type="ReLU"), inplace=True):
+                super().__init__()
+                self.conv = nn.Conv2d(cin, cout, 3, padding=1)
+                act_cfg_ = act_cfg.copy()
+                act_cfg_.setdefault("inplace", inplace)
+                self.activate = getattr(nn, act_cfg_.pop("type"))(**act_cfg_)
+
+            def forward(self, x):
+                return self.activate(self.conv(x))
+
+
+        class Neck(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lateral = ConvModule(3, 4)
+                self.top = ConvModule(3, 4)
+
+            def forward(self, x):
+                h = self.lateral(x)
+                h += self.top(x)  # error
+                return h
+
+
+        Neck()(torch.randn(1, 3, 8, 8)).sum().backward()
+        """,
+        ("h += self.top(x)", "h = h + self.top(x)"),
+        "modified by an inplace operation",
+    ),
+}
+
+# YOLO's Detect head: its inference branch decodes boxes in place, and `self.training |=
+# self.export` reads a flag of the class body.
+DETECT = """\
+import torch
+import torch.nn as nn
+
+
+class Detect(nn.Module):
+    export = False
+
+    def __init__(self):
+        super().__init__()
+        self.m = nn.Conv2d(3, 6, 1)
+
+    def forward(self, x):
+        x = self.m(x)
+        self.training |= self.export
+        if not self.training:
+            y = x.sigmoid()
+            y[:, 0:2] = y[:, 0:2] * 2.0 - 0.5
+            return y
+        return x
+"""
+
+
+@pytest.mark.torch
+def test_an_inference_branch_is_judged_in_the_mode_the_model_runs_in(tmp_path: Path) -> None:
+    """Trained in train mode and evaluated under no_grad, the in-place decode runs; where the
+    file says how the model runs, nothing is said; where it does not (the forward alone), the
+    write is a Warning naming the eval-mode branch, not an Error."""
+    pytest.importorskip("torch")
+    script = tmp_path / "detect.py"
+    run = DETECT + textwrap.dedent(
+        """\
+
+        model = Detect()
+        for _ in range(2):
+            model(torch.randn(1, 3, 4, 4)).sum().backward()
+        model.eval()
+        with torch.no_grad():
+            model(torch.randn(1, 3, 4, 4))
+        """
+    )
+    script.write_text(run, encoding="utf-8")
+    ran = _run(script)
+    assert ran.returncode == 0, ran.stderr
+    assert not [f for f in analyze(run, str(script)) if f.code == "IPL001"]
+    # The forward alone runs in training mode by assumption: the branch is not taken.
+    assert not [f for f in analyze(DETECT, "detect.py") if f.code == "IPL001"]
+    # Where the mode is not known, the write rests on it: a Warning that names the branch.
+    exported = DETECT.replace(
+        "self.training |= self.export", "self.training &= not torch.onnx.is_in_onnx_export()"
+    )
+    (alone,) = [f for f in analyze(exported, "detect.py") if f.code == "IPL001"]
+    assert alone.severity is Severity.WARNING and alone.span.line == 17
+    assert "eval mode" in alone.message and "`if not self.training:` (line 15)" in alone.message
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(BROKEN_AND_FIXED))
+def test_the_shape_is_an_error_and_its_fix_none(tmp_path: Path, name: str) -> None:
+    """Mechanisms from real code: torch's run says the program breaks on the marked line and
+    its fix runs; the analysis says the same."""
+    pytest.importorskip("torch")
+    program, (old, new), raised = BROKEN_AND_FIXED[name]
+    text = textwrap.dedent(program)
+    fixed = text.replace(old, new)
+    assert fixed != text
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.endswith("# error"))
+    broken_script, fixed_script = tmp_path / "broken.py", tmp_path / "fixed.py"
+    broken_script.write_text(text, encoding="utf-8")
+    fixed_script.write_text(fixed, encoding="utf-8")
+    assert raised in _run(broken_script).stderr
+    ran = _run(fixed_script)
+    assert ran.returncode == 0, ran.stderr
+    assert line in _errors(analyze(text, str(broken_script)))
+    assert not _errors(analyze(fixed, str(fixed_script)))

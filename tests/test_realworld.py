@@ -36,7 +36,7 @@ FORUMS = ("discuss.pytorch.org/", "blog.", "stackoverflow.com/")
 @pytest.mark.parametrize(
     ("cases", "least", "repos"),
     [
-        (CASES, 80, 40),
+        (CASES, 200, 120),
         (HELDOUT, 40, 30),
         pytest.param(
             BLIND,

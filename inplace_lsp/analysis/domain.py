@@ -363,6 +363,10 @@ class Conflict:
     # Escaping from a function nothing visible backpropagates: the function it leaves, whose
     # caller the failure needs to run backward() through it ("" otherwise).
     escapes_from: str = ""
+    # Escaping from a module's forward (a backward follows by assumption) out of its
+    # inference branch (`if not self.training:`): that condition, as a message says it; the
+    # failure needs a backward() through the module in eval mode ("" otherwise).
+    eval_branch: str = ""
 
 
 @dataclass(eq=False)
@@ -444,6 +448,10 @@ class Facts:
     refusals: list[Refusal] = field(default_factory=list)
     # The names a backward() call's receiver or argument reads (`(total / n).backward()`).
     backwarded: set[str] = field(default_factory=set)
+    # A forward hook or pre-hook was registered on a module (`output.requires_grad_(True)` in
+    # transformers' enable_input_require_grads): what a module's output is may rest on a hook
+    # a summary made before it was registered did not run, so no write is checked safe.
+    hooked: bool = False
 
     def extend(self, other: Facts) -> None:
         self.conflicts += other.conflicts
@@ -458,6 +466,7 @@ class Facts:
         self.inplace_flags += other.inplace_flags
         self.refusals += other.refusals
         self.backwarded |= other.backwarded
+        self.hooked = self.hooked or other.hooked
 
 
 @dataclass
@@ -636,6 +645,26 @@ def branch_conditions(saved_in: Ctx, written_in: Ctx) -> tuple[str, ...]:
             labels.append(form.format(code, f" (line {line})" if line is not None else ""))
         node = node.parent
     return tuple(reversed(labels))
+
+
+def eval_branch(ctx: Ctx) -> str:
+    """The branch on a module's training flag that the context runs on in eval mode only
+    (`if not self.training:` true, `if self.training:` false), as a message says it; ""
+    when none."""
+    node: Ctx | None = ctx
+    while node is not None:
+        form, condition, line = node.label if node.label is not None else ("", None, None)
+        if condition is not None:
+            negated = isinstance(condition, ast.UnaryOp) and isinstance(condition.op, ast.Not)
+            inner = condition.operand if isinstance(condition, ast.UnaryOp) else condition
+            if (
+                isinstance(inner, ast.Attribute)
+                and inner.attr == "training"
+                and form.endswith("is true" if negated else "is false")
+            ):
+                return form.format(short_source(condition), f" (line {line})" if line else "")
+        node = node.parent
+    return ""
 
 
 def implied(saved_in: Ctx, written_in: Ctx, used_in: Ctx) -> bool:

@@ -523,9 +523,10 @@ class Interpreter(Objects):
                 self.inplace_binop(current, rhs, opname, symbol, stmt, frame, ast.unparse(target))
             elif base.module is not None:
                 # `self.mem_cntr += 1`: the attribute is rebound; how often this runs is not
-                # known, so neither is the number.
+                # known, so neither is the number (but `self.training |= self.export` gives the
+                # same however often it runs: `|` and `&` are idempotent).
                 result = self.binop(opname, current, rhs, stmt, frame)
-                if result.kind == "scalar":
+                if result.kind == "scalar" and not (opname in ("or", "and") and result.has_const):
                     result = scalar()
                 self.set_attr(base.module, target.attr, result)
             return
@@ -776,6 +777,15 @@ class Interpreter(Objects):
             ]
             self.loop(stmt, frame, heads)
             return
+        entries = self._dict_entries(stmt.iter, iterable, frame)
+        if entries is not None:
+            # `for k in losses.keys(): losses[k] = losses[k].mean()` on a dict whose keys are
+            # known: each key in turn, so `losses[k]` is that key's value.
+            by_key: list[Callable[[], object]] = [
+                functools.partial(self.assign, stmt.target, entry, frame, stmt) for entry in entries
+            ]
+            self.loop(stmt, frame, by_key)
+            return
         numbers = small_range(stmt.iter)
         steps: list[object] | None = None if numbers is None else list(numbers)
         if (
@@ -825,6 +835,59 @@ class Interpreter(Objects):
         self.loop(stmt, frame, lambda: self.assign(stmt.target, element, frame, stmt))
 
     stmt_AsyncFor = stmt_For
+
+    def _dict_method(
+        self, receiver: Value, name: str, args: list[Value], kwargs: dict[str, Value]
+    ) -> Value | None:
+        """`cfg.copy()`, `cfg.get("type", d)`, `cfg.setdefault("inplace", True)` and
+        `cfg.pop("type")` on a dict whose keys are known (mmcv's `act_cfg` read into
+        `getattr(nn, cfg.pop("type"))(**cfg)`); None for any other call."""
+        keys, items = receiver.keys, receiver.items
+        if keys is None or items is None or kwargs or self._stand_in(receiver) is not None:
+            return None
+        if name == "copy" and not args:
+            return replace(receiver, items=tuple(items))
+        if name not in ("get", "setdefault", "pop") or not 1 <= len(args) <= 2:
+            return None
+        key = args[0].const if args[0].has_const else None
+        if not isinstance(key, str):
+            return None
+        default = args[1] if len(args) == 2 else constant(None)
+        if key not in keys:
+            if name == "setdefault":
+                self.set_key(receiver, key, default, frozenset(self._graph_of(default)))
+            return default if len(args) == 2 or name != "pop" else None
+        found = items[keys.index(key)]
+        if name == "pop":
+            at = keys.index(key)
+            receiver.keys = (*keys[:at], *keys[at + 1 :])
+            receiver.items = (*items[:at], *items[at + 1 :])
+        return found
+
+    def _dict_entries(self, node: ast.expr, iterable: Value, frame: Frame) -> list[Value] | None:
+        """What a loop over a dict with known keys binds, entry by entry: `d` and `d.keys()`
+        its keys, `d.values()` its values, `d.items()` (key, value) pairs; None for any other
+        loop."""
+        view = ""
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("keys", "values", "items")
+            and not node.args
+            and not node.keywords
+        ):
+            view, iterable = node.func.attr, self.eval(node.func.value, frame)
+        keys, items = iterable.keys, iterable.items
+        if keys is None or items is None or not 0 < len(keys) <= UNROLLED_LAYERS:
+            return None
+        if view == "values":
+            return list(items)
+        if view == "items":
+            return [
+                Value("container", tensor=False, grad=False, items=(constant(key), item))
+                for key, item in zip(keys, items, strict=True)
+            ]
+        return [constant(key) for key in keys]
 
     def stmt_While(self, stmt: ast.While, frame: Frame) -> None:
         self.loop(stmt, frame, lambda: self.eval(stmt.test, frame))
@@ -1066,7 +1129,7 @@ class Interpreter(Objects):
                 self.set_attr(base.module, target.attr, value)
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value, frame)
-            self.eval(target.slice, frame)
+            index = self.eval(target.slice, frame)
             if base.tensorish and base.kind == "tensor" and not string_key(target.slice):
                 if base.kind_assumed and isinstance(target.slice, (ast.Name, ast.Constant)):
                     # `x[i] = conv(x[i])` on a forward input: as likely a list of feature
@@ -1091,9 +1154,10 @@ class Interpreter(Objects):
             else:
                 graph = frozenset(self._graph_of(value))
                 self.escaped |= graph
-                key = target.slice.value if isinstance(target.slice, ast.Constant) else None
+                key = index.const if index.has_const else None
                 if base.kind == "container" and base.keys is not None and isinstance(key, str):
-                    # `kwargs["dimensions"] = 2` on a dict of known keys
+                    # `kwargs["dimensions"] = 2` on a dict of known keys (`losses[k] = ...`
+                    # with `k` one of them, in a loop over its keys)
                     self.set_key(base, key, value, graph)
                 elif base.kind == "container":
                     # `u[i] = actor(o)`: the list now holds it (`torch.cat(u)` reaches its graph).
@@ -1311,6 +1375,16 @@ class Interpreter(Objects):
         return Value("unknown", frozenset({new_id()}), None, None, grad_from=dotted(node))
 
     def expr_Subscript(self, node: ast.Subscript, frame: Frame) -> Value:
+        namespace = _namespace_of(node.value, frame)
+        if namespace is not None:
+            # `backbone.__dict__[params["arch"]]`, `vars(models)[name]`: a factory by name
+            # is the attribute the key names, where the key is known.
+            key = self.eval(node.slice, frame)
+            if isinstance(key.const, str):
+                found = self._getattr([self.eval(namespace, frame), key], None)
+                if found is not None:
+                    return found
+            return unknown()
         base = self.eval(node.value, frame)
         return self.subscript(base, node, frame)
 
@@ -1409,16 +1483,8 @@ class Interpreter(Objects):
             frozenset().union(*(v.graph for v in values)) if values else frozenset()
         )
         constant_keys = all(isinstance(k, ast.Constant) for k in node.keys)
-        return Value(
-            "container",
-            tensor=False,
-            grad=True if any(v.grad for v in values if v.tensorish) else None,
-            graph=graph,
-            items=tuple(values) if constant_keys else None,
-            keys=tuple(k.value for k in node.keys if isinstance(k, ast.Constant))
-            if constant_keys
-            else None,
-        )
+        keys: list[object] = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+        return _dict_value(values, keys if constant_keys else None, graph)
 
     def expr_IfExp(self, node: ast.IfExp, frame: Frame) -> Value:
         test = self.eval(node.test, frame)
@@ -1437,6 +1503,15 @@ class Interpreter(Objects):
             return Value("params", left.groups | right.groups, tensor=False, grad=True)
         if left.kind != "tensor" and right.kind != "tensor":
             if left.kind == "scalar" and right.kind == "scalar":
+                if (
+                    opname in ("and", "or", "xor")
+                    and type(left.const) is bool
+                    and type(right.const) is bool
+                ):
+                    # `self.training |= self.export` of known flags: the flag it gives
+                    a, b = left.const, right.const
+                    folded = a & b if opname == "and" else a | b if opname == "or" else a ^ b
+                    return constant(folded)
                 return scalar()
             kinds = {left.kind, right.kind}
             if "container" in kinds and kinds <= {"container", "scalar"}:
@@ -1673,8 +1748,18 @@ class Interpreter(Objects):
             return python_value()
         if isinstance(func, ast.Name) and func.id == "isinstance" and "isinstance" not in frame.env:
             return self._isinstance(args)
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "dict"
+            and "dict" not in frame.env
+            and not node.args
+            and all(k.arg for k in node.keywords)
+        ):
+            # `dict(type="ReLU", inplace=True)`: a dict of those keys
+            graph = frozenset().union(*(v.graph for v in kwargs.values()))
+            return _dict_value(list(kwargs.values()), list(kwargs), graph)
         if isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in frame.env:
-            found = self._getattr(args)
+            found = self._getattr(args, node)
             if found is not None:
                 return found
         if (
@@ -1801,13 +1886,20 @@ class Interpreter(Objects):
             result = join_values(result, other)
         return result
 
-    def _getattr(self, args: list[Value]) -> Value | None:
+    def _getattr(self, args: list[Value], node: ast.Call | None) -> Value | None:
         """`getattr(obj, "name")` of a module or an object is `obj.name`; so is
         `getattr(obj, "name", default)` where the object surely has it (an attribute its
-        code set, a dataclass field). None: not known."""
-        if len(args) not in (2, 3) or not isinstance(args[1].const, str):
+        code set, a dataclass field), and `getattr(self.rnn, f"bias_hh_l{i}")` where every
+        name the f-string can spell is a parameter of a torch.nn layer. None: not known."""
+        if len(args) not in (2, 3):
             return None
-        ref, name = args[0].module, args[1].const
+        ref = args[0].module
+        if not isinstance(args[1].const, str):
+            spelled = node.args[1] if node is not None and len(node.args) > 1 else None
+            if ref is not None and len(args) == 2 and isinstance(spelled, ast.JoinedStr):
+                return self.layer_parameter(ref, spelled)
+            return None
+        name = args[1].const
         if args[0].kind == "symbol" and args[0].qualname and len(args) == 2:
             # `getattr(nn, "Conv{}d".format(dims))`: the name it spells in that module
             return Value("symbol", tensor=False, grad=False, qualname=f"{args[0].qualname}.{name}")
@@ -1978,6 +2070,9 @@ class Interpreter(Objects):
                 self._function_saves[-1].extend(t for a in args for t in tensors_in(a))
             return unknown()
         if receiver.kind == "container":
+            found = self._dict_method(receiver, name, args, kwargs)
+            if found is not None:
+                return found
             if name == "update" and receiver.keys is not None and not kwargs and len(args) == 1:
                 # `kwargs.update(user_kwargs)`: the keys of both, where both are known
                 self.update_keys(receiver, args[0], frozenset(self._graph_of(args[0])))
@@ -2805,6 +2900,34 @@ def _plain_class_value(node: ast.AST) -> bool:
             for k, v in zip(node.keys, node.values, strict=True)
         )
     return False
+
+
+def _dict_value(values: list[Value], keys: list[object] | None, graph: frozenset[int]) -> Value:
+    """A dict of these values, by these keys where they are known constants."""
+    return Value(
+        "container",
+        tensor=False,
+        grad=True if any(v.grad for v in values if v.tensorish) else None,
+        graph=graph,
+        items=tuple(values) if keys is not None else None,
+        keys=tuple(keys) if keys is not None else None,
+    )
+
+
+def _namespace_of(node: ast.expr, frame: Frame) -> ast.expr | None:
+    """What `X.__dict__` and `vars(X)` are the attributes of: X (None for anything else)."""
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+        return node.value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "vars"
+        and "vars" not in frame.env
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return node.args[0]
+    return None
 
 
 def _delegates_setattr(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

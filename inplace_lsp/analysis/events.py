@@ -25,6 +25,7 @@ from inplace_lsp.analysis.domain import (
     Save,
     Value,
     branch_conditions,
+    eval_branch,
     exclusive,
     grad_sources,
     implied,
@@ -544,6 +545,7 @@ class Events:
     def add_hook(self, ref: ModuleRef, hook: Hook) -> None:
         """`module.register_forward_hook(fn)`: it runs at every call of the module."""
         ref.hooks = (*ref.hooks, hook)
+        self.facts.hooked = True
         path = self._stand_in(ref)
         if path is not None:
             self.events.append(ValueEvent(path, "hook", flag=hook))
@@ -674,7 +676,9 @@ class Events:
             # for a caller's backward: two unknowns deep, no finding (the write is what the
             # code means where that layer keeps nothing).
             return
-        definite = not save.possible and every_path and not escapes_from
+        # A forward's inference branch: whether a backward follows it is not known.
+        in_eval = eval_branch(mutation.ctx) if via == "escape" and not escapes_from else ""
+        definite = not save.possible and every_path and not escapes_from and not in_eval
         on_some_paths = not every_path or (save.possible and save.on_some_paths)
         self.facts.conflicts.append(
             Conflict(
@@ -687,6 +691,7 @@ class Events:
                 on_some_paths,
                 () if every_path else branch_conditions(save.ctx, mutation.ctx),
                 escapes_from,
+                in_eval,
             )
         )
 

@@ -422,6 +422,24 @@ def _scan_statements(
                     _record_attr(model, info, attr, part_value, guards)
 
 
+def _scan_class_constants(info: ClassInfo, node: ast.ClassDef) -> None:
+    """`export = False` in the class body: what `self.export` reads until an instance sets
+    its own (one set in `__init__` too makes it unknown; a buffer, parameter or submodule of
+    that name is that)."""
+    for stmt in node.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Constant)
+        ):
+            name = stmt.targets[0].id
+            if name in info.buffers or name in info.parameters or name in info.submodules:
+                continue
+            info.plain_attrs.add(name)
+            info.plain_values.setdefault(name, []).append((stmt.value, ()))
+
+
 def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]:
     """`self.G, self.D = nn.Linear(4, 4), nn.Linear(4, 1)`: each target with its value."""
     if (
@@ -566,6 +584,7 @@ def fragment(
             init = info.methods.get("__init__")
             if init is not None:
                 _scan_init(model, info, init)
+            _scan_class_constants(info, stmt)
             info.init_said = said(info)
         else:
             frag.kernels |= _kernels_registered(stmt, model)

@@ -6,7 +6,9 @@ parameter groups they step, constructor constants and the submodule a flag choos
 from __future__ import annotations
 
 import ast
+import re
 from abc import abstractmethod
+from collections.abc import Collection
 
 from inplace_lsp.analysis.binder import is_static
 from inplace_lsp.analysis.domain import (
@@ -188,8 +190,12 @@ class Objects(TorchOps):
             # `if` in __init__), and parameters and buffers: as the text says, with the
             # constructor's constants choosing (or, where they cannot, saying so). What was
             # built unconditionally stays as __init__ left it (a flag set on it later, a list
-            # filled by a loop).
-            conditional = len(options) > 1 or any(sub.guards for sub in options)
+            # filled by a loop), and so does one whose flags the constants decide: the run
+            # took that path, and what else it built holds that module (an optimizer over
+            # its parameters, `if dist: self.net = DDP(self.net)` not taken).
+            conditional = (len(options) > 1 or any(sub.guards for sub in options)) and (
+                ref.attrs[attr].module is None or _choose(options, ref.consts)[1]
+            )
             static = (
                 attr in cls.parameters
                 or attr in cls.buffers
@@ -306,20 +312,8 @@ class Objects(TorchOps):
             value = Value(
                 "tensor", frozenset({new_id()}), True, False, origin=f"buffer self.{attr}"
             )
-        elif (
-            ref.qualname is not None
-            and ref.qualname.startswith("torch.nn.")
-            and attr in ("weight", "bias", "in_proj_weight", "in_proj_bias")
-        ):
-            value = Value(
-                "tensor",
-                frozenset({ref.params_group}),
-                True,
-                not self.frozen(ref),
-                leaf=True,
-                origin=f"parameter .{attr}",
-                param=attr,
-            )
+        elif _LAYER_PARAMETER.fullmatch(attr) and self.torch_base(ref):
+            value = self._layer_parameter(ref, attr, attr)
         elif (
             ref.qualname is not None
             and ref.qualname.startswith("torch.nn.")
@@ -330,6 +324,33 @@ class Objects(TorchOps):
             value = Value("unknown", frozenset({new_id()}), None, None, origin=f"attribute {attr}")
         ref.attrs[attr] = value
         return value
+
+    def _layer_parameter(self, ref: ModuleRef, spelled: str, param: str) -> Value:
+        """A parameter of a torch.nn layer (`param`: its name, "" when not one known)."""
+        return Value(
+            "tensor",
+            frozenset({ref.params_group}),
+            True,
+            not self.frozen(ref),
+            leaf=True,
+            origin=f"parameter .{spelled}",
+            param=param,
+        )
+
+    def layer_parameter(self, ref: ModuleRef, name: ast.JoinedStr) -> Value | None:
+        """`getattr(self.rnn, f"bias_hh_l{i}")`: a parameter of a torch.nn layer where the
+        f-string's values fill only the layer-number places of its parameters' names (an
+        integer spells digits); None otherwise."""
+        if ref.cls is not None or not self.torch_base(ref):
+            return None
+
+        def spell(filler: str) -> str:
+            parts = [v.value if isinstance(v, ast.Constant) else filler for v in name.values]
+            return "".join(str(p) for p in parts)
+
+        if not _LAYER_PARAMETER.fullmatch(spell("0")) or _LAYER_PARAMETER.fullmatch(spell("x")):
+            return None
+        return self._layer_parameter(ref, spell("{}"), "")
 
     def submodules_of(self, ref: ModuleRef, deep: bool) -> list[Value]:
         """The module itself and every module under it (deep), or its children."""
@@ -358,7 +379,19 @@ class Objects(TorchOps):
     def list_kind(self, ref: ModuleRef) -> str:
         """ "torch.nn.ModuleList" or "torch.nn.Sequential" for those and their subclasses in
         the code (mmcv's `ModuleList(BaseModule, nn.ModuleList)`), else ""."""
-        if ref.qualname in _LISTS:
+        return self.torch_base(ref, _LISTS)
+
+    def torch_base(self, ref: ModuleRef, among: Collection[str] | None = None) -> str:
+        """The torch.nn class the module is, or that its class in the code derives from
+        through the bases the code defines (`class WSConv(nn.Conv2d)`), among `among` (any
+        `torch.nn.` class but Module when None), else ""."""
+
+        def wanted(name: str | None) -> bool:
+            if among is not None:
+                return name in among
+            return name is not None and name.startswith("torch.nn.") and name not in _PLAIN_BASES
+
+        if wanted(ref.qualname):
             return ref.qualname  # type: ignore[return-value]
         seen: set[int] = set()
         todo = [ref.cls] if ref.cls is not None else []
@@ -369,7 +402,7 @@ class Objects(TorchOps):
             seen.add(id(cls))
             owner = cls.owner or self.model
             for base in cls.bases:
-                if base in _LISTS:
+                if wanted(base):
                     return base
                 found = owner.lookup_class(base)
                 if found is not None:
@@ -605,6 +638,10 @@ class Objects(TorchOps):
             # Copies into every parameter in place (under no_grad), as an optimizer step does.
             self.write_parameters(self.param_groups(ref), "method", node, frame)
             return unknown()
+        if name in _HOOKS:
+            # What the module's outputs are then rests on a hook: no write into one is checked
+            # safe (a backward hook makes them views torch refuses to write into).
+            self.facts.hooked = True
         if name in ("register_forward_hook", "register_forward_pre_hook") and node.args:
             # A hook of this file runs at every call of the module (`output.clamp_(...)` in a
             # hook on nn.Sigmoid writes the output Sigmoid saved).
@@ -893,6 +930,30 @@ def _plain_value(cls: ClassInfo, attr: str, consts: dict[str, object]) -> Value:
 
 
 _LISTS = ("torch.nn.ModuleList", "torch.nn.Sequential")
+# The parameters torch.nn layers hold: `weight`, `bias`, an RNN's `weight_hh_l0` /
+# `bias_ih_l1_reverse`, MultiheadAttention's `in_proj_weight` / `bias_k`.
+_LAYER_PARAMETER = re.compile(
+    r"(weight|bias)(_(ih|hh|hr)_l\d+(_reverse)?)?|in_proj_(weight|bias)|[qkv]_proj_weight|bias_[kv]"
+)
+# Bases that give a subclass no parameters of their own.
+_PLAIN_BASES = frozenset(
+    {
+        "torch.nn.Module",
+        "torch.nn.ModuleDict",
+        "torch.nn.ParameterList",
+        "torch.nn.ParameterDict",
+        *_LISTS,
+    }
+)
+_HOOKS = frozenset(
+    {
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_backward_hook",
+    }
+)
 _TREE = 512  # the modules of a tree that modules() lists
 # The torch.nn layers that take `inplace` (their attribute of that name decides).
 _INPLACE_LAYERS = frozenset(

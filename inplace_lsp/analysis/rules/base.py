@@ -328,7 +328,11 @@ class Rule:
         """A Hint on an in-place write that looks dangerous but was checked: no op had saved
         the tensor (ResNet's `out += identity` after BatchNorm), in every run of its line (a
         second call of the function, on a tensor saved by the first, is not safe)."""
-        if mutation.path is not None or write_place(mutation) in facts.unproven_writes:
+        if (
+            mutation.path is not None
+            or write_place(mutation) in facts.unproven_writes
+            or facts.hooked
+        ):
             return None
         name = f"`{mutation.target}`" if mutation.target else "The tensor"
         producer = mutation.value.producer.strip("`").removesuffix("()")
@@ -349,6 +353,8 @@ class Rule:
         known facts; a Warning says which argument's requires-grad or which paths decide."""
         if conflict.definite:
             return "will fail"
+        if conflict.eval_branch and not (conflict.grad_from or conflict.save.unknown):
+            return f"fails if the module runs in eval mode with grad on ({conflict.eval_branch})"
         if conflict.escapes_from:
             # Nothing here backpropagates through it: a caller would have to.
             later = f"a later backward() runs through what {conflict.escapes_from} passes on"
