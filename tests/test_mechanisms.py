@@ -427,6 +427,64 @@ BROKEN_AND_FIXED = {
         ("h += self.top(x)", "h = h + self.top(x)"),
         "modified by an inplace operation",
     ),
+    "a save on each path of a flag, then the step before the backward that needs it": (
+        """\
+        import sys
+
+        import torch
+        import torch.nn as nn
+
+        G, D = nn.Linear(4, 4), nn.Linear(4, 1)
+        opt_g = torch.optim.Adam(G.parameters())
+        opt_d = torch.optim.Adam(D.parameters())
+        relativistic = len(sys.argv) > 1
+        fake = G(torch.randn(3, 4))
+        if relativistic:
+            fake_score = D(fake) - D(torch.randn(3, 4)).mean()
+        else:
+            fake_score = D(fake)
+        opt_d.zero_grad()
+        fake_score.mean().backward(retain_graph=True)
+        opt_d.step()  # error
+        g_loss = -fake_score.mean()
+        opt_g.zero_grad()
+        g_loss.backward()
+        opt_g.step()
+        """,
+        ("g_loss = -fake_score.mean()", "g_loss = -D(fake).mean()"),
+        "modified by an inplace operation",
+    ),
+    "classes given to a namespace class at module level (a script's `model.Generator`)": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class model:
+            pass
+
+
+        class Discriminator(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 1)
+
+            def forward(self, x):
+                return self.fc(x)
+
+
+        model.Discriminator = Discriminator
+        G = nn.Linear(4, 4)
+        model_d = model.Discriminator()
+        opt_d = torch.optim.Adam(model_d.parameters())
+        fake_tex = model_d(G(torch.randn(3, 4)))
+        fake_tex.mean().backward(retain_graph=True)
+        opt_d.step()  # error
+        (-fake_tex.mean()).backward()
+        """,
+        ("(-fake_tex.mean()).backward()", "(-model_d(G(torch.randn(3, 4))).mean()).backward()"),
+        "modified by an inplace operation",
+    ),
 }
 
 # YOLO's Detect head: its inference branch decodes boxes in place, and `self.training |=

@@ -221,7 +221,7 @@ class Value:
         return self.kind in ("tensor", "unknown") and self.tensor is not False
 
 
-Copied = TypeVar("Copied", "Value", "ModuleRef", "Save", "Mutation", "Function")
+Copied = TypeVar("Copied", "Value", "ModuleRef", "Save", "Mutation", "Function", "Conflict")
 
 
 def replace(value: Copied, **changes: object) -> Copied:
@@ -267,6 +267,7 @@ class Ctx:
     # both happen in one run of the code (0: no branch).
     split: int = 0
     arm: int = 0
+    arms: int = 0  # how many paths the branch has (an `if` without `else`: 2, one empty)
 
     def descends_from(self, other: Ctx) -> bool:
         node: Ctx | None = self
@@ -367,6 +368,8 @@ class Conflict:
     # inference branch (`if not self.training:`): that condition, as a message says it; the
     # failure needs a backward() through the module in eval mode ("" otherwise).
     eval_branch: str = ""
+    # Where the backward() that meets it runs (None: a caller's, by escape).
+    backward_ctx: Ctx | None = None
 
 
 @dataclass(eq=False)
@@ -645,6 +648,49 @@ def branch_conditions(saved_in: Ctx, written_in: Ctx) -> tuple[str, ...]:
             labels.append(form.format(code, f" (line {line})" if line is not None else ""))
         node = node.parent
     return tuple(reversed(labels))
+
+
+def cover_branches(conflicts: list[Conflict]) -> None:
+    """A write that breaks the backward() through a save made on each path of a branch
+    (`if opt.ragan: fake = D(x, y)` / `else: fake = D(x)`, the step after both) breaks it on
+    every path: where the conflicts of one write and one backward() rest only on which path of
+    one branch their saves ran, and together cover its paths, each is definite."""
+    arms: dict[tuple[int, object, str, int], dict[int, int]] = {}
+    paths: dict[tuple[int, object, str, int], int] = {}
+    for at, conflict in enumerate(conflicts):
+        mutation, save = conflict.mutation, conflict.save
+        if (
+            conflict.definite
+            or mutation.possible
+            or save.possible
+            or save.unknown
+            or conflict.grad_from
+            or conflict.escapes_from
+            or conflict.eval_branch
+            # (the backward() runs on every path through the write: not one of another
+            # branch, whose condition may exclude the write's)
+            or (
+                conflict.backward_ctx is not None
+                and not mutation.ctx.descends_from(conflict.backward_ctx)
+            )
+        ):
+            continue
+        extra = []
+        node: Ctx | None = save.ctx
+        while node is not None and not mutation.ctx.descends_from(node):
+            extra.append(node)
+            node = node.parent
+        if len(extra) != 1 or not extra[0].split or extra[0].arms < 2:
+            continue
+        key = (mutation.id, conflict.backward_loc, conflict.via, extra[0].split)
+        arms.setdefault(key, {})[extra[0].arm] = at
+        paths[key] = extra[0].arms
+    for branch, found in arms.items():
+        if len(found) == paths[branch]:
+            for at in found.values():
+                conflicts[at] = replace(
+                    conflicts[at], definite=True, on_some_paths=False, branches=()
+                )
 
 
 def eval_branch(ctx: Ctx) -> str:

@@ -56,6 +56,7 @@ from inplace_lsp.analysis.domain import (
     State,
     Value,
     constant,
+    cover_branches,
     grad_sources,
     join_states,
     join_values,
@@ -208,6 +209,9 @@ class Interpreter(Objects):
         self.call_stack: list[ast.AST] = []
         self.group_names: dict[int, set[str]] = {}
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
+        # `model.Generator = Generator` at module level, on a class or module the code names:
+        # what reading that attribute gives from then on.
+        self.symbol_attrs: dict[str, Value] = {}
         self.later_pass = 0  # > 0 in a second pass of a loop of unknown length (Events)
         self.flag_log: list[list[tuple[ModuleRef, bool | str | None]]] = []
         # Per branch body being run: the parameters whose `requires_grad` it set, with the
@@ -280,6 +284,7 @@ class Interpreter(Objects):
             owner.is_forward(fn.name) or backpropagated_hook(self.model, owner, fn.name)
         )
         self._finish([result], "" if assumed else f"`{self.model.def_key(fn) or fn.name}`")
+        cover_branches(self.facts.conflicts)
         return self.facts
 
     def _entry_arguments(
@@ -343,6 +348,7 @@ class Interpreter(Objects):
             frame.start = start
             self.exec_body(body, frame)
         # Nothing runs after a script ends: what its graphs hold is no finding of its own.
+        cover_branches(self.facts.conflicts)
         return self.facts
 
     def _exit_heap(self, frame: Frame) -> Heap:
@@ -654,13 +660,15 @@ class Interpreter(Objects):
                 results.append(({**base_env, **known} if known else base_env, base_heap))
                 # (its own path of the branch, for the code after it where the other
                 # path ended: `if x.requires_grad: return ...`)
-                ctxs.append(Ctx(base_ctx, label, split, i) if len(bodies) > 1 else base_ctx)
+                ctxs.append(
+                    Ctx(base_ctx, label, split, i, len(bodies)) if len(bodies) > 1 else base_ctx
+                )
                 flags.append({})
                 grads.append({})
                 continue
             frame.env = {**base_env, **known}
             self.heap = base_heap.copy()
-            frame.ctx = Ctx(base_ctx, label, split, i)
+            frame.ctx = Ctx(base_ctx, label, split, i, len(bodies))
             self.flag_log.append([])
             self.grad_log.append([])
             try:
@@ -1059,6 +1067,10 @@ class Interpreter(Objects):
     stmt_AsyncFunctionDef = stmt_FunctionDef
 
     def stmt_ClassDef(self, stmt: ast.ClassDef, frame: Frame) -> None:
+        if frame is self.module_frame and self.model.classes.get(stmt.name) is not None:
+            if self.model.classes[stmt.name].node is stmt:
+                frame.env.pop(stmt.name, None)  # the class of the file (a symbol) from here on
+                return
         frame.env[stmt.name] = unknown()
 
     def stmt_Import(self, stmt: ast.stmt, frame: Frame) -> None:
@@ -1125,6 +1137,8 @@ class Interpreter(Objects):
                 self.set_grad(base, flag if isinstance(flag, bool) else None, toggled=True)
                 return
             self.escaped |= self._graph_of(value)
+            if base.kind == "symbol" and base.qualname and frame is self.module_frame:
+                self.symbol_attrs[f"{base.qualname}.{target.attr}"] = value
             if base.module is not None and not self._own_setattr(base, target.attr, value, frame):
                 self.set_attr(base.module, target.attr, value)
         elif isinstance(target, ast.Subscript):
@@ -1306,7 +1320,7 @@ class Interpreter(Objects):
         if isinstance(root, ast.Name) and root.id not in frame.env:
             qual = self.model.qualify(node)
             if qual is not None:
-                held = self._class_attribute(qual)
+                held = self.symbol_attrs.get(qual) or self._class_attribute(qual)
                 if held is not None:
                     return held
                 return Value("symbol", tensor=False, grad=False, qualname=qual)
@@ -1343,7 +1357,11 @@ class Interpreter(Objects):
 
     def attribute(self, base: Value, attr: str, node: ast.AST, frame: Frame) -> Value:
         if base.kind == "symbol" and base.qualname:
-            return Value("symbol", tensor=False, grad=False, qualname=f"{base.qualname}.{attr}")
+            spelled = f"{base.qualname}.{attr}"
+            assigned = self.symbol_attrs.get(spelled)
+            if assigned is not None:
+                return assigned
+            return Value("symbol", tensor=False, grad=False, qualname=spelled)
         if base.module is not None:
             return self.module_attr(base.module, attr)
         if base.tensorish:
@@ -1871,6 +1889,7 @@ class Interpreter(Objects):
                 ("`{}` is `" + (choice.qualname or "") + "`{}", node.func, None),
                 split,
                 i,
+                len(choices),
             )
             if choice.function is not None:
                 results.append(self.call_function(choice.function, args, kwargs, node, frame))

@@ -692,6 +692,7 @@ class Events:
                 () if every_path else branch_conditions(save.ctx, mutation.ctx),
                 escapes_from,
                 in_eval,
+                backward_ctx,
             )
         )
 

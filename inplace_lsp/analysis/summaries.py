@@ -885,7 +885,7 @@ class Application:
             # (a branch of this call is another run of it than the same branch of another
             # call: its own split id)
             split = self._splits.setdefault(ctx.split, new_id()) if ctx.split else 0
-            known = self._ctxs[id(ctx)] = Ctx(parent, ctx.label, split, ctx.arm)
+            known = self._ctxs[id(ctx)] = Ctx(parent, ctx.label, split, ctx.arm, ctx.arms)
         return known
 
     def mutation(self, mutation: Mutation) -> Mutation:
