@@ -564,3 +564,48 @@ def test_the_shape_is_an_error_and_its_fix_none(tmp_path: Path, name: str) -> No
     assert ran.returncode == 0, ran.stderr
     assert line in _errors(analyze(text, str(broken_script)))
     assert not _errors(analyze(fixed, str(fixed_script)))
+
+
+LOAD_TOKENS = """\
+import torch
+import torch.nn as nn
+
+
+def load_tokens(pipe, vectors):
+    for i, vector in enumerate(vectors):
+        pipe.text_encoder.token_embedding.weight[i] = vector
+"""
+
+
+@pytest.mark.torch
+def test_a_write_into_what_its_name_says_is_a_parameter_is_a_warning(tmp_path: Path) -> None:
+    """`pipe.text_encoder.token_embedding.weight[i] = v` in a helper given an object the
+    analysis cannot read: a Warning that names the attribute (torch raises where it is a
+    parameter that requires grad); under no_grad, nothing."""
+    pytest.importorskip("torch")
+    script = tmp_path / "tokens.py"
+    script.write_text(
+        LOAD_TOKENS
+        + textwrap.dedent(
+            """\
+
+            class Pipe:
+                pass
+
+
+            pipe = Pipe()
+            pipe.text_encoder = nn.Module()
+            pipe.text_encoder.token_embedding = nn.Embedding(4, 2)
+            load_tokens(pipe, torch.randn(2, 2))
+            """
+        ),
+        encoding="utf-8",
+    )
+    assert "leaf Variable that requires grad" in _run(script).stderr
+    (found,) = [f for f in analyze(LOAD_TOKENS, "tokens.py") if f.code == "IPL002"]
+    assert found.severity is Severity.WARNING and found.span.line == 7
+    assert "`pipe.text_encoder.token_embedding.weight`" in found.message
+    guarded = LOAD_TOKENS.replace(
+        "    for i, vector", "    with torch.no_grad():\n      for i, vector"
+    ).replace("        pipe.text", "          pipe.text")
+    assert not [f for f in analyze(guarded, "tokens.py") if f.code == "IPL002"]

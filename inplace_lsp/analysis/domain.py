@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -394,6 +395,9 @@ class LeafWrite:
     definite: bool
     # Not known to require grad (a parameter frozen on some paths only): what decides it.
     unless: str = ""
+    # Not known to be a leaf: an attribute of an object the analysis cannot read, named as
+    # a layer's parameter (`pipe.text_encoder.embeddings.token_embedding.weight`).
+    maybe_parameter: str = ""
 
 
 @dataclass(eq=False)
@@ -691,6 +695,18 @@ def cover_branches(conflicts: list[Conflict]) -> None:
                 conflicts[at] = replace(
                     conflicts[at], definite=True, on_some_paths=False, branches=()
                 )
+
+
+# The parameters torch.nn layers hold: `weight`, `bias`, an RNN's `weight_hh_l0` /
+# `bias_ih_l1_reverse`, MultiheadAttention's `in_proj_weight` / `bias_k`.
+_LAYER_PARAMETER = re.compile(
+    r"(weight|bias)(_(ih|hh|hr)_l\d+(_reverse)?)?|in_proj_(weight|bias)|[qkv]_proj_weight|bias_[kv]"
+)
+
+
+def is_parameter_name(attr: str) -> bool:
+    """Whether a torch.nn layer names a parameter so (`weight`, `bias_hh_l0`, ...)."""
+    return _LAYER_PARAMETER.fullmatch(attr) is not None
 
 
 def eval_branch(ctx: Ctx) -> str:

@@ -58,6 +58,7 @@ from inplace_lsp.analysis.domain import (
     constant,
     cover_branches,
     grad_sources,
+    is_parameter_name,
     join_states,
     join_values,
     location,
@@ -1169,6 +1170,24 @@ class Interpreter(Objects):
                 graph = frozenset(self._graph_of(value))
                 self.escaped |= graph
                 key = index.const if index.has_const else None
+                if (
+                    base.kind == "unknown"
+                    and isinstance(target.value, ast.Attribute)
+                    and is_parameter_name(target.value.attr)
+                ):
+                    # `pipe.text_encoder....weight[i] = v`: a write into what its name says is
+                    # a parameter of an object not read (a Warning that says so)
+                    self.mutate(
+                        base,
+                        kind="setitem",
+                        op=f"{ast.unparse(target)} = ...",
+                        node=target,
+                        stmt=stmt,
+                        frame=frame,
+                        target=root_name(target),
+                        fix=None,
+                        inputs=[value],
+                    )
                 if base.kind == "container" and base.keys is not None and isinstance(key, str):
                     # `kwargs["dimensions"] = 2` on a dict of known keys (`losses[k] = ...`
                     # with `k` one of them, in a loop over its keys)

@@ -29,6 +29,7 @@ from inplace_lsp.analysis.domain import (
     exclusive,
     grad_sources,
     implied,
+    is_parameter_name,
     location,
     new_id,
     owning_instance,
@@ -313,6 +314,24 @@ class Events:
                 )
             )
             return mutation
+        elif (
+            value.tensor is not False
+            and value.grad is None
+            and not value.producer
+            and not leafish
+            and grad_on
+            and kind != "step"
+        ):
+            # `pipe.text_encoder....token_embedding.weight[i] = v` on an object not read: the
+            # write raises if that is a parameter that requires grad, as its name says.
+            written = _written(node)
+            if isinstance(written, ast.Attribute) and is_parameter_name(written.attr):
+                spelled = ast.unparse(written)
+                if len(spelled) > 60:
+                    spelled = "..." + spelled[-57:]
+                self.facts.leaf_writes.append(
+                    LeafWrite(mutation, definite=False, maybe_parameter=spelled)
+                )
         external = self.inputs.external(value.groups) if self.inputs is not None else frozenset()
         if value.detached == "data":
             # `.data` hides the write from the version counter: no error, but the saved tensor
@@ -695,6 +714,21 @@ class Events:
                 backward_ctx,
             )
         )
+
+
+def _written(node: ast.AST) -> ast.AST | None:
+    """What a write's node writes into (a slice of): `w` of `w[i] = ...`, `w[:, i].add_(...)`,
+    `w[:, i] -= ...`."""
+    written: ast.AST | None = None
+    if isinstance(node, ast.Subscript):
+        written = node.value
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        written = node.func.value
+    elif isinstance(node, ast.AugAssign):
+        written = node.target
+    while isinstance(written, ast.Subscript):
+        written = written.value
+    return written
 
 
 def _callee_name(node: ast.AST, layer: ModuleRef | None) -> str:

@@ -6,7 +6,6 @@ parameter groups they step, constructor constants and the submodule a flag choos
 from __future__ import annotations
 
 import ast
-import re
 from abc import abstractmethod
 from collections.abc import Collection
 
@@ -20,6 +19,7 @@ from inplace_lsp.analysis.domain import (
     ModuleRef,
     Value,
     constant,
+    is_parameter_name,
     new_id,
     owning_instance,
     replace,
@@ -312,7 +312,7 @@ class Objects(TorchOps):
             value = Value(
                 "tensor", frozenset({new_id()}), True, False, origin=f"buffer self.{attr}"
             )
-        elif _LAYER_PARAMETER.fullmatch(attr) and self.torch_base(ref):
+        elif is_parameter_name(attr) and self.torch_base(ref):
             value = self._layer_parameter(ref, attr, attr)
         elif (
             ref.qualname is not None
@@ -348,7 +348,7 @@ class Objects(TorchOps):
             parts = [v.value if isinstance(v, ast.Constant) else filler for v in name.values]
             return "".join(str(p) for p in parts)
 
-        if not _LAYER_PARAMETER.fullmatch(spell("0")) or _LAYER_PARAMETER.fullmatch(spell("x")):
+        if not is_parameter_name(spell("0")) or is_parameter_name(spell("x")):
             return None
         return self._layer_parameter(ref, spell("{}"), "")
 
@@ -930,11 +930,6 @@ def _plain_value(cls: ClassInfo, attr: str, consts: dict[str, object]) -> Value:
 
 
 _LISTS = ("torch.nn.ModuleList", "torch.nn.Sequential")
-# The parameters torch.nn layers hold: `weight`, `bias`, an RNN's `weight_hh_l0` /
-# `bias_ih_l1_reverse`, MultiheadAttention's `in_proj_weight` / `bias_k`.
-_LAYER_PARAMETER = re.compile(
-    r"(weight|bias)(_(ih|hh|hr)_l\d+(_reverse)?)?|in_proj_(weight|bias)|[qkv]_proj_weight|bias_[kv]"
-)
 # Bases that give a subclass no parameters of their own.
 _PLAIN_BASES = frozenset(
     {

@@ -50,15 +50,23 @@ class InplaceOnLeaf(Rule):
             name = f"`{mutation.target}`" if mutation.target else "This tensor"
             what = "a leaf" if mutation.value.leaf else "a view of a leaf"
             requires = "that requires grad" if mutation.value.grad else write.unless
-            yield Finding(
-                code=self.CODE,
-                severity=Severity.ERROR if write.definite else Severity.WARNING,
-                message=(
+            if write.maybe_parameter:
+                message = (
+                    f"`{mutation.op}` writes into `{write.maybe_parameter}` while autograd is "
+                    "recording; it fails if that is a parameter that requires grad (a leaf: "
+                    "torch raises at once). Do the update under `with torch.no_grad():`."
+                )
+            else:
+                message = (
                     f"{name} is {what} {requires}; `{mutation.op}` writes into it "
                     "while autograd is recording, which raises at once"
                     + ("" if mutation.value.grad else " on the paths where it requires grad")
                     + ". Do the update under `with torch.no_grad():`."
-                ),
+                )
+            yield Finding(
+                code=self.CODE,
+                severity=Severity.ERROR if write.definite else Severity.WARNING,
+                message=message,
                 span=ctx.span(mutation.loc),
                 confidence=Confidence.DEFINITE if write.definite else Confidence.POSSIBLE,
                 fix=FixRecipe(
