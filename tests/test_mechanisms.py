@@ -485,6 +485,29 @@ BROKEN_AND_FIXED = {
         ("(-fake_tex.mean()).backward()", "(-model_d(G(torch.randn(3, 4))).mean()).backward()"),
         "modified by an inplace operation",
     ),
+    "a module that defines `__call__` instead of forward": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class USAM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn = nn.BatchNorm2d(1)
+                self.relu = nn.ReLU()
+
+            def __call__(self, x):
+                att = self.relu(self.bn(x.sum(1, keepdim=True)))
+                att[:, :, :, 0] = 0  # error
+                return x + att * x
+
+
+        USAM()(torch.randn(2, 3, 4, 4)).sum().backward()
+        """,
+        ("att[:, :, :, 0] = 0", "att = att.clone(); att[:, :, :, 0] = 0"),
+        "modified by an inplace operation",
+    ),
 }
 
 # YOLO's Detect head: its inference branch decodes boxes in place, and `self.training |=

@@ -121,9 +121,13 @@ class ClassInfo:
     init_said: int = 0
 
     def is_forward(self, name: str) -> bool:
-        """Whether the method of this name is an nn.Module's forward (`forward`, or one that
-        __init__ assigns to `self.forward`)."""
-        return self.is_module and (name == "forward" or name in self.forward_methods)
+        """Whether the method of this name is an nn.Module's forward (`forward`, one that
+        __init__ assigns to `self.forward`, or `__call__` of a class that defines it instead)."""
+        return self.is_module and (
+            name == "forward"
+            or name in self.forward_methods
+            or (name == "__call__" and "forward" not in self.methods)
+        )
 
 
 @dataclass

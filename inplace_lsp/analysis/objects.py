@@ -220,6 +220,9 @@ class Objects(TorchOps):
         sequential = ref.children is not None and self.list_kind(ref) == "torch.nn.Sequential"
         if ref.cls is not None and not sequential:
             found = self.model.find_method(ref.cls, "forward" if ref.is_module else "__call__")
+            if found is None and ref.is_module:
+                # a module whose class defines `__call__` instead of forward runs that
+                found = self.model.find_method(ref.cls, "__call__")
             if found is not None:
                 this = Value("module", tensor=False, grad=False, module=ref)
                 owner = found[0].owner or self.model
