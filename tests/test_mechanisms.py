@@ -411,10 +411,10 @@ BROKEN_AND_FIXED = {
 
 
         class Neck(nn.Module):
-            def __init__(self):
+            def __init__(self, act_cfg=dict(type="ReLU")):
                 super().__init__()
-                self.lateral = ConvModule(3, 4)
-                self.top = ConvModule(3, 4)
+                self.lateral = ConvModule(3, 4, act_cfg=act_cfg, inplace=False)
+                self.top = ConvModule(3, 4, act_cfg=act_cfg, inplace=False)
 
             def forward(self, x):
                 h = self.lateral(x)
@@ -422,7 +422,9 @@ BROKEN_AND_FIXED = {
                 return h
 
 
-        Neck()(torch.randn(1, 3, 8, 8)).sum().backward()
+        neck = Neck(act_cfg=dict(type="ReLU"))
+        losses = dict(loss_cls=neck(torch.randn(1, 3, 8, 8)).pow(2).mean())
+        sum(losses.values()).backward()
         """,
         ("h += self.top(x)", "h = h + self.top(x)"),
         "modified by an inplace operation",

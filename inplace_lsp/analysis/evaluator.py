@@ -852,12 +852,25 @@ class Interpreter(Objects):
         `cfg.pop("type")` on a dict whose keys are known (mmcv's `act_cfg` read into
         `getattr(nn, cfg.pop("type"))(**cfg)`); None for any other call."""
         keys, items = receiver.keys, receiver.items
-        if keys is None or items is None or kwargs or self._stand_in(receiver) is not None:
+        if name in ("keys", "values", "items") and not args and not kwargs:
+            # `sum(losses.values())`: what the dict holds, its graph with it
+            view = Value(
+                "container", tensor=False, grad=receiver.grad, graph=receiver.graph,
+                element=receiver.element if name == "values" else None,
+            )  # fmt: skip
+            if keys is not None and items is not None:
+                entries = self._dict_entries(ast.Name("_"), receiver, None, name)
+                view.items = tuple(entries) if entries is not None else None
+            return view
+        if keys is None or items is None or kwargs:
             return None
         if name == "copy" and not args:
-            return replace(receiver, items=tuple(items))
+            return Value("container", tensor=False, grad=receiver.grad, graph=receiver.graph,
+                         items=tuple(items), keys=keys)  # fmt: skip
         if name not in ("get", "setdefault", "pop") or not 1 <= len(args) <= 2:
             return None
+        if name != "get" and self._stand_in(receiver) is not None:
+            return None  # (a change to a caller's dict: not followed key by key)
         key = args[0].const if args[0].has_const else None
         if not isinstance(key, str):
             return None
@@ -873,13 +886,15 @@ class Interpreter(Objects):
             receiver.items = (*items[:at], *items[at + 1 :])
         return found
 
-    def _dict_entries(self, node: ast.expr, iterable: Value, frame: Frame) -> list[Value] | None:
+    def _dict_entries(
+        self, node: ast.expr, iterable: Value, frame: Frame | None, view: str = ""
+    ) -> list[Value] | None:
         """What a loop over a dict with known keys binds, entry by entry: `d` and `d.keys()`
         its keys, `d.values()` its values, `d.items()` (key, value) pairs; None for any other
         loop."""
-        view = ""
         if (
-            isinstance(node, ast.Call)
+            frame is not None
+            and isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in ("keys", "values", "items")
             and not node.args
