@@ -510,6 +510,36 @@ BROKEN_AND_FIXED = {
         ("att[:, :, :, 0] = 0", "att = att.clone(); att[:, :, :, 0] = 0"),
         "modified by an inplace operation",
     ),
+    "optimizers reached through a DataParallel's `.module`": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class GAN(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.G, self.D = nn.Linear(4, 4), nn.Linear(4, 1)
+                self.optimizer_D = torch.optim.Adam(self.D.parameters())
+                self.optimizer_G = torch.optim.Adam(self.G.parameters())
+
+            def forward(self, z):
+                fake = self.G(z)
+                return self.D(fake.detach()).mean(), -self.D(fake).mean()
+
+
+        model = nn.DataParallel(GAN())
+        loss_D, loss_G = model(torch.randn(3, 4))
+        model.module.optimizer_D.zero_grad()
+        loss_D.backward()
+        model.module.optimizer_D.step()  # error
+        model.module.optimizer_G.zero_grad()
+        loss_G.backward()
+        model.module.optimizer_G.step()
+        """,
+        ("loss_G.backward()", "model(torch.randn(3, 4))[1].backward()"),
+        "modified by an inplace operation",
+    ),
 }
 
 # YOLO's Detect head: its inference branch decodes boxes in place, and `self.training |=

@@ -101,6 +101,7 @@ class ModuleRef:
     # register_forward_pre_hook / register_forward_hook: ("pre" | "post", the hook function)
     hooks: tuple[Hook, ...] = ()
     frozen: bool | None = None  # requires_grad_(False) on it (None: as its parent)
+    wrapped: bool = False  # given to nn.DataParallel / DDP, whose `.module` it is
     # An object a summary made, applied outside any summary's run: its attributes are the
     # summary's object's, copied into this world when first needed (`attributes`): the
     # copying function and what it copies.

@@ -2254,6 +2254,8 @@ class Interpreter(Objects):
                     return self.inline(fn, owner.start_of(fn), args, kwargs, node, frame, owner)
             return self.unknown_call(args, kwargs)
         if qual in _RETURNS_ITS_MODULE and args and args[0].module is not None:
+            if "Parallel" in qual:
+                args[0].module.wrapped = True  # `model.module` is the model itself
             return args[0]  # `nn.utils.spectral_norm(conv)`: the module, reparametrised
         if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             data = args[0] if args else None  # its dtype and layout are the parameter's

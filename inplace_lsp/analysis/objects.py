@@ -259,6 +259,9 @@ class Objects(TorchOps):
         found = ref.attributes().get(attr)
         if found is not None:
             return found
+        if attr == "module" and ref.wrapped:
+            # `model = nn.DataParallel(model)` is followed as the model: `model.module` too
+            return Value("module", tensor=False, grad=False, module=ref)
         getter = self._property(ref, attr)
         if getter is not None:
             return getter
