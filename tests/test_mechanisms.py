@@ -664,3 +664,60 @@ def test_a_write_into_what_its_name_says_is_a_parameter_is_a_warning(tmp_path: P
         "    for i, vector", "    with torch.no_grad():\n      for i, vector"
     ).replace("        pipe.text", "          pipe.text")
     assert not [f for f in analyze(guarded, "tokens.py") if f.code == "IPL002"]
+
+
+CONV_BLOCK = """\
+import sys
+
+import torch
+import torch.nn as nn
+
+
+class Conv2dBlock(nn.Module):
+    def __init__(self, norm):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.norm = nn.BatchNorm2d(4) if norm == "bn" else None
+        self.activation = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        x = self.conv(x)
+        if self.norm:
+            x = self.norm(x)
+        x = self.activation(x)
+        return x
+
+
+Conv2dBlock(sys.argv[1])(torch.randn(1, 3, 8, 8)).sum().backward()
+"""
+
+
+@pytest.mark.torch
+def test_a_write_after_a_branch_meets_only_the_saves_of_its_own_path(tmp_path: Path) -> None:
+    """MUNIT's Conv2dBlock: the in-place ReLU writes the norm's output where the norm ran and
+    the conv's output where it did not; the norm saved the conv's output only on the first
+    path, so no run breaks (torch runs both), and nothing is said."""
+    pytest.importorskip("torch")
+    script = tmp_path / "block.py"
+    script.write_text(CONV_BLOCK, encoding="utf-8")
+    for norm in ("bn", "none"):
+        ran = subprocess.run(
+            [sys.executable, script.name, norm],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert ran.returncode == 0, ran.stderr
+    found = analyze(CONV_BLOCK, str(script))
+    assert not [f for f in found if f.severity in (Severity.ERROR, Severity.WARNING)], found
+    # A save of what the write meets on its own path (tanh keeps its output) still breaks.
+    saved = CONV_BLOCK.replace("x = self.norm(x)", "x = torch.tanh(self.norm(x))")
+    script.write_text(saved, encoding="utf-8")
+    ran = subprocess.run(
+        [sys.executable, script.name, "bn"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert "modified by an inplace operation" in ran.stderr
+    assert [f.code for f in analyze(saved, "block.py") if f.severity is not Severity.HINT]

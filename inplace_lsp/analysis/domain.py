@@ -212,6 +212,10 @@ class Value:
     # A forward input taken for a tensor by the stated assumption alone (no annotation says
     # so): a write into `x[i]` may be into a list of tensors.
     kind_assumed: bool = False
+    # Joined where the paths of a branch met: the groups it holds on one of those paths only,
+    # with that path's context (`if self.norm: x = self.norm(x)`: the conv's output only
+    # where the norm did not run, so a write into x never meets what the norm saved of it).
+    arms: tuple[tuple[frozenset[int], Ctx], ...] = ()
     # A function of the code (`def hook(module, inputs, output): ...` inside a method).
     function: Function | None = None
     # A container whose items are not known one by one (a comprehension's result): any of
@@ -605,9 +609,11 @@ def _same_constant(a: object, b: object) -> bool:
         return False
 
 
-def join_states(states: list[State]) -> State:
+def join_states(states: list[State], ctxs: list[Ctx] | None = None) -> State:
     """The state where paths meet: each variable joined over the paths that bound it, and
-    the autograd state joined (the first path's objects are reused)."""
+    the autograd state joined (the first path's objects are reused). With the paths'
+    contexts (`ctxs`, the paths of one branch), a tensor variable that holds different
+    tensors on them knows which it holds on which path (Value.arms)."""
     env, heap = states[0]
     for other_env, other_heap in states[1:]:
         merged: dict[str, Value] = {}
@@ -619,6 +625,21 @@ def join_states(states: list[State]) -> State:
         env = merged
         if other_heap is not heap:
             heap.join(other_heap)
+    if ctxs is not None and len(ctxs) == len(states) > 1:
+        for name, value in env.items():
+            if not value.joined or not value.tensorish:
+                continue
+            each = [state_env.get(name) for state_env, _ in states]
+            if any(v is None for v in each):
+                continue
+            held = [v.groups for v in each if v is not None]
+            arms = []
+            for i, groups in enumerate(held):
+                others = frozenset().union(*(g for j, g in enumerate(held) if j != i))
+                if groups - others:
+                    arms.append((groups - others, ctxs[i]))
+            if arms:
+                env[name] = replace(value, arms=tuple(arms))
     return env, heap
 
 

@@ -693,7 +693,7 @@ class Interpreter(Objects):
             frame.dead = ended.pop() if len(ended) == 1 else "mixed"
             return
         frame.ctx = ctxs[0] if len(ctxs) == 1 else base_ctx
-        frame.env, self.heap = join_states(results)
+        frame.env, self.heap = join_states(results, ctxs)
 
     @staticmethod
     def _undo_flags(

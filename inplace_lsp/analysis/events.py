@@ -393,10 +393,14 @@ class Events:
         staled = False
         for group in sorted(groups):
             kept: tuple[int, ...] = ()
+            # The path of a branch on which alone the written name held this tensor.
+            held_on = next((ctx for held, ctx in value.arms if group in held), None)
             for sid in self.heap.live.get(group, ()):
                 saved = self.saves[sid].param
                 if value.param and saved and saved != value.param:
                     kept += (sid,)  # another parameter of the module: not written
+                elif held_on is not None and exclusive(self.saves[sid].ctx, held_on):
+                    kept += (sid,)  # saved on another path of that branch: never both
                 elif sid not in self.heap.freed:
                     self.heap.stale.setdefault(sid, mutation)
                     staled = True
