@@ -540,6 +540,21 @@ BROKEN_AND_FIXED = {
         ("loss_G.backward()", "model(torch.randn(3, 4))[1].backward()"),
         "modified by an inplace operation",
     ),
+    "a value that requires grad written into a split's output": (
+        """\
+        import torch
+
+        codebook = torch.randn(4, 3, requires_grad=True)
+        distances = torch.zeros(4, 2)
+        parts = torch.split(distances, 1, 1)
+        for j in range(2):
+            for k in range(4):
+                parts[j][k] = torch.norm(codebook[k] - 1.0)  # error
+        distances.sum().backward()
+        """,
+        ("parts[j][k] = ", "distances[k, j] = "),
+        "modified inplace",
+    ),
 }
 
 # YOLO's Detect head: its inference branch decodes boxes in place, and `self.training |=

@@ -627,6 +627,16 @@ class Events:
             if unknown and grad_sources(unknown):
                 return Refusal(mutation, "out", False, grad_sources(unknown))
             return None
+        if value.view_kind == "multi" and not value.detached and value.grad is False:
+            # `pieces = x.split(1, 1); pieces[j][k] = norm(q - c)`: what is written requires
+            # grad, so the view would have to: torch refuses the write into a split's output.
+            written = [v for v in inputs if v.tensorish]
+            if any(v.grad is True for v in written):
+                return Refusal(
+                    mutation, "multi_view", sure, repeated=repeated and not mutation.possible
+                )
+            if grad_sources(written):  # it raises only if this argument requires grad
+                return Refusal(mutation, "multi_view", False, grad_sources(written))
         if (
             value.view_kind in ("multi", "no_grad")
             and not value.detached

@@ -497,8 +497,10 @@ class TorchOps(Events):
                 contiguous=view_layout(op.layout, receiver.contiguous),
             )
             multi = op.multi_output_view and receiver.kind == "tensor"  # not `text.split()`
-            if multi and frame.grad_enabled and receiver.grad is not False:
-                result.view_kind = "multi"  # chunk, split, unbind: views of a multi-output node
+            if multi and frame.grad_enabled:
+                # chunk, split, unbind: views of a multi-output node (of a tensor that needs no
+                # grad too: writing one that requires grad into them is refused)
+                result.view_kind = "multi"
             result.pieces = op.tuple_output
             return result
         else:
