@@ -555,6 +555,31 @@ BROKEN_AND_FIXED = {
         ("parts[j][k] = ", "distances[k, j] = "),
         "modified inplace",
     ),
+    "an in-place write into the output of a layer with a full backward hook (Grad-CAM)": (
+        """\
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.features = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4))
+
+            def forward(self, x):
+                out = F.relu(self.features(x), inplace=True)  # error
+                return out.mean()
+
+
+        gradients = []
+        model = Net()
+        model.features[-1].register_full_backward_hook(lambda m, gi, go: gradients.append(go[0]))
+        model(torch.randn(1, 3, 8, 8)).backward()
+        """,
+        ("inplace=True", "inplace=False"),
+        "is a view and is being modified inplace",
+    ),
 }
 
 # YOLO's Detect head: its inference branch decodes boxes in place, and `self.training |=

@@ -102,6 +102,8 @@ class ModuleRef:
     hooks: tuple[Hook, ...] = ()
     frozen: bool | None = None  # requires_grad_(False) on it (None: as its parent)
     wrapped: bool = False  # given to nn.DataParallel / DDP, whose `.module` it is
+    # register_full_backward_hook on it: its outputs are views torch refuses to write into
+    backward_hooked: bool = False
     # An object a summary made, applied outside any summary's run: its attributes are the
     # summary's object's, copied into this world when first needed (`attributes`): the
     # copying function and what it copies.
@@ -195,7 +197,8 @@ class Value:
     inference: InferenceSite | None = None
     # How torch created this view, where that forbids writing into it with grad on: "multi"
     # (an output of split / chunk / unbind), "no_grad" (made under no_grad from a tensor
-    # that requires grad) or "leaf" (a view of a leaf that requires grad); "" otherwise.
+    # that requires grad), "leaf" (a view of a leaf that requires grad) or "hooked" (the
+    # output of a module with a full backward hook); "" otherwise.
     view_kind: str = ""
     # One parameter of a module (`self.fc.bias`): the module's parameters share one version
     # group, and a save of another of them (`param:weight`) is not this tensor ("": any).
@@ -385,7 +388,7 @@ class Refusal:
     output of split / chunk / unbind, into a view made under no_grad (each with grad on)."""
 
     mutation: Mutation
-    reason: str  # "inference" | "out" | "multi_view" | "no_grad_view"
+    reason: str  # "inference" | "out" | "multi_view" | "no_grad_view" | "hooked_view"
     definite: bool
     grad_from: str = ""  # not definite: the argument whose requires-grad decides
     made_in: InferenceSite | None = None  # "inference": the block that made the tensor

@@ -2757,7 +2757,7 @@ class Interpreter(Objects):
                     self.add_child(target, child)
             elif event.what == "hook" and isinstance(event.flag, Hook):
                 self.add_hook(target, event.flag)
-            elif event.what in ("training_flag", "frozen"):
+            elif event.what in ("training_flag", "frozen", "backward_hooked"):
                 self.set_module_flag(target, event.what, event.flag)  # type: ignore[arg-type]
                 if event.what == "frozen":
                     self._refreeze(target)

@@ -574,7 +574,8 @@ class Events:
             self.events.append(ValueEvent(path, "hook", flag=hook))
 
     def set_module_flag(self, ref: ModuleRef, flag: str, value: bool | str | None) -> None:
-        """`model.eval()` (training_flag) or `model.requires_grad_(False)` (frozen)."""
+        """`model.eval()` (training_flag), `model.requires_grad_(False)` (frozen) or
+        `layer.register_full_backward_hook(fn)` (backward_hooked)."""
         if flag == "training_flag" and self.flag_log:
             self.flag_log[-1].append((ref, ref.training_flag))  # the branch run restores it
         setattr(ref, flag, value)
@@ -638,11 +639,13 @@ class Events:
             if grad_sources(written):  # it raises only if this argument requires grad
                 return Refusal(mutation, "multi_view", False, grad_sources(written))
         if (
-            value.view_kind in ("multi", "no_grad")
+            value.view_kind in ("multi", "no_grad", "hooked")
             and not value.detached
             and value.grad is not False
         ):
-            reason = "multi_view" if value.view_kind == "multi" else "no_grad_view"
+            reason = {"multi": "multi_view", "hooked": "hooked_view"}.get(
+                value.view_kind, "no_grad_view"
+            )
             if value.grad is True:
                 return Refusal(mutation, reason, sure, repeated=repeated and not mutation.possible)
             if value.grad_from:  # it raises only if this argument requires grad: say which

@@ -648,6 +648,8 @@ class Objects(TorchOps):
             # What the module's outputs are then rests on a hook: no write into one is checked
             # safe (a backward hook makes them views torch refuses to write into).
             self.facts.hooked = True
+        if name in ("register_full_backward_hook", "register_full_backward_pre_hook"):
+            self.set_module_flag(ref, "backward_hooked", True)
         if name in ("register_forward_hook", "register_forward_pre_hook") and node.args:
             # A hook of this file runs at every call of the module (`output.clamp_(...)` in a
             # hook on nn.Sigmoid writes the output Sigmoid saved).
@@ -784,7 +786,7 @@ class Objects(TorchOps):
         """The call with its hooks, as nn.Module.__call__ runs them: each pre-hook on
         (module, inputs), which may return new inputs; then forward; then each forward hook on
         (module, inputs, output), which may return a new output."""
-        if not ref.hooks:
+        if not ref.hooks and not ref.backward_hooked:
             return self._module_call(ref, args, node, frame, kwargs)
         module = Value("module", tensor=False, grad=False, module=ref)
         for hook in ref.hooks:
@@ -794,6 +796,9 @@ class Objects(TorchOps):
                 if given.kind != "scalar":
                     args = list(given.items) if given.items is not None else [given]
         output = self._module_call(ref, args, node, frame, kwargs)
+        if ref.backward_hooked and output.tensorish:
+            # torch runs the module's outputs through BackwardHookFunction: views of it
+            output = replace(output, view_kind="hooked", leaf=False)
         for hook in ref.hooks:
             if hook.kind == "post":
                 inputs = Value("container", tensor=False, grad=None, items=tuple(args))

@@ -136,6 +136,13 @@ class InplaceRefused(Rule):
                 f"`{mutation.op}` writes into it with grad on, and {when}. "
                 "Write out of place, or change the tensor before splitting it."
             )
+        if refusal.reason == "hooked_view":
+            return (
+                f"{name} is the output of a module with a full backward hook "
+                "(register_full_backward_hook), which torch returns as a view; "
+                f"`{mutation.op}` writes into it with grad on, and {when}. "
+                "Write out of place (`inplace=False`)."
+            )
         return (
             f"{name} is a view made under no_grad of a tensor that requires grad; "
             f"`{mutation.op}` writes into it with grad on, and {when}. "
