@@ -580,6 +580,28 @@ BROKEN_AND_FIXED = {
         ("inplace=True", "inplace=False"),
         "is a view and is being modified inplace",
     ),
+    "a forward hook that makes a frozen embedding's output a leaf that requires grad": (
+        """\
+        import torch
+        import torch.nn as nn
+
+        emb = nn.Embedding(10, 4)
+        emb.weight.requires_grad_(False)
+
+
+        def make_inputs_require_grads(module, input, output):
+            output.requires_grad_(True)
+
+
+        emb.register_forward_hook(make_inputs_require_grads)
+        head = nn.Linear(4, 1)
+        embeds = emb(torch.tensor([1, 2]))
+        embeds += 1.0  # error
+        head(embeds).sum().backward()
+        """,
+        ("embeds += 1.0", "embeds = embeds + 1.0"),
+        "leaf Variable that requires grad",
+    ),
 }
 
 # YOLO's Detect head: its inference branch decodes boxes in place, and `self.training |=

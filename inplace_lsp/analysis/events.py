@@ -460,9 +460,10 @@ class Events:
             # `for p in model.parameters(): p.requires_grad = False`: the model is frozen.
             self.freeze(value.groups)
         if toggled:
-            value.grad, value.grad_assumed = flag, False
-            if flag and not value.graph:
+            # (a tensor that required no grad has no grad_fn: requires_grad_() makes a leaf)
+            if flag and (not value.graph or value.grad is False):
                 value.leaf = True
+            value.grad, value.grad_assumed = flag, False
         else:
             value.grad = flag
         path = self._stand_in(value)

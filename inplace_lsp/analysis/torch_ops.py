@@ -381,7 +381,12 @@ class TorchOps(Events):
             out.inference = self.inference_at
         input_grad = x.grad is not False
         # Parameters that require grad (not after `module.requires_grad_(False)`).
-        params = bool(info.params) and not self.frozen(ref)
+        params = (
+            bool(info.params)
+            and not self.frozen(ref)
+            # (`emb.weight.requires_grad_(False)`: each of its parameters turned off)
+            and not all(p in ref.attrs and ref.attrs[p].grad is False for p in info.params)
+        )
         any_grad = frame.grad_enabled and (input_grad or params)
         out.grad = (True if (x.grad or params) else x.grad) if frame.grad_enabled else False
         if any_grad:
