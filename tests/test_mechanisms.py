@@ -726,6 +726,20 @@ def test_a_write_into_what_its_name_says_is_a_parameter_is_a_warning(tmp_path: P
         "    for i, vector", "    with torch.no_grad():\n      for i, vector"
     ).replace("        pipe.text", "          pipe.text")
     assert not [f for f in analyze(guarded, "tokens.py") if f.code == "IPL002"]
+    # YOLO's _initialize_biases: through a view of the attribute, the same.
+    biases = textwrap.dedent(
+        """\
+        import math
+
+
+        def initialize_biases(m):
+            for mi, s in zip(m.m, m.stride):
+                b = mi.bias.view(3, -1)
+                b[:, 4] += math.log(8 / (640 / s) ** 2)
+        """
+    )
+    (found,) = [f for f in analyze(biases, "yolo.py") if f.code == "IPL002"]
+    assert found.severity is Severity.WARNING and "`mi.bias`" in found.message
 
 
 CONV_BLOCK = """\

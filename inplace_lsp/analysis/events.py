@@ -325,8 +325,12 @@ class Events:
             # `pipe.text_encoder....token_embedding.weight[i] = v` on an object not read: the
             # write raises if that is a parameter that requires grad, as its name says.
             written = _written(node)
+            spelled = ""
             if isinstance(written, ast.Attribute) and is_parameter_name(written.attr):
                 spelled = ast.unparse(written)
+            elif "." in value.grad_from and is_parameter_name(value.grad_from.rsplit(".")[-1]):
+                spelled = value.grad_from  # `b = mi.bias.view(3, -1); b[:, 4] += ...`
+            if spelled:
                 if len(spelled) > 60:
                     spelled = "..." + spelled[-57:]
                 self.facts.leaf_writes.append(
