@@ -786,7 +786,7 @@ class Interpreter(Objects):
             ]
             self.loop(stmt, frame, heads)
             return
-        entries = self._dict_entries(stmt.iter, iterable, frame)
+        entries = self._loop_entries(stmt.iter, iterable, frame)
         if entries is not None:
             # `for k in losses.keys(): losses[k] = losses[k].mean()` on a dict whose keys are
             # known: each key in turn, so `losses[k]` is that key's value.
@@ -848,25 +848,25 @@ class Interpreter(Objects):
     def _dict_method(
         self, receiver: Value, name: str, args: list[Value], kwargs: dict[str, Value]
     ) -> Value | None:
-        """`cfg.copy()`, `cfg.get("type", d)`, `cfg.setdefault("inplace", True)` and
+        """`losses.values()` (and keys(), items()): what the dict holds, its graph with it;
+        `cfg.copy()`, `cfg.get("type", d)`, `cfg.setdefault("inplace", True)` and
         `cfg.pop("type")` on a dict whose keys are known (mmcv's `act_cfg` read into
         `getattr(nn, cfg.pop("type"))(**cfg)`); None for any other call."""
         keys, items = receiver.keys, receiver.items
         if name in ("keys", "values", "items") and not args and not kwargs:
-            # `sum(losses.values())`: what the dict holds, its graph with it
-            view = Value(
-                "container", tensor=False, grad=receiver.grad, graph=receiver.graph,
+            entries = _dict_entries(receiver, name)
+            return Value(
+                "container",
+                tensor=False,
+                grad=receiver.grad,
+                graph=receiver.graph,
+                items=tuple(entries) if entries is not None else None,
                 element=receiver.element if name == "values" else None,
-            )  # fmt: skip
-            if keys is not None and items is not None:
-                entries = self._dict_entries(ast.Name("_"), receiver, None, name)
-                view.items = tuple(entries) if entries is not None else None
-            return view
+            )
         if keys is None or items is None or kwargs:
             return None
         if name == "copy" and not args:
-            return Value("container", tensor=False, grad=receiver.grad, graph=receiver.graph,
-                         items=tuple(items), keys=keys)  # fmt: skip
+            return _dict_value(list(items), list(keys), receiver.graph)
         if name not in ("get", "setdefault", "pop") or not 1 <= len(args) <= 2:
             return None
         if name != "get" and self._stand_in(receiver) is not None:
@@ -886,32 +886,20 @@ class Interpreter(Objects):
             receiver.items = (*items[:at], *items[at + 1 :])
         return found
 
-    def _dict_entries(
-        self, node: ast.expr, iterable: Value, frame: Frame | None, view: str = ""
-    ) -> list[Value] | None:
-        """What a loop over a dict with known keys binds, entry by entry: `d` and `d.keys()`
-        its keys, `d.values()` its values, `d.items()` (key, value) pairs; None for any other
-        loop."""
+    def _loop_entries(self, node: ast.expr, iterable: Value, frame: Frame) -> list[Value] | None:
+        """What a loop over a dict with known keys binds, entry by entry (`for k in d`,
+        `d.keys()`, `d.values()`, `d.items()`); None for any other loop."""
+        view = ""
         if (
-            frame is not None
-            and isinstance(node, ast.Call)
+            isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in ("keys", "values", "items")
             and not node.args
             and not node.keywords
         ):
             view, iterable = node.func.attr, self.eval(node.func.value, frame)
-        keys, items = iterable.keys, iterable.items
-        if keys is None or items is None or not 0 < len(keys) <= UNROLLED_LAYERS:
-            return None
-        if view == "values":
-            return list(items)
-        if view == "items":
-            return [
-                Value("container", tensor=False, grad=False, items=(constant(key), item))
-                for key, item in zip(keys, items, strict=True)
-            ]
-        return [constant(key) for key in keys]
+        entries = _dict_entries(iterable, view)
+        return entries if entries and len(entries) <= UNROLLED_LAYERS else None
 
     def stmt_While(self, stmt: ast.While, frame: Frame) -> None:
         self.loop(stmt, frame, lambda: self.eval(stmt.test, frame))
@@ -1160,7 +1148,15 @@ class Interpreter(Objects):
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value, frame)
             index = self.eval(target.slice, frame)
-            if base.tensorish and base.kind == "tensor" and not string_key(target.slice):
+            # `pipe.text_encoder....weight[i] = v`: a write into what its name says is a
+            # parameter of an object not read (a Warning that says so)
+            named_parameter = (
+                base.kind == "unknown"
+                and isinstance(target.value, ast.Attribute)
+                and is_parameter_name(target.value.attr)
+            )
+            tensor = base.tensorish and base.kind == "tensor" and not string_key(target.slice)
+            if tensor or named_parameter:
                 if base.kind_assumed and isinstance(target.slice, (ast.Name, ast.Constant)):
                     # `x[i] = conv(x[i])` on a forward input: as likely a list of feature
                     # maps as a tensor; what rests on that says so.
@@ -1175,34 +1171,16 @@ class Interpreter(Objects):
                     stmt=stmt,
                     frame=frame,
                     target=root_name(target),
-                    fix="clone-setitem",
+                    fix="clone-setitem" if tensor else None,
                     inputs=[value],
                 )
                 op = self.kb.op("Tensor.__setitem__")
-                if op is not None:
+                if op is not None and tensor:
                     self.record_saves(op, [base, value], base, target, frame)
             else:
                 graph = frozenset(self._graph_of(value))
                 self.escaped |= graph
                 key = index.const if index.has_const else None
-                if (
-                    base.kind == "unknown"
-                    and isinstance(target.value, ast.Attribute)
-                    and is_parameter_name(target.value.attr)
-                ):
-                    # `pipe.text_encoder....weight[i] = v`: a write into what its name says is
-                    # a parameter of an object not read (a Warning that says so)
-                    self.mutate(
-                        base,
-                        kind="setitem",
-                        op=f"{ast.unparse(target)} = ...",
-                        node=target,
-                        stmt=stmt,
-                        frame=frame,
-                        target=root_name(target),
-                        fix=None,
-                        inputs=[value],
-                    )
                 if base.kind == "container" and base.keys is not None and isinstance(key, str):
                     # `kwargs["dimensions"] = 2` on a dict of known keys (`losses[k] = ...`
                     # with `k` one of them, in a loop over its keys)
@@ -2967,6 +2945,22 @@ def _dict_value(values: list[Value], keys: list[object] | None, graph: frozenset
         items=tuple(values) if keys is not None else None,
         keys=tuple(keys) if keys is not None else None,
     )
+
+
+def _dict_entries(value: Value, view: str) -> list[Value] | None:
+    """A dict's entries, where its keys are known: its keys (`view` "" or "keys"), its values
+    ("values") or (key, value) pairs ("items"); None otherwise."""
+    keys, items = value.keys, value.items
+    if keys is None or items is None:
+        return None
+    if view == "values":
+        return list(items)
+    if view == "items":
+        return [
+            Value("container", tensor=False, grad=False, items=(constant(key), item))
+            for key, item in zip(keys, items, strict=True)
+        ]
+    return [constant(key) for key in keys]
 
 
 def _namespace_of(node: ast.expr, frame: Frame) -> ast.expr | None:

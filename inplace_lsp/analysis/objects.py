@@ -245,15 +245,12 @@ class Objects(TorchOps):
         """A module of a class of the code derived from a torch.nn layer (`class
         Conv2d(nn.Conv2d)`), as that layer: the same parameters, called as torch calls it
         (its `forward` where the class does not override it, or `super().forward(x)`)."""
-        seen: set[int] = set()
-        cls = ref.cls
-        while cls is not None and id(cls) not in seen:
-            seen.add(id(cls))
-            for base in cls.bases:
-                if base.startswith("torch.nn.") and self.kb.module(base) is not None:
-                    return replace(ref, qualname=base, cls=None)
-            cls = (cls.owner or self.model).base_of(cls)
-        return None
+        if ref.cls is None:
+            return None
+        base = self.torch_base(ref)
+        if not base or self.kb.module(base) is None:
+            return None
+        return replace(ref, qualname=base, cls=None)
 
     def module_attr(self, ref: ModuleRef, attr: str) -> Value:
         found = ref.attributes().get(attr)
