@@ -797,3 +797,40 @@ def test_a_write_after_a_branch_meets_only_the_saves_of_its_own_path(tmp_path: P
     )  # fmt: skip
     assert "modified by an inplace operation" in ran.stderr
     assert [f.code for f in analyze(saved, "block.py") if f.severity is not Severity.HINT]
+
+
+INIT_WEIGHTS = """\
+import math
+
+import torch
+import torch.nn as nn
+from transformers import PreTrainedModel
+
+
+class MambaPreTrainedModel(PreTrainedModel):
+    def _init_weights(self, module):
+        p = module.out_proj.weight
+        p /= math.sqrt(2)
+"""
+
+
+@pytest.mark.torch
+def test_init_weights_of_a_pretrained_model_runs_under_no_grad(tmp_path: Path) -> None:
+    """transformers runs `_init_weights` under torch.no_grad() (PreTrainedModel's
+    `_initialize_weights`): its in-place scaling is no finding. The same method of a plain
+    module, applied in `__init__`, runs with grad on, and torch refuses the write."""
+    pytest.importorskip("torch")
+    assert not [f for f in analyze(INIT_WEIGHTS, "mamba.py") if f.code == "IPL002"]
+    plain = INIT_WEIGHTS.replace("from transformers import PreTrainedModel\n", "").replace(
+        "class MambaPreTrainedModel(PreTrainedModel):",
+        "class Mixer(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.out_proj = nn.Linear(4, 4)\n"
+        "        self.apply(self._init_weights)\n",
+    ).replace("        p = module.out_proj", "        if not hasattr(module, 'out_proj'):\n"
+              "            return\n        p = module.out_proj")  # fmt: skip
+    script = tmp_path / "mixer.py"
+    script.write_text(plain + "\nMixer()\n", encoding="utf-8")
+    assert "leaf Variable that requires grad" in _run(script).stderr
+    assert [f for f in analyze(plain + "\nMixer()\n", str(script)) if f.code == "IPL002"]

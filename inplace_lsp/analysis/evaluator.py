@@ -273,7 +273,10 @@ class Interpreter(Objects):
         """One function or method as an entry point: called with what is known of its
         arguments when nothing calls it (its summary, made here or by another entry point
         with the same facts, applied to a caller that then lets its graph escape)."""
-        frame = Frame({}, start, grad_enabled=True, ctx=Ctx())
+        # transformers' PreTrainedModel runs a model's `_init_weights` under torch.no_grad()
+        # (`_initialize_weights`): its in-place initialisation records nothing.
+        grad_on = not (fn.name == "_init_weights" and self._pretrained_model(owner))
+        frame = Frame({}, start, grad_enabled=grad_on, ctx=Ctx())
         args, kwargs = self._entry_arguments(fn, start, owner)
         self.entry = fn
         self.entry_object = args[0].module if owner is not None and args else None
@@ -287,6 +290,18 @@ class Interpreter(Objects):
         self._finish([result], "" if assumed else f"`{self.model.def_key(fn) or fn.name}`")
         cover_branches(self.facts.conflicts)
         return self.facts
+
+    def _pretrained_model(self, owner: ClassInfo | None) -> bool:
+        """Whether the class derives from transformers' PreTrainedModel (through the bases the
+        code and the workspace define, or by name where a base is not read)."""
+        seen: set[int] = set()
+        cls = owner
+        while cls is not None and id(cls) not in seen:
+            seen.add(id(cls))
+            if any(base.rsplit(".", 1)[-1] == "PreTrainedModel" for base in cls.bases):
+                return True
+            cls = (cls.owner or self.model).base_of(cls)
+        return False
 
     def _entry_arguments(
         self, fn: ast.FunctionDef | ast.AsyncFunctionDef, start: int, owner: ClassInfo | None
