@@ -669,14 +669,23 @@ def branch_conditions(saved_in: Ctx, written_in: Ctx) -> tuple[str, ...]:
     """The conditions of the contexts the save ran in that the write's context is not within
     (outermost first): the save happened only on the paths that took them."""
     labels: list[str] = []
-    node: Ctx | None = saved_in
-    while node is not None and not written_in.descends_from(node):
+    for node in beyond(saved_in, written_in):
         if node.label is not None:
             form, condition, line = node.label
             code = short_source(condition) if condition is not None else ""
             labels.append(form.format(code, f" (line {line})" if line is not None else ""))
-        node = node.parent
     return tuple(reversed(labels))
+
+
+def beyond(saved_in: Ctx, written_in: Ctx) -> list[Ctx]:
+    """The contexts the save ran in that the write's context is not within (innermost
+    first): the paths the save needed and the write did not."""
+    found: list[Ctx] = []
+    node: Ctx | None = saved_in
+    while node is not None and not written_in.descends_from(node):
+        found.append(node)
+        node = node.parent
+    return found
 
 
 def cover_branches(conflicts: list[Conflict]) -> None:
@@ -704,11 +713,7 @@ def cover_branches(conflicts: list[Conflict]) -> None:
             )
         ):
             continue
-        extra = []
-        node: Ctx | None = save.ctx
-        while node is not None and not mutation.ctx.descends_from(node):
-            extra.append(node)
-            node = node.parent
+        extra = beyond(save.ctx, mutation.ctx)
         if len(extra) != 1 or not extra[0].split or extra[0].arms < 2:
             continue
         key = (mutation.id, conflict.backward_loc, conflict.via, extra[0].split)
@@ -758,14 +763,12 @@ def implied(saved_in: Ctx, written_in: Ctx, used_in: Ctx) -> bool:
     """Whether every condition the save needed (those the write's context is not within)
     also holds where the save is used: the same test, taken the same way, around it."""
     held = {_condition(node.label) for node in _chain(used_in) if node.label is not None}
-    node: Ctx | None = saved_in
     needed = False
-    while node is not None and not written_in.descends_from(node):
+    for node in beyond(saved_in, written_in):
         if node.label is not None:
             if node.label[1] is None or _condition(node.label) not in held:
                 return False
             needed = True
-        node = node.parent
     return needed
 
 

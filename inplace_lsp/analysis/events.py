@@ -573,7 +573,6 @@ class Events:
     def add_hook(self, ref: ModuleRef, hook: Hook) -> None:
         """`module.register_forward_hook(fn)`: it runs at every call of the module."""
         ref.hooks = (*ref.hooks, hook)
-        self.facts.hooked = True
         path = self._stand_in(ref)
         if path is not None:
             self.events.append(ValueEvent(path, "hook", flag=hook))
@@ -633,28 +632,22 @@ class Events:
             if unknown and grad_sources(unknown):
                 return Refusal(mutation, "out", False, grad_sources(unknown))
             return None
-        if value.view_kind == "multi" and not value.detached and value.grad is False:
+        if value.view_kind not in ("multi", "no_grad", "hooked") or value.detached:
+            return None
+        reason = {"multi": "multi_view", "hooked": "hooked_view"}.get(
+            value.view_kind, "no_grad_view"
+        )
+        grad, grad_from = value.grad, value.grad_from
+        if grad is False and value.view_kind == "multi":
             # `pieces = x.split(1, 1); pieces[j][k] = norm(q - c)`: what is written requires
             # grad, so the view would have to: torch refuses the write into a split's output.
             written = [v for v in inputs if v.tensorish]
-            if any(v.grad is True for v in written):
-                return Refusal(
-                    mutation, "multi_view", sure, repeated=repeated and not mutation.possible
-                )
-            if grad_sources(written):  # it raises only if this argument requires grad
-                return Refusal(mutation, "multi_view", False, grad_sources(written))
-        if (
-            value.view_kind in ("multi", "no_grad", "hooked")
-            and not value.detached
-            and value.grad is not False
-        ):
-            reason = {"multi": "multi_view", "hooked": "hooked_view"}.get(
-                value.view_kind, "no_grad_view"
-            )
-            if value.grad is True:
-                return Refusal(mutation, reason, sure, repeated=repeated and not mutation.possible)
-            if value.grad_from:  # it raises only if this argument requires grad: say which
-                return Refusal(mutation, reason, False, value.grad_from)
+            grad = True if any(v.grad is True for v in written) else None
+            grad_from = grad_sources(written)
+        if grad is True:
+            return Refusal(mutation, reason, sure, repeated=repeated and not mutation.possible)
+        if grad is None and grad_from:  # it raises only if this argument requires grad
+            return Refusal(mutation, reason, False, grad_from)
         return None
 
     def backward(self, value: Value, node: ast.AST, frame: Frame, retain: bool) -> None:
