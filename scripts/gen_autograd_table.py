@@ -845,8 +845,15 @@ def _make_module(spec: ModSpec, kwargs: dict[str, Any], train: bool) -> nn.Modul
     return module
 
 
+def state_of(module: nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """A module's parameters and buffers, named as slots."""
+    state = [(f"param:{n}", p) for n, p in module.named_parameters()]
+    return state + [(f"buffer:{n}", b) for n, b in module.named_buffers()]
+
+
 def probe_module(name: str) -> Entry:
-    """The table entry of one module of MOD_SPECS (train mode, parameters requiring grad)."""
+    """The table entry of one module of MOD_SPECS (train mode, parameters requiring grad, and
+    frozen)."""
     spec = MOD_SPECS[name]
     init = inspect.signature(resolve(name).__init__).parameters
     inplace_kwarg = "inplace" in init
@@ -864,17 +871,21 @@ def probe_module(name: str) -> Entry:
             for kind in kinds:
                 module = _make_module(spec, kwargs, train=True)
                 params = [n for n, _ in module.named_parameters()]
-                state: list[tuple[str, torch.Tensor]] = [
-                    (f"param:{n}", p) for n, p in module.named_parameters()
-                ]
-                state += [(f"buffer:{n}", b) for n, b in module.named_buffers()]
                 call, inputs = _module_call(spec, module, kind)
-                result = _run(call, inputs, state)
+                result = _run(call, inputs, state_of(module))
                 key = "input_grad" if kind == T1 else "input_nograd"
                 saves[key + suffix] = result.slots
                 if not suffix:
                     view |= result.view
                     grad_fn = grad_fn or result.grad_fn
+                module = _make_module(spec, kwargs, train=True)
+                lazy = any(nn.parameter.is_lazy(p) for p in module.parameters())
+                if kind == T1 and params and not lazy:
+                    # Frozen (`requires_grad_(False)`): only what the input's gradient needs
+                    # (a frozen nn.Linear keeps its weight, not its input).
+                    module.requires_grad_(False)
+                    call, inputs = _module_call(spec, module, kind)
+                    saves["input_frozen" + suffix] = _run(call, inputs, state_of(module)).slots
         module = _make_module(spec, {}, train=False)
         call, inputs = _module_call(spec, module, kinds[0])
         returned = call()

@@ -79,7 +79,7 @@ SAMPLE_MODULES = [
 SLOT = re.compile(r"arg\d+|output\d*")
 MODULE_SLOT = re.compile(r"input\d*|output\d*|param:[\w.]+|buffer:[\w.]+")
 SIGNATURE = re.compile(r"(T1|T0|S)(,(T1|T0|S))*(;inplace)?")
-MODULE_KEY = re.compile(r"input_(grad|nograd)(;inplace)?")
+MODULE_KEY = re.compile(r"input_(grad|nograd|frozen)(;inplace)?")
 
 
 @pytest.fixture(scope="module")
@@ -376,10 +376,11 @@ def test_module_slots_are_what_backward_checks(generator: ModuleType, name: str)
     for key, slots in entry["saves"].items():
         if ";" in key:
             continue
-        kind = "T1" if key == "input_grad" else "T0"
+        kind = "T0" if key == "input_nograd" else "T1"
 
         def tensors() -> tuple[dict[str, Any], list[Any]]:
             module = generator._make_module(spec, {}, train=True)  # noqa: B023
+            module.requires_grad_(key != "input_frozen")  # noqa: B023
             call, inputs = generator._module_call(spec, module, kind)  # noqa: B023
             outputs = generator._flat_tensors(call())
             named = dict(inputs)

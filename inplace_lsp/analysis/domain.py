@@ -100,7 +100,8 @@ class ModuleRef:
     children: list[ModuleRef] | None = None
     # register_forward_pre_hook / register_forward_hook: ("pre" | "post", the hook function)
     hooks: tuple[Hook, ...] = ()
-    frozen: bool | None = None  # requires_grad_(False) on it (None: as its parent)
+    # requires_grad_(False) on it (None: as its parent; EITHER: frozen on some paths only)
+    frozen: bool | str | None = None
     wrapped: bool = False  # given to nn.DataParallel / DDP, whose `.module` it is
     # register_full_backward_hook on it: its outputs are views torch refuses to write into
     backward_hooked: bool = False
@@ -132,7 +133,13 @@ class ModuleRef:
 
     @property
     def params_frozen(self) -> bool:
-        return bool(self._inherited("frozen", False))
+        """Whether its parameters do not require grad on every path."""
+        return self._inherited("frozen", False) is True
+
+    @property
+    def params_grad(self) -> bool | None:
+        """Whether its parameters require grad (None: frozen on some paths only)."""
+        return None if self._inherited("frozen", False) == EITHER else not self.params_frozen
 
     @property
     def training(self) -> bool | None:

@@ -214,7 +214,7 @@ class Interpreter(Objects):
         # what reading that attribute gives from then on.
         self.symbol_attrs: dict[str, Value] = {}
         self.later_pass = 0  # > 0 in a second pass of a loop of unknown length (Events)
-        self.flag_log: list[list[tuple[ModuleRef, bool | str | None]]] = []
+        self.flag_log: list[list[tuple[ModuleRef, str, bool | str | None]]] = []
         # Per branch body being run: the parameters whose `requires_grad` it set, with the
         # flag each had before (put back for the next body, joined where the paths meet).
         self.grad_log: list[list[tuple[Value, bool | None]]] = []
@@ -666,7 +666,11 @@ class Interpreter(Objects):
         results: list[State] = []
         ctxs: list[Ctx] = []
         ended: set[str] = set()
-        flags: list[dict[int, tuple[ModuleRef, bool | str | None]]] = []
+        flags: list[dict[tuple[int, str], tuple[ModuleRef, str, bool | str | None]]] = []
+        # Parameters frozen one at a time: frozen after the branch only where every path
+        # that goes on froze them (`if freeze: for p in m.parameters(): ...`).
+        base_frozen = frozenset(self.frozen_groups)
+        frozen: list[frozenset[int]] = []
         split = new_id()
         grads: list[dict[int, tuple[Value, bool | None]]] = []
         for i, body in enumerate(bodies):
@@ -681,8 +685,10 @@ class Interpreter(Objects):
                 )
                 flags.append({})
                 grads.append({})
+                frozen.append(base_frozen)
                 continue
             frame.env = {**base_env, **known}
+            self.frozen_groups = set(base_frozen)
             self.heap = base_heap.copy()
             frame.ctx = Ctx(base_ctx, label, split, i, len(bodies))
             self.flag_log.append([])
@@ -695,6 +701,7 @@ class Interpreter(Objects):
             if frame.dead not in ("raise", REFUSED):  # its flags reach the caller or loop
                 flags.append(changed)
                 grads.append(toggled)
+                frozen.append(frozenset(self.frozen_groups))
             if frame.dead:
                 ended.add(frame.dead)
                 frame.dead = ""
@@ -703,6 +710,10 @@ class Interpreter(Objects):
             ctxs.append(frame.ctx)
         self._join_flags(flags)
         self._join_grads(grads)
+        self.frozen_groups = set(base_frozen)
+        joined = frozenset.intersection(*frozen) if frozen else base_frozen
+        if joined - base_frozen:
+            self.freeze(joined - base_frozen)
         if not results:  # every body ended the path
             frame.env, self.heap, frame.ctx = base_env, base_heap, base_ctx
             frame.dead = ended.pop() if len(ended) == 1 else "mixed"
@@ -712,30 +723,35 @@ class Interpreter(Objects):
 
     @staticmethod
     def _undo_flags(
-        log: list[tuple[ModuleRef, bool | str | None]],
-    ) -> dict[int, tuple[ModuleRef, bool | str | None]]:
-        """The train/eval flags a branch body left set, each module's flag put back as it
-        was before the body ran (for the next body)."""
-        changed = {id(ref): (ref, ref.training_flag) for ref, _ in log}
-        for ref, before in reversed(log):
-            ref.training_flag = before
+        log: list[tuple[ModuleRef, str, bool | str | None]],
+    ) -> dict[tuple[int, str], tuple[ModuleRef, str, bool | str | None]]:
+        """The train/eval and frozen flags a branch body left set, each put back as it was
+        before the body ran (for the next body)."""
+        changed = {(id(ref), flag): (ref, flag, getattr(ref, flag)) for ref, flag, _ in log}
+        for ref, flag, before in reversed(log):
+            setattr(ref, flag, before)
         return changed
 
-    def _join_flags(self, bodies: list[dict[int, tuple[ModuleRef, bool | str | None]]]) -> None:
+    def _join_flags(
+        self, bodies: list[dict[tuple[int, str], tuple[ModuleRef, str, bool | str | None]]]
+    ) -> None:
         """Where branch paths meet, a module in training mode on some of them and in eval
-        mode on others is in either (`if not self.training:` then runs both ways)."""
-        touched = {key: ref for changed in bodies for key, (ref, _) in changed.items()}
-        for key, ref in touched.items():
-            before = ref.training_flag
+        mode on others is in either (`if not self.training:` then runs both ways); one frozen
+        on some of them only is frozen on some paths (its parameters may require grad)."""
+        touched = {key: entry[:2] for changed in bodies for key, entry in changed.items()}
+        for key, (ref, flag) in touched.items():
+            before = getattr(ref, flag)
             modes: set[bool | None] = set()
             last: bool | str | None = before
             for changed in bodies:
-                ref.training_flag = changed[key][1] if key in changed else before
-                modes.add(ref.training)
+                setattr(ref, flag, changed[key][2] if key in changed else before)
+                modes.add(ref.training if flag == "training_flag" else ref.params_grad)
                 if key in changed:
-                    last = changed[key][1]
-            ref.training_flag = before
-            self.set_module_flag(ref, "training_flag", last if len(modes) == 1 else EITHER)
+                    last = changed[key][2]
+            setattr(ref, flag, before)
+            self.set_module_flag(ref, flag, last if len(modes) == 1 else EITHER)
+            if flag == "frozen":
+                self._refreeze(ref)
 
     def _join_grads(self, bodies: list[dict[int, tuple[Value, bool | None]]]) -> None:
         """Where branch paths meet, a parameter frozen on some of them and not on others

@@ -75,7 +75,7 @@ class Events:
     later_pass: int
     # Per branch body being run (innermost last): the modules whose train/eval flag it set,
     # with the flag as it was, so the paths can be joined (`if step % k == 0: model.eval()`).
-    flag_log: list[list[tuple[ModuleRef, bool | str | None]]]
+    flag_log: list[list[tuple[ModuleRef, str, bool | str | None]]]
     inference_at: InferenceSite | None  # inside torch.inference_mode(): where it began
     # While a function is run to make its summary: its arguments' stand-ins, and what it does
     # to them, in order (None and unused when running an entry point itself).
@@ -580,8 +580,8 @@ class Events:
     def set_module_flag(self, ref: ModuleRef, flag: str, value: bool | str | None) -> None:
         """`model.eval()` (training_flag), `model.requires_grad_(False)` (frozen) or
         `layer.register_full_backward_hook(fn)` (backward_hooked)."""
-        if flag == "training_flag" and self.flag_log:
-            self.flag_log[-1].append((ref, ref.training_flag))  # the branch run restores it
+        if flag in ("training_flag", "frozen") and self.flag_log:
+            self.flag_log[-1].append((ref, flag, getattr(ref, flag)))  # the branch restores it
         setattr(ref, flag, value)
         path = self._stand_in(ref)
         if path is not None:
@@ -589,6 +589,8 @@ class Events:
 
     def freeze(self, groups: frozenset[int]) -> None:
         self.frozen_groups |= groups
+        if self.flag_log:  # in a branch body: the paths' join says whether it is frozen
+            return
         external = self.inputs.external(groups) if self.inputs is not None else frozenset()
         if external:
             self.events.append(FreezeEvent(external))

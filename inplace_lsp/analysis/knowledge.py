@@ -13,7 +13,8 @@ An op's `saves` maps a call signature to the slots saved for backward. A signatu
 the positional operands in order: "T1" a tensor that requires grad, "T0" a tensor that does
 not, "S" a Python scalar; e.g. "T1,T0" or "T1,S". Slots: "arg0", "arg1", ... and "output".
 A module's `saves` maps "input_grad" / "input_nograd" (train mode, parameters requiring grad)
-to slots "input", "output" and "param:<name>".
+to slots "input", "output" and "param:<name>"; "input_frozen" is "input_grad" with every
+parameter frozen (`requires_grad_(False)`), for modules that have parameters.
 
 Details of the generated table (CPU, float64 probes):
 

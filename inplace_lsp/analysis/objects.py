@@ -699,10 +699,10 @@ class Objects(TorchOps):
 
     def _refreeze(self, ref: ModuleRef, depth: int = 0) -> None:
         """The parameters already looked at follow a module's new requires_grad flag."""
-        frozen = ref.params_frozen
+        grad = ref.params_grad
         for value in ref.attributes().values():
             if value.kind == "tensor" and value.leaf and value.groups == {ref.params_group}:
-                value.grad = not frozen
+                value.grad = grad
             elif value.module is not None and depth < 8:
                 self._refreeze(value.module, depth + 1)
         for child in ref.children or ():

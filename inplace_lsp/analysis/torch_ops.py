@@ -391,8 +391,10 @@ class TorchOps(Events):
         out.grad = (True if (x.grad or params) else x.grad) if frame.grad_enabled else False
         if any_grad:
             short = ref.qualname.rsplit(".", 1)[-1] if ref.qualname else "module"
+            # A frozen layer keeps only what its input's gradient needs (nn.Linear: its weight).
+            mode = "input_frozen" if info.params and not params else "input_grad"
             slots = info.saves.get(
-                ("input_grad" if input_grad else "input_nograd") + (";inplace" if inplace else "")
+                (mode if input_grad else "input_nograd") + (";inplace" if inplace else "")
             )
             if slots is None:
                 slots = info.saved_slots(input_grad)
