@@ -834,3 +834,118 @@ def test_init_weights_of_a_pretrained_model_runs_under_no_grad(tmp_path: Path) -
     script.write_text(plain + "\nMixer()\n", encoding="utf-8")
     assert "leaf Variable that requires grad" in _run(script).stderr
     assert [f for f in analyze(plain + "\nMixer()\n", str(script)) if f.code == "IPL002"]
+
+
+# pix2pix's generator step: the discriminator is frozen with a helper before it judges the
+# fake; a frozen nn.Linear keeps its weight for backward, not its input.
+FROZEN_CRITIC = """\
+import sys
+import torch
+import torch.nn as nn
+
+
+def set_requires_grad(nets, requires_grad=False):
+    if not isinstance(nets, list):
+        nets = [nets]
+    for net in nets:
+        if net is not None:
+            for param in net.parameters():
+                param.requires_grad = requires_grad
+
+
+netG = nn.Linear(4, 4)
+netD = nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 1))
+FREEZE
+fake = netG(torch.randn(3, 4)) * 2.0
+pred_fake = netD(fake)
+fake.clamp_(-1.0, 1.0)
+pred_fake.mean().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    ("freeze", "raises"),
+    [
+        ("set_requires_grad(netD, False)", False),
+        ("set_requires_grad(netD, True)", True),
+        ("set_requires_grad(netD, len(sys.argv) < 2)", True),
+        ("if len(sys.argv) > 1: netD.requires_grad_(False)", True),
+    ],
+)
+def test_a_frozen_layer_keeps_no_input_for_backward(
+    tmp_path: Path, freeze: str, raises: bool
+) -> None:
+    """Frozen, the discriminator's first Linear saves only its weight: the clamp into the fake
+    it read runs, and the write is checked safe. Trainable, or frozen by a flag the analysis
+    cannot read or on some paths only (the command line), it saves the fake: torch breaks on
+    the run that does not freeze it, and the write is an Error, never a Hint."""
+    pytest.importorskip("torch")
+    text = FROZEN_CRITIC.replace("FREEZE", freeze)
+    script = tmp_path / "pix2pix.py"
+    script.write_text(text, encoding="utf-8")
+    ran = _run(script)
+    assert ("modified by an inplace operation" in ran.stderr) is raises, ran.stderr
+    (write,) = [f for f in analyze(text, str(script)) if f.span.line == 20]
+    assert write.severity is (Severity.ERROR if raises else Severity.HINT)
+
+
+# A training script whose file also holds a variant it never builds (pytorch_refinenet's
+# "improved" pooling block, left beside the one the script trains).
+VARIANTS = """\
+import torch
+import torch.nn as nn
+
+
+class Pool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu = nn.ReLU()
+        self.conv = nn.Conv2d(2, 2, 3, padding=1)
+
+    def forward(self, x):
+        x = self.relu(x)
+        return x + self.conv(x)
+
+
+class PoolImproved(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu = nn.ReLU()
+        self.conv = nn.Conv2d(2, 2, 3, padding=1)
+
+    def forward(self, x):
+        x = self.relu(x)
+        x += self.conv(x)
+        return x
+
+
+def train():
+    net = Pool()
+    net(torch.randn(1, 2, 4, 4)).sum().backward()
+
+
+if __name__ == "__main__":
+    train()
+"""
+
+
+@pytest.mark.torch
+def test_an_error_in_a_class_the_training_script_never_runs_is_a_warning(tmp_path: Path) -> None:
+    """The script trains `Pool` and runs: the write of `PoolImproved`, which nothing the
+    script reaches mentions, is a Warning that says the script does not run it. Trained
+    instead, the variant breaks backward, and the write is an Error."""
+    pytest.importorskip("torch")
+    script = tmp_path / "refinenet.py"
+    script.write_text(VARIANTS, encoding="utf-8")
+    assert _run(script).returncode == 0
+    (write,) = [f for f in analyze(VARIANTS, str(script)) if f.span.line == 24]
+    assert write.severity is Severity.WARNING
+    assert "training script never runs `PoolImproved`" in write.message
+    used = VARIANTS.replace("net = Pool()", "net = PoolImproved()")
+    script.write_text(used, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script).stderr
+    assert 24 in _errors(analyze(used, str(script)))
+    # A library file (no script that trains) keeps the Error: any caller may run it.
+    library = VARIANTS.split("\n\ndef train")[0] + "\n"
+    assert 24 in _errors(analyze(library, "refinenet.py"))

@@ -316,6 +316,14 @@ class DocumentAnalysis:
         ]
         shadowed = _followed_from_call_sites(follows)
         kept = [finding for entry, finding in findings if entry not in shadowed]
+        if any(entry and f.severity is Severity.ERROR for entry, f in findings):
+            unrun = _not_run_by_script(parsed, texts)
+            if unrun:
+                kept = [
+                    _not_run(f, top) if (top := entry.split(".", 1)[0]) in unrun else f
+                    for entry, f in findings
+                    if entry not in shadowed
+                ]
         result = DocumentResult(
             _dedupe(kept),
             errors,
@@ -1120,6 +1128,67 @@ def _training_functions(block: Block, training: dict[str, frozenset[str]]) -> fr
     )
     training[block.key] = found
     return found
+
+
+# Module-level lookups of a name held in a string: any definition may run.
+_DYNAMIC = frozenset({"globals", "locals", "vars", "eval", "exec", "__import__", "import_module"})
+
+
+_NOT_RUN = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+
+
+def _not_run_by_script(blocks: list[Block], texts: dict[str, _TextFacts]) -> frozenset[str]:
+    """The top-level functions and classes that a training script (module-level code that
+    calls backward()) never reaches, by any name its reachable code mentions (a superset of
+    what it calls: identifiers in strings and comments count too). A decorated definition
+    may be registered and run by name; where the reachable code looks names up dynamically
+    (`globals()`, `eval`), every definition may run."""
+    defs: dict[str, Block] = {}
+    live: set[str] = set()
+    for block in blocks:
+        if block.tree is None:
+            return frozenset()  # (what the broken text mentions is not known)
+        facts = texts[block.key]
+        for name in facts.defines:
+            defs[name] = block
+        if facts.script and not all(
+            isinstance(stmt, _NOT_RUN) or _is_docstring(stmt) for stmt in block.tree.body
+        ):
+            live |= facts.names
+    if not live:
+        return frozenset()
+    for name, block in defs.items():
+        if any(
+            getattr(stmt, "decorator_list", None)
+            for stmt in block.tree.body  # type: ignore[union-attr]
+        ):
+            live.add(name)
+    todo = [name for name in defs if name in live]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        mentioned = texts[defs[name].key].names
+        live |= mentioned
+        todo.extend(n for n in mentioned if n in defs and n not in seen)
+    if "backward" not in live or not live.isdisjoint(_DYNAMIC):
+        return frozenset()
+    return frozenset(name for name in defs if name not in seen)
+
+
+def _not_run(finding: Finding, top: str) -> Finding:
+    """An Error in a definition the file's training script never runs: where it runs, the
+    write breaks backward, but this program does not run it."""
+    if finding.severity is not Severity.ERROR:
+        return finding
+    note = f" (This file's training script never runs `{top}`: an error where it runs.)"
+    return replace(finding, severity=Severity.WARNING, message=finding.message + note)
 
 
 def _followed_from_call_sites(follows: list[tuple[str, frozenset[str]]]) -> set[str]:
