@@ -271,6 +271,31 @@ def test_a_parameter_frozen_and_written_on_the_same_path_is_no_finding() -> None
 # replacements), which torch runs. The analysis must give the marked line an Error and the fix
 # none.
 BROKEN_AND_FIXED = {
+    "a layer looked up by a spelled name": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class MLP(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.n_layers = 2
+                self.fc0 = nn.Linear(4, 4)
+                self.fc1 = nn.Linear(4, 4)
+
+            def forward(self, x):
+                for i in range(self.n_layers):
+                    x = torch.sigmoid(getattr(self, "fc%d" % i)(x))
+                    x *= 2  # error
+                return x
+
+
+        MLP()(torch.randn(2, 4)).sum().backward()
+        """,
+        ("x *= 2  # error", "x = x * 2"),
+        "modified by an inplace operation",
+    ),
     "a subclass of a torch.nn layer writes its own weight": (
         """\
         import torch

@@ -18,6 +18,7 @@ import ast
 import builtins
 import functools
 import os
+import re
 import time
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -1959,7 +1960,11 @@ class Interpreter(Objects):
         if not isinstance(args[1].const, str):
             spelled = node.args[1] if node is not None and len(node.args) > 1 else None
             if ref is not None and len(args) == 2 and isinstance(spelled, ast.JoinedStr):
-                return self.layer_parameter(ref, spelled)
+                found = self.layer_parameter(ref, spelled)
+                if found is not None:
+                    return found
+            if ref is not None and len(args) == 2 and spelled is not None:
+                return self._spelled_submodule(ref, spelled)
             return None
         name = args[1].const
         if args[0].kind == "symbol" and args[0].qualname and len(args) == 2:
@@ -1968,6 +1973,22 @@ class Interpreter(Objects):
         if ref is not None and (len(args) == 2 or self._has_attr(ref, name)):
             return self.module_attr(ref, name)
         return None
+
+    def _spelled_submodule(self, ref: ModuleRef, spelled: ast.expr) -> Value | None:
+        """`getattr(self, f"layer{i}")` (or `"layer%d" % i`, `"layer{}".format(i)`): where
+        every submodule whose name the pattern can spell is built by the same constructor
+        (`self.layer0`, `self.layer1`: each an nn.Linear), one of them; None otherwise."""
+        pattern = _spelling(spelled)
+        cls = ref.cls
+        if pattern is None or cls is None:
+            return None
+        names = [name for name in cls.submodules if pattern.fullmatch(name)]
+        if not names or len({cls.submodules[n].qualname for n in names}) != 1:
+            return None
+        if cls.submodules[names[0]].qualname is None:
+            return None
+        found = self.module_attr(ref, names[0])
+        return found if found.module is not None else None
 
     def _has_attr(self, ref: ModuleRef, name: str) -> bool:
         """Whether the code set this attribute on the object (on the caller's object, for
@@ -3008,6 +3029,43 @@ def _namespace_of(node: ast.expr, frame: Frame) -> ast.expr | None:
     ):
         return node.args[0]
     return None
+
+
+_FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
+_PERCENT_FIELD = re.compile(r"%[-+ #0-9.]*[sdir]")
+
+
+def _spelling(node: ast.expr) -> re.Pattern[str] | None:
+    """The names a string expression can spell, as a pattern: `f"layer{i}"`, `"layer%d" % i`
+    and `"layer{}".format(i)` are `layer.+`; None for any other expression."""
+    parts: list[str] = []
+    if isinstance(node, ast.JoinedStr):
+        for value in node.values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                parts.append(re.escape(value.value))
+            else:
+                parts.append(".+")
+    elif (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mod)
+        and isinstance(node.left, ast.Constant)
+        and isinstance(node.left.value, str)
+    ):
+        pieces = _PERCENT_FIELD.split(node.left.value)
+        parts = [".+".join(re.escape(p) for p in pieces)]
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+    ):
+        pieces = _FORMAT_FIELD.split(node.func.value.value)
+        parts = [".+".join(re.escape(p) for p in pieces)]
+    else:
+        return None
+    text = "".join(parts)
+    return re.compile(text) if text and text != ".+" else None
 
 
 def _delegates_setattr(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
