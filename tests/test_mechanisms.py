@@ -271,6 +271,20 @@ def test_a_parameter_frozen_and_written_on_the_same_path_is_no_finding() -> None
 # replacements), which torch runs. The analysis must give the marked line an Error and the fix
 # none.
 BROKEN_AND_FIXED = {
+    "grad mode set off by a call, not a with": (
+        """\
+        import torch
+        import torch.nn as nn
+
+        net = nn.Linear(3, 3)
+        torch.set_grad_enabled(True)
+        net.weight.mul_(0.5)  # error
+        torch.set_grad_enabled(True)
+        net(torch.randn(2, 3)).sum().backward()
+        """,
+        ("torch.set_grad_enabled(True)\nnet.weight", "torch.set_grad_enabled(False)\nnet.weight"),
+        "leaf Variable that requires grad",
+    ),
     "a layer looked up by a spelled name": (
         """\
         import torch

@@ -501,6 +501,17 @@ class Interpreter(Objects):
         self.eval(stmt.test, frame)  # the message is built only when the assertion fails
 
     def stmt_Expr(self, stmt: ast.Expr, frame: Frame) -> None:
+        call = stmt.value
+        if (
+            isinstance(call, ast.Call)
+            and call.args
+            and isinstance(call.args[0], ast.Constant)
+            and self.model.qualify(call.func) in SET_GRAD_CONTEXTS
+        ):
+            # `torch.set_grad_enabled(False)` called alone sets grad mode for what follows
+            # (as a `with` item, only for its body).
+            frame.grad_enabled = bool(call.args[0].value)
+            return
         self.eval(stmt.value, frame)
 
     def stmt_Assign(self, stmt: ast.Assign, frame: Frame) -> None:
