@@ -988,3 +988,66 @@ def test_an_error_in_a_class_the_training_script_never_runs_is_a_warning(tmp_pat
     # A library file (no script that trains) keeps the Error: any caller may run it.
     library = VARIANTS.split("\n\ndef train")[0] + "\n"
     assert 24 in _errors(analyze(library, "refinenet.py"))
+
+
+# A GAN step written compactly: statements share lines (`;`), and the two lines that begin
+# with one (the models' and the generator's step) must not be read as each other.
+COMPACT_GAN = """\
+import torch, torch.nn as nn
+G = nn.Linear(2, 2); D = nn.Linear(2, 1)
+oG, oD = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())
+fake = G(torch.randn(3, 2))
+g_loss = -D(fake).mean()
+d_loss = D(fake.detach()).mean() - D(torch.randn(3, 2)).mean()
+oD.zero_grad(); d_loss.backward(); oD.step()
+oG.zero_grad(); g_loss.backward(); oG.step()
+"""
+
+
+@pytest.mark.torch
+def test_statements_that_share_a_line_are_each_run(tmp_path: Path) -> None:
+    """The discriminator's step changes the weights `D(fake)` saved for the generator's
+    backward, on a line that also holds its backward: torch breaks, and the step is an
+    Error. Stepped after the generator's backward, it runs, and nothing is said."""
+    pytest.importorskip("torch")
+    script = tmp_path / "gan.py"
+    script.write_text(COMPACT_GAN, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script).stderr
+    (step,) = [f for f in analyze(COMPACT_GAN, str(script)) if f.code == "IPL007"]
+    assert step.severity is Severity.ERROR and step.span.line == 7
+    d_step = "oD.zero_grad(); d_loss.backward(); oD.step()\n"
+    g_step = "oG.zero_grad(); g_loss.backward(); oG.step()\n"
+    fixed = COMPACT_GAN.replace(d_step + g_step, g_step + d_step)
+    script.write_text(fixed, encoding="utf-8")
+    assert _run(script).returncode == 0
+    assert not _errors(analyze(fixed, str(script)))
+
+
+@pytest.mark.torch
+def test_a_step_before_any_backward_changes_no_weight(tmp_path: Path) -> None:
+    """In a script no parameter holds a gradient before its first backward(), and
+    optimizer.step() skips those: the step runs before the backward of the graph that saved
+    the weights, and torch is fine. Given gradients first, the step writes them."""
+    pytest.importorskip("torch")
+    text = textwrap.dedent(
+        """\
+        import torch
+        import torch.nn as nn
+
+        D = nn.Linear(2, 1)
+        opt = torch.optim.SGD(D.parameters(), lr=0.1)
+        loss = D(torch.randn(3, 2, requires_grad=True)).mean()
+        opt.step()
+        loss.backward()
+        """
+    )
+    script = tmp_path / "step.py"
+    script.write_text(text, encoding="utf-8")
+    assert _run(script).returncode == 0
+    assert not _errors(analyze(text, str(script)))
+    graded = text.replace(
+        "opt.step()", "for p in D.parameters():\n    p.grad = torch.ones_like(p)\nopt.step()"
+    )
+    script.write_text(graded, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script).stderr
+    assert 9 in _errors(analyze(graded, str(script)))

@@ -270,11 +270,21 @@ class Splitter:
         if not tree.body:
             text = "".join(lines[start:end])
             return [Block(start + 1, text, digest(text), tree, None, 1)]
-        starts = [first_line(stmt) - 1 for stmt in tree.body]
+        # Statements that share a line (`opt.zero_grad(); loss.backward()`, or one that starts
+        # on the line where the one before it ends) are one block: a block is whole lines.
+        groups: list[list[ast.stmt]] = []
+        last_line = -1
+        for stmt in tree.body:
+            if groups and first_line(stmt) <= last_line:
+                groups[-1].append(stmt)
+            else:
+                groups.append([stmt])
+            last_line = max(last_line, getattr(stmt, "end_lineno", None) or stmt.lineno)
+        starts = [first_line(group[0]) - 1 for group in groups]
         starts[0] = 0
         bounds = [*starts[1:], end - start]
         blocks: list[Block] = []
-        for stmt, b_start, b_end in zip(tree.body, starts, bounds, strict=True):
+        for group, b_start, b_end in zip(groups, starts, bounds, strict=True):
             text = "".join(lines[start + b_start : start + b_end])
             key = digest(text)
             line0 = b_start + 1
@@ -282,7 +292,7 @@ class Splitter:
             if cached is not None:
                 sub, line0 = cached
             else:
-                sub = ast.Module(body=[stmt], type_ignores=[])
+                sub = ast.Module(body=group, type_ignores=[])
                 self.cache.put(key, sub, line0, len(text))
             blocks.append(Block(start + b_start + 1, text, key, sub, None, line0))
         return blocks
