@@ -508,6 +508,10 @@ class Heap:
     # Version groups given to a call the analysis does not follow: that callee may have
     # saved them, so no write into them is "checked: safe".
     unknown_reads: frozenset[int] = frozenset()
+    # Whether any parameter may hold a gradient: False in a script until its first
+    # backward() (or a call the analysis does not follow), when no parameter has one and
+    # optimizer.step() skips them all.
+    graded: bool = True
 
     def copy(self) -> Heap:
         return Heap(
@@ -518,6 +522,7 @@ class Heap:
             self.no_grads,
             dict(self.silent),
             self.unknown_reads,
+            self.graded,
         )
 
     def join(self, other: Heap) -> None:
@@ -533,6 +538,7 @@ class Heap:
         self.unknown_reads |= other.unknown_reads
         self.freed &= other.freed
         self.no_grads &= other.no_grads
+        self.graded = self.graded or other.graded
         for group, pend in other.pending_alias.items():
             mine_p = self.pending_alias.setdefault(group, [])
             if pend != mine_p:

@@ -361,6 +361,7 @@ class Interpreter(Objects):
         Their variables are the globals the functions they call read."""
         frame = self.module_frame = Frame({}, 1, grad_enabled=True, ctx=Ctx())
         self.entry_object = None
+        self.heap.graded = False  # a script starts with no gradient on any parameter
         for body, start in pieces:
             frame.start = start
             self.exec_body(body, frame)
@@ -517,6 +518,8 @@ class Interpreter(Objects):
     def stmt_Assign(self, stmt: ast.Assign, frame: Frame) -> None:
         value = self.eval(stmt.value, frame)
         for target in stmt.targets:
+            if isinstance(target, ast.Attribute) and target.attr in ("grad", "_grad"):
+                self.heap.graded = True  # (`shared_param._grad = param.grad`: A3C)
             self.assign(target, value, frame, stmt)
 
     def stmt_AnnAssign(self, stmt: ast.AnnAssign, frame: Frame) -> None:
@@ -2154,7 +2157,7 @@ class Interpreter(Objects):
         if receiver.kind == "optimizer":
             if name == "zero_grad" and sets_to_none(node):
                 self.clear_gradients(receiver.steps)
-            if name == "step" and not (receiver.steps and receiver.steps <= self.heap.no_grads):
+            if name == "step" and self._steps(receiver.steps):
                 self.write_parameters(receiver.steps, "step", node, frame, receiver.origin)
             return unknown()
         if receiver.kind == "params":
@@ -2761,13 +2764,18 @@ class Interpreter(Objects):
             self.unsummarized.setdefault(place, why)
         return result
 
+    def _steps(self, steps: frozenset[int]) -> bool:
+        """Whether optimizer.step() writes these parameters: not where none holds a gradient
+        (zero_grad() set them to None, or no backward() ran yet), which it skips."""
+        return self.heap.graded and not (steps and steps <= self.heap.no_grads)
+
     def _replay(self, event: Event, use: Application, node: ast.AST, frame: Frame) -> None:
         if isinstance(event, SaveEvent):
             save = use.save(event.save)
             self._add_save(save)
         elif isinstance(event, StepEvent):
             steps = use.groups(event.steps)
-            if not (steps and steps <= self.heap.no_grads):
+            if self._steps(steps):
                 self.replay_write(event.write, use.mutation(event.write.mutation), steps)
         elif isinstance(event, WriteEvent):
             self.replay_write(event, use.mutation(event.mutation), use.groups(event.groups))

@@ -100,6 +100,7 @@ class Events:
         given = (*args, *kwargs.values())
         groups = frozenset().union(*(_given_groups(v) for v in given))
         self.read_by_unknown(groups)
+        self.heap.graded = True  # (it may run a backward)
         for value in given:
             owner = owning_instance(value.module)
             if owner is not None:
@@ -670,6 +671,7 @@ class Events:
         freed unless the graph is retained (`checked`: saves a summary already looked at,
         only freed here)."""
         self.heap.no_grads = frozenset()
+        self.heap.graded = True
         # Latest first, as backward() visits the graph (and checks its saves): the save a
         # failure names is the one torch names.
         for sid in sorted(graph, reverse=True):
