@@ -139,6 +139,35 @@ def test_edit_reparses_only_the_edited_block() -> None:
     ]
 
 
+def test_statements_that_share_a_line_are_one_block_of_whole_lines() -> None:
+    """`a; b` and a statement that starts where the one before it ends are one block, whose
+    tree holds both: each line is some block's, and no two blocks share a text they do not
+    both have (a line's first statement used to be cut to an empty text, whose cached tree
+    every such block then shared), in one update and in an edit's."""
+    from inplace_lsp.analysis.blocks import Splitter
+
+    text = (
+        "import torch\n"
+        "a = 1; b = 2\n"
+        "x = torch.zeros(2)\n"
+        "c = (1,\n"
+        "     2); d = 3\n"
+        "y = x * 2; y.add_(1)\n"
+    )
+    splitter = Splitter()
+    for version in (text, text.replace("y = x * 2", "y = x * 3")):
+        blocks = splitter.split(version)
+        assert "".join(b.text for b in blocks) == version
+        assert all(b.text for b in blocks)
+        assert [[ast.unparse(s) for s in b.tree.body] for b in blocks if b.tree] == [
+            ["import torch"],
+            ["a = 1", "b = 2"],
+            ["x = torch.zeros(2)"],
+            ["c = (1, 2)", "d = 3"],
+            [version.splitlines()[-1].split("; ")[0], "y.add_(1)"],
+        ]
+
+
 BINOP_3000 = "import torch\nx = " + "1 + " * 3000 + "1\n"  # too deep for 3.11 and 3.12
 NUL = "import torch\n\x00\n"
 
