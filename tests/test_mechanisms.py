@@ -1051,3 +1051,41 @@ def test_a_step_before_any_backward_changes_no_weight(tmp_path: Path) -> None:
     script.write_text(graded, encoding="utf-8")
     assert "modified by an inplace operation" in _run(script).stderr
     assert 9 in _errors(analyze(graded, str(script)))
+
+
+# The transfer-learning tutorial's loop: one pass per phase, grad mode on in training only.
+PHASES = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(3, 3)
+for phase in PHASES:
+    with torch.set_grad_enabled(phase == "train"):
+        out = model(torch.randn(2, 3))
+        if phase == "train":
+            out.sum().backward()
+        else:
+            model.weight.mul_(1.0)
+"""
+
+
+@pytest.mark.torch
+def test_grad_mode_set_by_a_flag_is_judged_per_phase(tmp_path: Path) -> None:
+    """Over the phases `["train", "val"]` the write into the weight runs in the val phase,
+    with grad mode off: torch is fine, and nothing is said. With a phase the analysis
+    cannot read, grad mode is on in some runs only: a Warning that names the context."""
+    pytest.importorskip("torch")
+    text = PHASES.replace("PHASES", '["train", "val"]')
+    script = tmp_path / "phases.py"
+    script.write_text(text, encoding="utf-8")
+    assert _run(script).returncode == 0
+    assert not [f for f in analyze(text, str(script)) if f.code == "IPL002"]
+    unknown = "import sys\n" + PHASES.replace("PHASES", "sys.argv[1:]")
+    (write,) = [f for f in analyze(unknown, "phases.py") if f.code == "IPL002"]
+    assert write.severity is Severity.WARNING
+    assert "`torch.set_grad_enabled(phase == 'train')` (line 7)" in write.message
+    script.write_text(unknown, encoding="utf-8")
+    ran = subprocess.run(
+        [sys.executable, script.name, "val"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert ran.returncode == 0, ran.stderr

@@ -413,6 +413,9 @@ class LeafWrite:
     # Not known to be a leaf: an attribute of an object the analysis cannot read, named as
     # a layer's parameter (`pipe.text_encoder.embeddings.token_embedding.weight`).
     maybe_parameter: str = ""
+    # Written where grad mode is on in some runs only: the context that decides it
+    # (`torch.set_grad_enabled(phase == "train")` (line 12)).
+    grad_mode: str = ""
 
 
 @dataclass(eq=False)

@@ -211,6 +211,8 @@ class Interpreter(Objects):
         self.call_stack: list[ast.AST] = []
         self.group_names: dict[int, set[str]] = {}
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
+        # The `with torch.set_grad_enabled(flag):` of unknown flag being run, innermost last.
+        self.grad_modes: list[str] = []
         # `model.Generator = Generator` at module level, on a class or module the code names:
         # what reading that attribute gives from then on.
         self.symbol_attrs: dict[str, Value] = {}
@@ -1027,6 +1029,7 @@ class Interpreter(Objects):
     def stmt_With(self, stmt: ast.With | ast.AsyncWith, frame: Frame) -> None:
         saved = frame.grad_enabled
         saved_inference = self.inference_at
+        unknown_mode = 0
         for item in stmt.items:
             expr = item.context_expr
             func = expr.func if isinstance(expr, ast.Call) else expr
@@ -1040,14 +1043,25 @@ class Interpreter(Objects):
             elif qual in ENABLE_GRAD_CONTEXTS:
                 frame.grad_enabled = True
             elif qual in SET_GRAD_CONTEXTS and isinstance(expr, ast.Call) and expr.args:
-                arg = expr.args[0]
-                if isinstance(arg, ast.Constant):
-                    frame.grad_enabled = bool(arg.value)
+                mode = self.eval(expr.args[0], frame)
+                if mode.has_const:
+                    frame.grad_enabled = bool(mode.const)
+                elif frame.grad_enabled:
+                    # `with torch.set_grad_enabled(phase == "train"):` grad mode is on in
+                    # some runs only: what the body saves, and its writes, rest on it.
+                    unknown_mode += 1
+                    line = self.loc(expr, frame)[0]
+                    self.grad_modes.append(f"`{ast.unparse(expr)}` (line {line})")
             else:
                 value = self.eval(expr, frame)
                 if item.optional_vars is not None:
                     self.assign(item.optional_vars, value, frame, stmt)
-        self.exec_body(stmt.body, frame)
+        self.uncertain += unknown_mode
+        try:
+            self.exec_body(stmt.body, frame)
+        finally:
+            self.uncertain -= unknown_mode
+            del self.grad_modes[len(self.grad_modes) - unknown_mode :]
         frame.grad_enabled = saved
         self.inference_at = saved_inference
 

@@ -70,6 +70,7 @@ class Events:
     escaped: set[int]
     group_names: dict[int, set[str]]
     uncertain: int  # > 0 while running code that may not run (a conditional submodule)
+    grad_modes: list[str]  # `with torch.set_grad_enabled(flag)` of unknown flag, innermost last
     # > 0 while running a loop's second pass where the number of passes is not known: what
     # only that pass meets rests on the loop running more than once.
     later_pass: int
@@ -303,7 +304,13 @@ class Events:
                 return mutation
         leafish = value.leaf or value.view_kind == "leaf"  # a leaf, or a view of one
         if leafish and value.grad and grad_on and kind != "step":
-            self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
+            if self.grad_modes and not value.joined:
+                # Grad mode on in some runs only (`with torch.set_grad_enabled(train):`).
+                self.facts.leaf_writes.append(
+                    LeafWrite(mutation, definite=False, grad_mode=self.grad_modes[-1])
+                )
+            else:
+                self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
         elif leafish and value.grad is None and value.param and grad_on and kind != "step":
             # A parameter whose `requires_grad` the code turns off on some paths only
             # (`if freeze: self.emb.weight.requires_grad = False`).

@@ -57,11 +57,17 @@ class InplaceOnLeaf(Rule):
                     "torch raises at once). Do the update under `with torch.no_grad():`."
                 )
             else:
+                where = (
+                    f" where grad mode is on ({write.grad_mode})"
+                    if write.grad_mode
+                    else ""
+                    if mutation.value.grad
+                    else " on the paths where it requires grad"
+                )
                 message = (
                     f"{name} is {what} {requires}; `{mutation.op}` writes into it "
-                    "while autograd is recording, which raises at once"
-                    + ("" if mutation.value.grad else " on the paths where it requires grad")
-                    + ". Do the update under `with torch.no_grad():`."
+                    f"while autograd is recording, which raises at once{where}. Do the "
+                    "update under `with torch.no_grad():`."
                 )
             yield Finding(
                 code=self.CODE,
