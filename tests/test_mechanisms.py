@@ -271,6 +271,33 @@ def test_a_parameter_frozen_and_written_on_the_same_path_is_no_finding() -> None
 # replacements), which torch runs. The analysis must give the marked line an Error and the fix
 # none.
 BROKEN_AND_FIXED = {
+    "layers of a Sequential given by name": (
+        """\
+        from collections import OrderedDict
+
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.features = nn.Sequential(
+                    OrderedDict([("fc1", nn.Linear(4, 4)), ("act", nn.Tanh())])
+                )
+                self.head = nn.Linear(4, 1)
+
+            def forward(self, x):
+                h = self.features(x)
+                h[:, 0] = 0  # error
+                return self.head(h)
+
+
+        Net()(torch.randn(2, 4)).sum().backward()
+        """,
+        ("h[:, 0] = 0  # error", "h = torch.cat([torch.zeros_like(h[:, :1]), h[:, 1:]], 1)"),
+        "modified by an inplace operation",
+    ),
     "grad mode set off by a call, not a with": (
         """\
         import torch

@@ -344,6 +344,29 @@ def _repeats(comp: ast.ListComp | ast.GeneratorExp) -> int:
     return 2
 
 
+def _named_layers(model: ModuleModel, arg: ast.expr) -> tuple[list[str], list[ast.expr]] | None:
+    """`OrderedDict([("fc1", nn.Linear(...)), ...])`: each layer with its name; None for any
+    other argument (or a name that is not a constant)."""
+    if not (
+        isinstance(arg, ast.Call)
+        and model.qualify(arg.func) in ("collections.OrderedDict", "OrderedDict", "dict")
+        and len(arg.args) == 1
+        and isinstance(arg.args[0], (ast.List, ast.Tuple))
+    ):
+        return None
+    names: list[str] = []
+    items: list[ast.expr] = []
+    for pair in arg.args[0].elts:
+        if not (isinstance(pair, ast.Tuple) and len(pair.elts) == 2):
+            return None
+        key, item = pair.elts
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        names.append(key.value)
+        items.append(item)
+    return names, items
+
+
 def submodule(model: ModuleModel, name: str, value: ast.expr) -> Submodule | None:
     if not isinstance(value, ast.Call):
         return None
@@ -351,6 +374,9 @@ def submodule(model: ModuleModel, name: str, value: ast.expr) -> Submodule | Non
     sub = Submodule(name, value, qual)
     if qual in ("torch.nn.Sequential", "torch.nn.ModuleList"):
         items: list[ast.expr] = list(value.args)
+        if len(items) == 1 and isinstance(items[0], ast.Starred):
+            items = [items[0].value]  # `nn.Sequential(*[Block(d) for _ in range(n)])`
+        names: list[str] = []
         if len(items) == 1 and isinstance(items[0], (ast.List, ast.Tuple)):
             items = list(items[0].elts)
         elif len(items) == 1 and isinstance(items[0], (ast.ListComp, ast.GeneratorExp)):
@@ -358,8 +384,11 @@ def submodule(model: ModuleModel, name: str, value: ast.expr) -> Submodule | Non
             # count is not a constant: as a loop's two passes, enough to see one block write
             # what the one before saved).
             items = [items[0].elt] * _repeats(items[0])
+        elif len(items) == 1 and _named_layers(model, items[0]) is not None:
+            # `nn.Sequential(OrderedDict([("fc1", nn.Linear(...)), ("act", nn.Tanh())]))`
+            names, items = _named_layers(model, items[0]) or ([], [])
         for i, item in enumerate(items):
-            child = submodule(model, str(i), item)
+            child = submodule(model, names[i] if names else str(i), item)
             if child is not None:
                 sub.children.append(child)
     elif (
