@@ -271,6 +271,37 @@ def test_a_parameter_frozen_and_written_on_the_same_path_is_no_finding() -> None
 # replacements), which torch runs. The analysis must give the marked line an Error and the fix
 # none.
 BROKEN_AND_FIXED = {
+    "a script that drives a trainer subclass": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class BaseTrainer:
+            def __init__(self, model):
+                self.model = model
+                self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+            def train_step(self, x, y):
+                loss = self.compute_loss(x, y)
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+
+
+        class MyTrainer(BaseTrainer):
+            def compute_loss(self, x, y):
+                out = torch.sigmoid(self.model(x))
+                out += 0.1  # error
+                return (out - y).pow(2).mean()
+
+
+        trainer = MyTrainer(nn.Linear(3, 1))
+        trainer.train_step(torch.randn(4, 3), torch.randn(4, 1))
+        """,
+        ("out += 0.1  # error", "out = out + 0.1"),
+        "modified by an inplace operation",
+    ),
     "layers of a Sequential given by name": (
         """\
         from collections import OrderedDict

@@ -452,6 +452,8 @@ class DocumentAnalysis:
         if not any(
             texts[b.key].candidate or not self._candidate_functions.isdisjoint(texts[b.key].names)
             for b in loose
+        ) and not _drives_a_class(
+            frozenset().union(*(texts[b.key].names for b in loose)), self._candidates, model
         ):
             return [], (), ()
         meanings = tuple(self._meaning[b.key] for b in loose)
@@ -1128,6 +1130,24 @@ def _training_functions(block: Block, training: dict[str, frozenset[str]]) -> fr
     )
     training[block.key] = found
     return found
+
+
+def _drives_a_class(
+    names: frozenset[str], candidates: frozenset[str], model: model_mod.ModuleModel
+) -> bool:
+    """Whether module-level code that names these builds an object of a class of the file
+    that can write in place and runs it: calls one of its methods by name (`t.train_step()`,
+    `agent.update()`) or a backward() (a model called, then its loss backwarded). Merely
+    building one runs none of its methods (a model zoo's registry stays cold)."""
+    for name in names & candidates:
+        cls = model.classes.get(name)
+        if cls is None:
+            continue
+        if "backward" in names:
+            return True
+        if any(not n.startswith("__") and model.find_method(cls, n) is not None for n in names):
+            return True  # (its own or a base class's: `t.train_step()` of a subclass)
+    return False
 
 
 # Module-level lookups of a name held in a string: any definition may run.
