@@ -271,6 +271,20 @@ def test_a_parameter_frozen_and_written_on_the_same_path_is_no_finding() -> None
 # replacements), which torch runs. The analysis must give the marked line an Error and the fix
 # none.
 BROKEN_AND_FIXED = {
+    "tensors wrapped in Variable, as torch < 0.4 code does": (
+        """\
+        import torch
+        from torch.autograd import Variable
+
+        x = Variable(torch.randn(3, 4), requires_grad=True)
+        w = Variable(torch.randn(4, 2), requires_grad=True)
+        y = torch.sigmoid(x.mm(w))
+        y[y > 0.5] = 1.0  # error
+        y.sum().backward()
+        """,
+        ("y[y > 0.5] = 1.0  # error", "y = y.masked_fill(y > 0.5, 1.0)"),
+        "modified by an inplace operation",
+    ),
     "a script that drives a trainer subclass": (
         """\
         import torch

@@ -2259,6 +2259,24 @@ class Interpreter(Objects):
             # the mode this run is in (a summary is made per grad mode): `if
             # torch.is_grad_enabled(): ... else: x.mul_(2)` is judged in the mode it runs in
             return constant(frame.grad_enabled)
+        if qual in _VARIABLE and len(args) == 1 and args[0].tensorish:
+            # `Variable(t)` (torch < 0.4 code): t detached, sharing its version counter; with
+            # requires_grad=True a leaf that requires grad.
+            alias = replace(
+                args[0],
+                kind="tensor",
+                tensor=True,
+                grad=False,
+                grad_assumed=False,
+                leaf=False,
+                detached="detach",
+                graph=frozenset(),
+                origin="Variable()",
+            )
+            flag = kwargs.get("requires_grad")
+            if flag is not None and flag.has_const and flag.const:
+                alias.leaf, alias.grad, alias.detached = True, True, ""
+            return alias
         if not qual.startswith("torch."):
             local_fn = self.model.functions.get(qual)
             if local_fn is not None:
@@ -3064,6 +3082,7 @@ def _namespace_of(node: ast.expr, frame: Frame) -> ast.expr | None:
     return None
 
 
+_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 _FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
 _PERCENT_FIELD = re.compile(r"%[-+ #0-9.]*[sdir]")
 
