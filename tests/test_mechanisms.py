@@ -1161,3 +1161,70 @@ def test_grad_mode_set_by_a_flag_is_judged_per_phase(tmp_path: Path) -> None:
         [sys.executable, script.name, "val"], cwd=tmp_path, capture_output=True, text=True
     )
     assert ran.returncode == 0, ran.stderr
+
+
+# A running total backwarded every step: the second step's backward goes through the first
+# step's graph, which the first backward freed.
+TOTAL_BACKWARD = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+total = 0
+for _ in range(3):
+    loss = model(torch.randn(5, 4)).pow(2).mean()
+    total += loss
+    opt.zero_grad()
+    total.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.torch
+def test_a_graph_built_on_after_backward_freed_it_is_a_retention_error(tmp_path: Path) -> None:
+    """torch raises "Trying to backward through the graph a second time" at the second
+    step: the accumulation that builds on the freed graph is an Error naming both
+    backward() calls. Backwarding the step's loss and keeping a number runs, and is no
+    finding; a model fed a tensor of the freed graph through a method of the file is a
+    Warning at the call (which of its ops builds on it is not said)."""
+    pytest.importorskip("torch")
+    script = tmp_path / "total.py"
+    script.write_text(TOTAL_BACKWARD, encoding="utf-8")
+    assert "backward through the graph a second time" in _run(script).stderr
+    (kept,) = [f for f in analyze(TOTAL_BACKWARD, str(script)) if f.code == "IPL004"]
+    assert kept.severity is Severity.ERROR and kept.span.line == 9
+    assert "backward() at line 11 freed" in kept.message
+    fixed = TOTAL_BACKWARD.replace("total += loss", "total += loss.item()").replace(
+        "total.backward()", "loss.backward()"
+    )
+    script.write_text(fixed, encoding="utf-8")
+    assert _run(script).returncode == 0
+    assert not [f for f in analyze(fixed, str(script)) if f.code == "IPL004"]
+    stateful = textwrap.dedent(
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class RNN(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.RNN(1, 4, batch_first=True)
+
+            def forward(self, x, h):
+                out, h = self.rnn(x, h)
+                return out.sum(), h
+
+
+        model = RNN()
+        h = None
+        for _ in range(2):
+            loss, h = model(torch.randn(1, 3, 1), h)
+            loss.backward()
+        """
+    )
+    script.write_text(stateful, encoding="utf-8")
+    assert "backward through the graph a second time" in _run(script).stderr
+    (call,) = [f for f in analyze(stateful, str(script)) if f.code == "IPL004"]
+    assert call.severity is Severity.WARNING and call.span.line == 18

@@ -419,6 +419,19 @@ class LeafWrite:
 
 
 @dataclass(eq=False)
+class Retention:
+    """A backward() through saves an earlier backward() freed (torch: "Trying to backward
+    through the graph a second time"): `use` is the op that built on the freed graph (an RNN
+    fed the hidden state the last batch's backward went through), `freed_by` that backward."""
+
+    use: Loc
+    use_path: str | None
+    freed_by: Loc | None  # None: in a function this run followed
+    backward: Loc
+    definite: bool
+
+
+@dataclass(eq=False)
 class Accumulation:
     """`total += value` in a loop, on a name bound before it: across iterations."""
 
@@ -454,6 +467,7 @@ class Facts:
     conflicts: list[Conflict] = field(default_factory=list)
     leaf_writes: list[LeafWrite] = field(default_factory=list)
     accumulations: list[Accumulation] = field(default_factory=list)
+    retentions: list[Retention] = field(default_factory=list)
     alias_reads: list[AliasRead] = field(default_factory=list)
     detached_writes: list[Mutation] = field(default_factory=list)
     activation_reads: list[AliasRead] = field(default_factory=list)
@@ -515,6 +529,10 @@ class Heap:
     # backward() (or a call the analysis does not follow), when no parameter has one and
     # optimizer.step() skips them all.
     graded: bool = True
+    # Freed saves some op built on since (sid: where, and whether only a loop's later pass
+    # did), and the backward() that freed each.
+    carried: dict[int, tuple[Loc, str | None, bool]] = field(default_factory=dict)
+    freed_by: dict[int, Loc] = field(default_factory=dict)
 
     def copy(self) -> Heap:
         return Heap(
@@ -526,6 +544,8 @@ class Heap:
             dict(self.silent),
             self.unknown_reads,
             self.graded,
+            dict(self.carried),
+            dict(self.freed_by),
         )
 
     def join(self, other: Heap) -> None:
@@ -542,6 +562,10 @@ class Heap:
         self.freed &= other.freed
         self.no_grads &= other.no_grads
         self.graded = self.graded or other.graded
+        for sid, use in other.carried.items():
+            self.carried.setdefault(sid, use)
+        for sid, loc in other.freed_by.items():
+            self.freed_by.setdefault(sid, loc)
         for group, pend in other.pending_alias.items():
             mine_p = self.pending_alias.setdefault(group, [])
             if pend != mine_p:

@@ -2465,6 +2465,11 @@ class Interpreter(Objects):
                 return self.inline(fn, start, args, kwargs, node, frame)
             finally:
                 self.model = outer
+        if self.heap.freed and frame.grad_enabled:
+            # The callee may build on a graph a backward() freed; which of its ops does is
+            # not said here (an RNN's forward fed the last batch's hidden state).
+            given = [t for a in (*args, *kwargs.values()) for t in tensors_in(a)]
+            self.carry(frozenset().union(*(t.graph for t in given)), node, frame, inexact=True)
         if fn in self.call_stack:
             return self.unknown_call(args, kwargs)  # recursion: what it does is not known
         if len(self.call_stack) >= MAX_CALL_DEPTH:

@@ -22,6 +22,7 @@ from inplace_lsp.analysis.domain import (
     ModuleRef,
     Mutation,
     Refusal,
+    Retention,
     Save,
     Value,
     branch_conditions,
@@ -383,6 +384,8 @@ class Events:
             extra: frozenset[int] = (
                 frozenset().union(*(i.graph for i in inputs)) if inputs else frozenset()
             )
+            if extra:
+                self.carry(value.graph | extra, node, frame)  # (`total += loss`)
             self.join_graph(value, extra)
             if value.grad is False and any(i.grad for i in inputs):
                 self.set_grad(value, True)
@@ -660,6 +663,19 @@ class Events:
             return Refusal(mutation, reason, False, grad_from)
         return None
 
+    def carry(
+        self, graph: frozenset[int], node: ast.AST, frame: Frame, inexact: bool = False
+    ) -> None:
+        """An op builds on this graph: where it holds saves a backward() freed, a later
+        backward() through the result goes through them again (inexact: a call, one of whose
+        ops does)."""
+        freed = self.heap.freed
+        if not freed or not graph or freed.isdisjoint(graph):
+            return
+        use = (self.loc(node, frame), frame.path, inexact or self.later_pass > 0)
+        for sid in graph & freed:
+            self.heap.carried.setdefault(sid, use)
+
     def backward(self, value: Value, node: ast.AST, frame: Frame, retain: bool) -> None:
         self.set_grad(value, True)  # backward() on it: it requires grad
         graph = frozenset(self._graph_of(value))
@@ -679,6 +695,21 @@ class Events:
         only freed here)."""
         self.heap.no_grads = frozenset()
         self.heap.graded = True
+        again = [sid for sid in graph if sid in self.heap.carried and sid not in checked]
+        if again:
+            # It goes through saves an earlier backward() freed, by way of an op that built
+            # on them since: torch raises there.
+            first = min(again, key=lambda sid: self.heap.carried[sid][0])
+            use, use_path, later = self.heap.carried[first]
+            self.facts.retentions.append(
+                Retention(
+                    use,
+                    use_path,
+                    self.heap.freed_by.get(first),
+                    loc,
+                    definite=not later and self.later_pass == 0 and path == use_path,
+                )
+            )
         # Latest first, as backward() visits the graph (and checks its saves): the save a
         # failure names is the one torch names.
         for sid in sorted(graph, reverse=True):
@@ -690,6 +721,7 @@ class Events:
                 self._conflict(silent, self.saves[sid], "data", loc, backward_ctx=ctx)
             if not retain:
                 self.heap.freed.add(sid)
+                self.heap.freed_by.setdefault(sid, loc)
         if self.inputs is not None:
             inputs = self.inputs
             graphs = frozenset(sid for sid in graph if sid in inputs.graphs)

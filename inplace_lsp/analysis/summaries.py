@@ -969,6 +969,9 @@ _ID_FIELDS = frozenset(
     }
 )
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# Fields no caller reads: what a module's constants said, and where the callee's own freed
+# saves were freed and built on (a retention is found within the run that frees them).
+_UNSAID = frozenset({"consts_said", "carried", "freed_by"})
 _fields: dict[type, tuple[str, ...]] = {}
 
 
@@ -1030,7 +1033,7 @@ class _Canon:
         names = _fields.get(type(value))
         if names is None:
             names = _fields[type(value)] = tuple(
-                f.name for f in dataclasses.fields(value) if f.name != "consts_said"
+                f.name for f in dataclasses.fields(value) if f.name not in _UNSAID
             )
         return (type(value).__name__, number, tuple(self.field(value, name) for name in names))
 

@@ -375,6 +375,8 @@ class TorchOps(Events):
             # Its graph reaches every input's (an LSTM's `(h0, c0)` carried from the last
             # batch brings that batch's graph along).
             graph = frozenset().union(*(t.graph for a in args for t in tensors_in(a)))
+            if frame.grad_enabled:
+                self.carry(graph, node, frame)  # (an LSTM fed the last batch's state)
             out = Value("tensor", frozenset({new_id()}), True, None, x.grad_assumed, graph=graph)
             out.producer = "nn." + (ref.qualname or "module").rsplit(".", 1)[-1]
             out.dtype, out.contiguous = x.dtype, True  # a torch.nn layer keeps its input's dtype
@@ -530,6 +532,8 @@ class TorchOps(Events):
                 result.grad = False
                 result.graph = frozenset()
             return result
+        if result is not receiver:
+            self.carry(result.graph, node, frame)
         self.record_saves(
             op, args, result, node, frame, label=label, inplace=inplace_kw, dim_keyword=dim_keyword
         )

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable
 
 from inplace_lsp.analysis.domain import Facts
-from inplace_lsp.analysis.findings import Confidence, Finding, FixRecipe, Severity
+from inplace_lsp.analysis.findings import Confidence, Finding, FixRecipe, Related, Severity
 from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule
 
 
@@ -22,6 +22,12 @@ class GraphAccumulation(Rule):
     it does not grow, and is no finding.
 
     Fix: accumulate `loss.item()` (or `loss.detach()`).
+
+    The same graph reused after a backward() freed it is an error: a total backwarded every
+    step, or a hidden state carried into the next batch without `detach()`, makes the next
+    backward() go through the freed graph ("Trying to backward through the graph a second
+    time"). The finding is on the op that builds on the freed graph, with both backward()
+    calls; where that op is inside a function the call passes it to, a Warning at the call.
     """
 
     CODE = "IPL004"
@@ -68,6 +74,28 @@ class GraphAccumulation(Rule):
     ]
 
     def check(self, facts: Facts, ctx: DocContext) -> Iterable[Finding]:
+        for kept in facts.retentions:
+            if kept.use_path is not None:
+                continue
+            again = "goes through it again" if kept.definite else "may go through it again"
+            freed = "an earlier backward()"
+            related = [Related(ctx.span(kept.backward), "the backward() that fails")]
+            if kept.freed_by is not None:
+                freed = f"the backward() at line {kept.freed_by[0]}"
+                related.insert(0, Related(ctx.span(kept.freed_by), "the backward() that freed it"))
+            yield Finding(
+                code=self.CODE,
+                severity=Severity.ERROR if kept.definite else Severity.WARNING,
+                message=(
+                    f"This builds on a graph whose saved tensors {freed} freed; the backward() "
+                    f'at line {kept.backward[0]} {again} ("Trying to backward through the '
+                    'graph a second time"). Detach what is carried over (`h = h.detach()`) '
+                    "or keep only a number (`.item()`)."
+                ),
+                span=ctx.span(kept.use),
+                confidence=Confidence.DEFINITE if kept.definite else Confidence.POSSIBLE,
+                related=tuple(related),
+            )
         for acc in facts.accumulations:
             value = acc.value
             # Only a tensor known to carry a graph keeps one alive: a Python number, a list,
