@@ -271,6 +271,31 @@ def test_a_parameter_frozen_and_written_on_the_same_path_is_no_finding() -> None
 # replacements), which torch runs. The analysis must give the marked line an Error and the fix
 # none.
 BROKEN_AND_FIXED = {
+    "layers set and looked up by a spelled name": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self, n=2):
+                super().__init__()
+                self.n = n
+                for i in range(n):
+                    setattr(self, f"layer{i}", nn.Linear(4, 4))
+
+            def forward(self, x):
+                for i in range(self.n):
+                    x = torch.sigmoid(getattr(self, f"layer{i}")(x))
+                    x *= 2  # error
+                return x
+
+
+        Net()(torch.randn(2, 4)).sum().backward()
+        """,
+        ("x *= 2  # error", "x = x * 2"),
+        "modified by an inplace operation",
+    ),
     "tensors wrapped in Variable, as torch < 0.4 code does": (
         """\
         import torch

@@ -86,6 +86,7 @@ from inplace_lsp.analysis.model import (
     Submodule,
     Undecidable,
     evaluate,
+    spelled_template,
 )
 from inplace_lsp.analysis.model import submodule as submodule_of
 from inplace_lsp.analysis.objects import Objects, element_module, twin_module
@@ -3088,41 +3089,15 @@ def _namespace_of(node: ast.expr, frame: Frame) -> ast.expr | None:
 
 
 _VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
-_FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
-_PERCENT_FIELD = re.compile(r"%[-+ #0-9.]*[sdir]")
 
 
 def _spelling(node: ast.expr) -> re.Pattern[str] | None:
     """The names a string expression can spell, as a pattern: `f"layer{i}"`, `"layer%d" % i`
     and `"layer{}".format(i)` are `layer.+`; None for any other expression."""
-    parts: list[str] = []
-    if isinstance(node, ast.JoinedStr):
-        for value in node.values:
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                parts.append(re.escape(value.value))
-            else:
-                parts.append(".+")
-    elif (
-        isinstance(node, ast.BinOp)
-        and isinstance(node.op, ast.Mod)
-        and isinstance(node.left, ast.Constant)
-        and isinstance(node.left.value, str)
-    ):
-        pieces = _PERCENT_FIELD.split(node.left.value)
-        parts = [".+".join(re.escape(p) for p in pieces)]
-    elif (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "format"
-        and isinstance(node.func.value, ast.Constant)
-        and isinstance(node.func.value.value, str)
-    ):
-        pieces = _FORMAT_FIELD.split(node.func.value.value)
-        parts = [".+".join(re.escape(p) for p in pieces)]
-    else:
+    template = spelled_template(node)
+    if template is None or not template.replace("{}", ""):
         return None
-    text = "".join(parts)
-    return re.compile(text) if text and text != ".+" else None
+    return re.compile(".+".join(re.escape(part) for part in template.split("{}")))
 
 
 def _delegates_setattr(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

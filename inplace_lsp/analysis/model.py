@@ -7,6 +7,7 @@ Built from the parsed top-level blocks; holds no torch knowledge beyond name res
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
@@ -441,6 +442,9 @@ def _scan_statements(
         value: ast.expr | None = None
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             _record_registration(info, stmt.value)
+            named = _set_by_name(stmt.value)
+            if named is not None:
+                _record_attr(model, info, *named, guards)
             continue
         if isinstance(stmt, ast.Assign):
             targets, value = stmt.targets, stmt.value
@@ -483,6 +487,61 @@ def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]
     ):
         return [pair for t, v in zip(target.elts, value.elts, strict=True) for pair in _pairs(t, v)]
     return [(target, value)]
+
+
+def _set_by_name(call: ast.Call) -> tuple[str, ast.expr] | None:
+    """`setattr(self, name, value)` / `self.add_module(name, value)`: the attribute's name
+    and value. A name spelled from a template (`f"layer{i}"`, `"layer%d" % i`,
+    `"layer{}".format(i)`) is kept as the template, `layer{}`: one attribute stands for the
+    family, which `getattr(self, f"layer{i}")` reads."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) == 3:
+        owner, name, value = call.args
+    elif (
+        isinstance(func, ast.Attribute)
+        and func.attr in ("add_module", "register_module")
+        and len(call.args) == 2
+    ):
+        owner, (name, value) = func.value, call.args
+    else:
+        return None
+    if not (isinstance(owner, ast.Name) and owner.id == "self"):
+        return None
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        return name.value, value
+    template = spelled_template(name)
+    return (template, value) if template is not None else None
+
+
+def spelled_template(node: ast.expr) -> str | None:
+    """The template a name spelled at run time follows, each field as `{}`: `f"layer{i}"`,
+    `"layer%d" % i` and `"layer{}".format(i)` are all `layer{}`; None for any other
+    expression."""
+    if isinstance(node, ast.JoinedStr):
+        return "".join(
+            v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}"
+            for v in node.values
+        )
+    if (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mod)
+        and isinstance(node.left, ast.Constant)
+        and isinstance(node.left.value, str)
+    ):
+        return _PERCENT_FIELD.sub("{}", node.left.value)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+    ):
+        return _FORMAT_FIELD.sub("{}", node.func.value.value)
+    return None
+
+
+_FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
+_PERCENT_FIELD = re.compile(r"%[-+ #0-9.]*[sdir]")
 
 
 def _record_registration(info: ClassInfo, call: ast.Call) -> None:
