@@ -453,7 +453,7 @@ class DocumentAnalysis:
             texts[b.key].candidate or not self._candidate_functions.isdisjoint(texts[b.key].names)
             for b in loose
         ) and not _drives_a_class(
-            frozenset().union(*(texts[b.key].names for b in loose)), self._candidates, model
+            frozenset().union(*(texts[b.key].calls for b in loose)), self._candidates, model
         ):
             return [], (), ()
         meanings = tuple(self._meaning[b.key] for b in loose)
@@ -705,8 +705,19 @@ class DocumentAnalysis:
                 )
                 for stmt in block.tree.body
             )
+            calls = frozenset(
+                name
+                for stmt in block.tree.body
+                if not isinstance(stmt, _NOT_RUN)
+                for node in ast.walk(stmt)
+                if isinstance(node, ast.Call) and (name := _called_name(node.func)) is not None
+            )
             facts = _TextFacts(
-                is_candidate(block.text), frozenset(IDENT.findall(block.text)), defines, script
+                is_candidate(block.text),
+                frozenset(IDENT.findall(block.text)),
+                defines,
+                script,
+                calls,
             )
             self._texts[block.key] = facts
         return facts
@@ -870,6 +881,14 @@ class _TextFacts:
     names: frozenset[str]
     defines: frozenset[str]
     script: bool  # holds module-level statements (not only definitions and imports)
+    # What its module-level statements call, by name (`Trainer(...)`, `t.train_step(...)`).
+    calls: frozenset[str] = frozenset()
+
+
+def _called_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
 
 
 def _candidate_defs(
@@ -1135,19 +1154,19 @@ def _training_functions(block: Block, training: dict[str, frozenset[str]]) -> fr
 def _drives_a_class(
     names: frozenset[str], candidates: frozenset[str], model: model_mod.ModuleModel
 ) -> bool:
-    """Whether module-level code that names these builds an object of a class of the file
+    """Whether module-level code that calls these builds an object of a class of the file
     that can write in place and runs it: calls one of its methods by name (`t.train_step()`,
     `agent.update()`) or a backward() (a model called, then its loss backwarded). Merely
-    building one runs none of its methods (a model zoo's registry stays cold)."""
-    for name in names & candidates:
-        cls = model.classes.get(name)
-        if cls is None:
-            continue
-        if "backward" in names:
-            return True
-        if any(not n.startswith("__") and model.find_method(cls, n) is not None for n in names):
-            return True  # (its own or a base class's: `t.train_step()` of a subclass)
-    return False
+    naming one runs none of its methods (a model zoo's registry and `__all__` stay cold)."""
+    built = [cls for name in names & candidates if (cls := model.classes.get(name)) is not None]
+    if not built:
+        return False
+    if "backward" in names:
+        return True
+    methods = {m for cls in model.classes.values() for m in cls.methods if not m.startswith("__")}
+    called = names & methods  # (most of a script's names are no method of the file)
+    # (its own method or a base class's: `t.train_step()` of a subclass)
+    return any(model.find_method(cls, n) is not None for cls in built for n in called)
 
 
 # Module-level lookups of a name held in a string: any definition may run.
