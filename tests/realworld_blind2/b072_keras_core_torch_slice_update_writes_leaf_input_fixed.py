@@ -1,0 +1,63 @@
+"""keras-core torch backend, fixed: core.slice_update clones the input and writes the updates into the copy, so inputs that require grad get their gradients."""
+# outcome: ok
+# source: https://github.com/keras-team/keras-core/pull/405
+# repo: keras-team/keras-core
+# category: leaf
+# twin: b071_keras_core_torch_slice_update_writes_leaf_input.py
+import builtins
+
+import numpy as np
+import torch
+
+
+# keras_core/backend/torch/core.py
+def to_torch_dtype(dtype):
+    return {"int64": torch.int64, "int32": torch.int32, "float32": torch.float32}[dtype]
+
+
+def convert_to_tensor(x, dtype=None):
+    if isinstance(x, torch.Tensor):
+        if dtype is not None:
+            return x.to(to_torch_dtype(dtype))
+        return x
+    return torch.as_tensor(np.asarray(x), dtype=None if dtype is None else to_torch_dtype(dtype))
+
+
+def slice(inputs, start_indices, shape):
+    shape_dtype = to_torch_dtype("int64")
+    inputs = convert_to_tensor(inputs)
+    start_indices = convert_to_tensor(start_indices).to(shape_dtype)
+    shape = convert_to_tensor(shape).to(shape_dtype)
+
+    python_slice = builtins.slice
+    slices = [
+        python_slice(start_index, start_index + length)
+        for start_index, length in zip(start_indices, shape)
+    ]
+    return inputs[slices]
+
+
+def slice_update(inputs, start_indices, updates):
+    shape_dtype = to_torch_dtype("int64")
+    inputs = convert_to_tensor(inputs)
+    start_indices = convert_to_tensor(start_indices).to(shape_dtype)
+    updates = convert_to_tensor(updates)
+
+    python_slice = builtins.slice
+    slices = [
+        python_slice(start_index, start_index + update_length)
+        for start_index, update_length in zip(start_indices, updates.shape)
+    ]
+    outputs = torch.clone(inputs)
+    outputs[slices] = updates
+    return outputs
+
+
+# the gradient check the pull request adds: slice_update on tensors that require grad
+if __name__ == "__main__":
+    inputs = torch.zeros((4, 4), requires_grad=True)
+    updates = torch.ones((2, 2), requires_grad=True)
+    start_indices = [1, 1]
+    outputs = slice_update(inputs, start_indices, updates)
+    outputs.sum().backward()
+    print(inputs.grad, updates.grad)
