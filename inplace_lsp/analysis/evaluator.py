@@ -2216,17 +2216,7 @@ class Interpreter(Objects):
         if name in SCALAR_METHODS and not (name in ALIAS_METHODS and (node.args or node.keywords)):
             return scalar()  # `x.size()`, `x.type()` (but `x.type(torch.float64)` converts)
         if name == "detach":
-            return replace(
-                receiver,
-                kind="tensor",
-                tensor=True,
-                grad=False,
-                grad_assumed=False,
-                leaf=False,
-                detached="detach",
-                graph=frozenset(),
-                origin=".detach()",
-            )
+            return detached(receiver, ".detach()")
         if name == "clone":
             return self._copy_of(receiver, name, frame, producer="")
         if name == "detach_":
@@ -2263,17 +2253,7 @@ class Interpreter(Objects):
         if qual in _VARIABLE and len(args) == 1 and args[0].tensorish:
             # `Variable(t)` (torch < 0.4 code): t detached, sharing its version counter; with
             # requires_grad=True a leaf that requires grad.
-            alias = replace(
-                args[0],
-                kind="tensor",
-                tensor=True,
-                grad=False,
-                grad_assumed=False,
-                leaf=False,
-                detached="detach",
-                graph=frozenset(),
-                origin="Variable()",
-            )
+            alias = detached(args[0], "Variable()")
             flag = kwargs.get("requires_grad")
             if flag is not None and flag.has_const and flag.const:
                 alias.leaf, alias.grad, alias.detached = True, True, ""
@@ -3086,6 +3066,21 @@ def _namespace_of(node: ast.expr, frame: Frame) -> ast.expr | None:
     ):
         return node.args[0]
     return None
+
+
+def detached(value: Value, origin: str) -> Value:
+    """`value.detach()`: the same storage and version counter, out of every graph."""
+    return replace(
+        value,
+        kind="tensor",
+        tensor=True,
+        grad=False,
+        grad_assumed=False,
+        leaf=False,
+        detached="detach",
+        graph=frozenset(),
+        origin=origin,
+    )
 
 
 _VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
