@@ -2012,9 +2012,8 @@ class Interpreter(Objects):
         if pattern is None or cls is None:
             return None
         names = [name for name in cls.submodules if pattern.fullmatch(name)]
-        if not names or len({cls.submodules[n].qualname for n in names}) != 1:
-            return None
-        if cls.submodules[names[0]].qualname is None:
+        built_by = {cls.submodules[n].qualname for n in names}
+        if len(built_by) != 1 or None in built_by:
             return None
         found = self.module_attr(ref, names[0])
         return found if found.module is not None else None

@@ -384,7 +384,7 @@ class Events:
             extra: frozenset[int] = (
                 frozenset().union(*(i.graph for i in inputs)) if inputs else frozenset()
             )
-            if extra:
+            if extra and self.heap.freed:
                 self.carry(value.graph | extra, node, frame)  # (`total += loss`)
             self.join_graph(value, extra)
             if value.grad is False and any(i.grad for i in inputs):

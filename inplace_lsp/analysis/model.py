@@ -385,9 +385,9 @@ def submodule(model: ModuleModel, name: str, value: ast.expr) -> Submodule | Non
             # count is not a constant: as a loop's two passes, enough to see one block write
             # what the one before saved).
             items = [items[0].elt] * _repeats(items[0])
-        elif len(items) == 1 and _named_layers(model, items[0]) is not None:
+        elif len(items) == 1 and (named := _named_layers(model, items[0])) is not None:
             # `nn.Sequential(OrderedDict([("fc1", nn.Linear(...)), ("act", nn.Tanh())]))`
-            names, items = _named_layers(model, items[0]) or ([], [])
+            names, items = named
         for i, item in enumerate(items):
             child = submodule(model, names[i] if names else str(i), item)
             if child is not None:

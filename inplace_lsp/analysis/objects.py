@@ -27,7 +27,14 @@ from inplace_lsp.analysis.domain import (
     unknown,
 )
 from inplace_lsp.analysis.knowledge import load as load_knowledge
-from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule, Undecidable, evaluate
+from inplace_lsp.analysis.model import (
+    ClassInfo,
+    ModuleModel,
+    Submodule,
+    Undecidable,
+    evaluate,
+    spelled_template,
+)
 from inplace_lsp.analysis.torch_ops import (
     TorchOps,
     frozen_parameter,
@@ -344,16 +351,13 @@ class Objects(TorchOps):
         """`getattr(self.rnn, f"bias_hh_l{i}")`: a parameter of a torch.nn layer where the
         f-string's values fill only the layer-number places of its parameters' names (an
         integer spells digits); None otherwise."""
-        if ref.cls is not None or not self.torch_base(ref):
+        template = spelled_template(name)
+        if template is None or ref.cls is not None or not self.torch_base(ref):
             return None
-
-        def spell(filler: str) -> str:
-            parts = [v.value if isinstance(v, ast.Constant) else filler for v in name.values]
-            return "".join(str(p) for p in parts)
-
-        if not is_parameter_name(spell("0")) or is_parameter_name(spell("x")):
+        spelled = template.replace("{}", "0"), template.replace("{}", "x")
+        if not is_parameter_name(spelled[0]) or is_parameter_name(spelled[1]):
             return None
-        return self._layer_parameter(ref, spell("{}"), "")
+        return self._layer_parameter(ref, template, "")
 
     def submodules_of(self, ref: ModuleRef, deep: bool) -> list[Value]:
         """The module itself and every module under it (deep), or its children."""
