@@ -94,9 +94,9 @@ swish_(torch.tanh(torch.randn(3, requires_grad=True))).sum().backward()
 """
 
 
-def _run(script: Path) -> subprocess.CompletedProcess[str]:
+def _run(script: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, script.name],
+        [sys.executable, script.name, *argv],
         cwd=script.parent,
         capture_output=True,
         text=True,
@@ -738,6 +738,111 @@ BROKEN_AND_FIXED = {
         ("embeds += 1.0", "embeds = embeds + 1.0"),
         "leaf Variable that requires grad",
     ),
+    "saves on each path of a flag; the step and the backward under conditions of their own": (
+        """\
+        import sys
+
+        import torch
+        import torch.nn as nn
+
+        G, D = nn.Linear(4, 4), nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+        opt_g = torch.optim.Adam(G.parameters())
+        opt_d = torch.optim.Adam(D.parameters())
+        ragan = len(sys.argv) > 1
+        disc_freq = gen_freq = 1
+        for iteration in range(1, 3):
+            fake = G(torch.randn(3, 4))
+            if ragan:
+                fake_score = D(fake) - D(torch.randn(3, 4)).mean()
+            else:
+                fake_score = D(fake)
+            if iteration % disc_freq == 0:
+                opt_d.zero_grad()
+                fake_score.mean().backward(retain_graph=True)
+                opt_d.step()  # error
+            if iteration % gen_freq == 0:
+                g_loss = -fake_score.mean()
+                opt_g.zero_grad()
+                g_loss.backward()
+                opt_g.step()
+        """,
+        ("g_loss = -fake_score.mean()", "g_loss = -D(fake).mean()"),
+        "modified by an inplace operation",
+    ),
+    "an optimizer over a list of parameters built with += (two tiers, one step between)": (
+        """\
+        import torch
+        import torch.nn as nn
+
+        dim_reduction = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+        attention = nn.Sequential(nn.Linear(8, 4), nn.Tanh(), nn.Linear(4, 1))
+        u_classifier = nn.Linear(8, 2)
+        trainable_parameters = []
+        trainable_parameters += list(dim_reduction.parameters())
+        trainable_parameters += list(attention.parameters())
+        optimizer0 = torch.optim.Adam(trainable_parameters)
+        optimizer1 = torch.optim.Adam(u_classifier.parameters())
+        feats = dim_reduction(torch.randn(5, 4))
+        weights = torch.softmax(attention(feats), dim=0)
+        pseudo = (feats * weights).sum(0, keepdim=True)
+        loss0 = weights.pow(2).sum()
+        optimizer0.zero_grad()
+        loss0.backward(retain_graph=True)
+        optimizer0.step()  # error
+        loss1 = u_classifier(pseudo).logsumexp(1).mean()
+        optimizer1.zero_grad()
+        loss1.backward()
+        optimizer1.step()
+        """,
+        ("u_classifier(pseudo)", "u_classifier(pseudo.detach())"),
+        "modified by an inplace operation",
+    ),
+    "losses returned in a list, mapped and zipped with their names into a dict": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class Pix2Pix(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.netG = nn.Linear(4, 4)
+                self.netD = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+                self.loss_names = ["G_GAN", "D_real", "D_fake"]
+                self.optimizer_D = torch.optim.Adam(self.netD.parameters())
+                self.optimizer_G = torch.optim.Adam(self.netG.parameters())
+
+            def forward(self, x, real):
+                fake = self.netG(x)
+                loss_D_fake = self.netD(fake.detach()).mean()
+                loss_D_real = -self.netD(real).mean()
+                loss_G_GAN = -self.netD(fake).mean()
+                return [loss_G_GAN, loss_D_real, loss_D_fake]
+
+
+        model = Pix2Pix()
+        for _ in range(2):
+            losses = model(torch.randn(3, 4), torch.randn(3, 4))
+            losses = [torch.mean(x) if not isinstance(x, int) else x for x in losses]
+            loss_dict = dict(zip(model.loss_names, losses))
+            loss_D = (loss_dict["D_fake"] + loss_dict["D_real"]) * 0.5
+            model.optimizer_D.zero_grad()
+            loss_D.backward()
+            model.optimizer_D.step()  # error
+            model.optimizer_G.zero_grad()
+            loss_dict["G_GAN"].backward()
+            model.optimizer_G.step()
+        """,
+        (
+            "model.optimizer_D.step()  # error\n"
+            "    model.optimizer_G.zero_grad()\n"
+            '    loss_dict["G_GAN"].backward()\n',
+            "model.optimizer_G.zero_grad()\n"
+            '    loss_dict["G_GAN"].backward()\n'
+            "    model.optimizer_D.step()\n",
+        ),
+        "modified by an inplace operation",
+    ),
 }
 
 # YOLO's Detect head: its inference branch decodes boxes in place, and `self.training |=
@@ -1253,3 +1358,138 @@ def test_a_graph_built_on_after_backward_freed_it_is_a_retention_error(tmp_path:
     assert "backward through the graph a second time" in _run(script).stderr
     (call,) = [f for f in analyze(stateful, str(script)) if f.code == "IPL004"]
     assert call.severity is Severity.WARNING and call.span.line == 18
+
+
+# VAE-GAN's trainer: which nets train this step is decided once; the step of one branch and
+# the backward() of another never run together.
+EXCLUSIVE = """\
+import sys
+
+import torch
+import torch.nn as nn
+
+net1, net2 = nn.Linear(4, 4), nn.Linear(4, 1)
+opt = torch.optim.SGD(net2.parameters(), lr=0.1)
+train_dis = len(sys.argv) > 1
+train_dec = True
+for _ in range(2):
+    out = net2(net1(torch.randn(3, 4))).sum()
+    out.backward(retain_graph=True)
+    if train_dec and train_dis == True:
+        opt.step()
+    if train_dec == True and train_dis == False:
+        out.backward()
+"""
+
+
+@pytest.mark.torch
+def test_a_step_and_a_backward_under_conditions_that_exclude_each_other(tmp_path: Path) -> None:
+    """The step under `train_dis == True`, the backward() under `train_dis == False`: torch
+    runs both configurations; the finding rests on the conditions (a Warning naming the
+    backward's), not an Error. Under one test taken the same way around both, it fails."""
+    pytest.importorskip("torch")
+    script = tmp_path / "vaegan.py"
+    script.write_text(EXCLUSIVE, encoding="utf-8")
+    assert _run(script).returncode == 0
+    assert _run(script, "dis").returncode == 0
+    (step,) = [f for f in analyze(EXCLUSIVE, str(script)) if f.code == "IPL007"]
+    assert step.severity is Severity.WARNING and step.span.line == 14
+    assert "`if train_dec == True and train_dis == False:` (line 15) is true" in step.message
+    same = EXCLUSIVE.replace("train_dec == True and train_dis == False", "train_dis == True")
+    script.write_text(same, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script, "dis").stderr
+    assert 14 in _errors(analyze(same, str(script)))
+
+
+# An actor-critic agent's target network, frozen parameter by parameter in `__init__` and
+# updated in place by a method the training loop calls later.
+TARGET_NET = """\
+import copy
+
+import torch
+import torch.nn as nn
+
+
+class Agent:
+    def __init__(self):
+        self.q = nn.Linear(4, 2)
+        self.q_target = copy.deepcopy(self.q)
+        for p in self.q_target.parameters():
+            p.requires_grad = False
+        self.opt = torch.optim.Adam(self.q.parameters())
+
+    def soft_update(self, tau=0.01):
+        for tp, p in zip(self.q_target.parameters(), self.q.parameters()):
+            tp.mul_(1 - tau)
+            tp.add_(tau * p.data)
+
+    def learn(self):
+        loss = (self.q(torch.randn(3, 4)) - self.q_target(torch.randn(3, 4))).pow(2).mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        self.soft_update()
+
+
+agent = Agent()
+for _ in range(2):
+    agent.learn()
+"""
+
+
+@pytest.mark.torch
+def test_parameters_frozen_one_by_one_in_init_stay_frozen_for_later_methods(
+    tmp_path: Path,
+) -> None:
+    """The loop over a module's parameters that turns requires_grad off freezes the module
+    as requires_grad_(False) does: the object keeps it for every method that runs later.
+    Frozen on the paths of a condition on the parameter's name only, a write into one of
+    them rests on that (a Warning)."""
+    pytest.importorskip("torch")
+    script = tmp_path / "agent.py"
+    script.write_text(TARGET_NET, encoding="utf-8")
+    assert _run(script).returncode == 0
+    assert not [f for f in analyze(TARGET_NET, str(script)) if f.code == "IPL002"]
+    unfrozen = TARGET_NET.replace("p.requires_grad = False", "pass")
+    script.write_text(unfrozen, encoding="utf-8")
+    assert "leaf Variable that requires grad" in _run(script).stderr
+    assert 17 in _errors(analyze(unfrozen, str(script)))
+    by_name = TARGET_NET.replace(
+        "for p in self.q_target.parameters():\n            p.requires_grad = False",
+        'for n, p in self.q_target.named_parameters():\n            if "bias" in n:\n'
+        "                p.requires_grad = False",
+    )
+    script.write_text(by_name, encoding="utf-8")
+    assert "leaf Variable that requires grad" in _run(script).stderr
+    writes = [f for f in analyze(by_name, str(script)) if f.code == "IPL002"]
+    assert writes and all(f.severity is Severity.WARNING for f in writes)
+    assert "turns off on some paths only" in writes[0].message
+
+
+# Canny edge detection's magnitude: `grad_mag` is sqrt's output (saved), written twice.
+TWICE = """\
+import torch
+
+gx = torch.randn(2, 3, requires_grad=True)
+grad_mag = torch.sqrt(gx**2 + 1)
+grad_mag += torch.sqrt(gx**2 + 2)
+grad_mag += torch.sqrt(gx**2 + 3)
+grad_mag.sum().backward()
+"""
+
+
+@pytest.mark.torch
+def test_a_second_write_into_a_saved_tensor_is_no_hint(tmp_path: Path) -> None:
+    """The first `+=` makes sqrt's save stale; the second writes the same tensor again: with
+    the first removed torch fails on it, so it is not "checked: safe"."""
+    pytest.importorskip("torch")
+    script = tmp_path / "canny.py"
+    script.write_text(TWICE, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script).stderr
+    second = TWICE.replace("grad_mag += torch.sqrt(gx**2 + 2)", "pass")
+    script.write_text(second, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script).stderr
+    findings = analyze(TWICE, str(script))
+    assert 5 in _errors(findings)
+    assert not [f for f in findings if f.span.line == 6 and f.severity is Severity.HINT]
+    assert 6 in _errors(analyze(second, str(script)))

@@ -745,16 +745,15 @@ def cover_branches(conflicts: list[Conflict]) -> None:
             or conflict.grad_from
             or conflict.escapes_from
             or conflict.eval_branch
-            # (the backward() runs on every path through the write: not one of another
-            # branch, whose condition may exclude the write's)
-            or (
-                conflict.backward_ctx is not None
-                and not mutation.ctx.descends_from(conflict.backward_ctx)
-            )
         ):
             continue
         extra = beyond(save.ctx, mutation.ctx)
         if len(extra) != 1 or not extra[0].split or extra[0].arms < 2:
+            continue
+        # (A backward() under a condition of its own fails whenever it runs after the write:
+        # on each path of the branch a save it needs was made. Unless that condition may
+        # exclude the write's.)
+        if conflict.backward_ctx is not None and correlated(mutation.ctx, conflict.backward_ctx):
             continue
         key = (mutation.id, conflict.backward_loc, conflict.via, extra[0].split)
         arms.setdefault(key, {})[extra[0].arm] = at
@@ -765,6 +764,83 @@ def cover_branches(conflicts: list[Conflict]) -> None:
                 conflicts[at] = replace(
                     conflicts[at], definite=True, on_some_paths=False, branches=()
                 )
+
+
+def correlated(written_in: Ctx, used_in: Ctx) -> tuple[str, ...]:
+    """The conditions the backward() runs under (those the write's context is not within)
+    that may contradict a condition of the write, as a message says them: `if a and b:`
+    around the step and `if c and not b:` around the backward() never both hold (unless `b`
+    changed between them: nothing is proven either way)."""
+    own = [
+        literal
+        for node in beyond(written_in, used_in)
+        if node.label is not None
+        for literal in _literals(node.label)
+    ]
+    if not own:
+        return ()
+    found: list[str] = []
+    for node in beyond(used_in, written_in):
+        if node.label is not None and any(
+            _contradict(one, other) for one in _literals(node.label) for other in own
+        ):
+            form, condition, line = node.label
+            code = short_source(condition) if condition is not None else ""
+            found.append(form.format(code, f" (line {line})" if line else ""))
+    return tuple(reversed(found))
+
+
+# A fact a branch's condition states: ("truth", expression, holds) for `x` / `not x`;
+# ("equals", expression, constant, holds) for `mode == "rec"` / `mode != "rec"`.
+Literal = tuple[object, ...]
+
+
+def _literals(label: Label) -> list[Literal]:
+    """What taking a branch states, as a conjunction of literals (`if a and not b:` true: `a`
+    and not `b`; false: nothing known of each alone, unless it is an `or`)."""
+    form, condition, _ = label
+    if condition is None or not form.startswith("`if "):
+        return []
+    found: list[Literal] = []
+    _conjuncts(condition, form.endswith("is true"), found)
+    return found
+
+
+def _conjuncts(node: ast.AST, holds: bool, found: list[Literal]) -> None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        _conjuncts(node.operand, not holds, found)
+    elif isinstance(node, ast.BoolOp):
+        # `a and b` holds: each holds; `a or b` fails: each fails; otherwise nothing alone.
+        if isinstance(node.op, ast.And) == holds:
+            for operand in node.values:
+                _conjuncts(operand, holds, found)
+    elif (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.comparators[0], ast.Constant)
+        and isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot))
+    ):
+        value = node.comparators[0].value
+        holds = holds == isinstance(node.ops[0], (ast.Eq, ast.Is))
+        subject = ast.unparse(node.left)
+        if isinstance(value, bool):
+            found.append(("truth", subject, holds == value))
+        else:
+            found.append(("equals", subject, repr(value), holds))
+    else:
+        found.append(("truth", ast.unparse(node), holds))
+
+
+def _contradict(one: Literal, other: Literal) -> bool:
+    """Whether two literals never hold together: `x` and `not x`; `m == 1` and `m == 2`;
+    `m == 1` and `m != 1`."""
+    if one[0] != other[0] or one[1] != other[1]:
+        return False
+    if one[0] == "truth":
+        return one[2] != other[2]
+    if one[2] == other[2]:
+        return one[3] != other[3]
+    return bool(one[3] and other[3])
 
 
 # The parameters torch.nn layers hold: `weight`, `bias`, an RNN's `weight_hh_l0` /

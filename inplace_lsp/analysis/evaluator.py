@@ -70,7 +70,7 @@ from inplace_lsp.analysis.domain import (
     tensors_in,
     unknown,
 )
-from inplace_lsp.analysis.events import REFUSED
+from inplace_lsp.analysis.events import REFUSED, refreeze
 from inplace_lsp.analysis.frameworks import (
     backpropagated_hook,
     hook_annotations,
@@ -237,6 +237,7 @@ class Interpreter(Objects):
         self.events: list[Event] = []
         self.runs: list[Inputs] = []
         self.frozen_groups: set[int] = set()
+        self.group_owners: dict[int, ModuleRef] = {}
         # Functions not followed where they are called: (line, column) of the def -> its name
         # and why (Summary.unfollowed).
         self.unsummarized: dict[tuple[int, int], tuple[str, float | None]] = {}
@@ -769,7 +770,7 @@ class Interpreter(Objects):
             setattr(ref, flag, before)
             self.set_module_flag(ref, flag, last if len(modes) == 1 else EITHER)
             if flag == "frozen":
-                self._refreeze(ref)
+                refreeze(ref)
 
     def _join_grads(self, bodies: list[dict[int, tuple[Value, bool | None]]]) -> None:
         """Where branch paths meet, a parameter frozen on some of them and not on others
@@ -1592,6 +1593,14 @@ class Interpreter(Objects):
         if left.kind == right.kind == "params" and opname == "add":
             # `list(body.parameters()) + list(critic.parameters())`: both models' parameters.
             return Value("params", left.groups | right.groups, tensor=False, grad=True)
+        if opname == "add" and "params" in (left.kind, right.kind):
+            # `trainable = []; trainable += list(model.parameters())`, `[log_alpha] + ...`:
+            # a list of parameters (of known items, each a parameter or a leaf).
+            other = right if left.kind == "params" else left
+            if other.kind == "container" and other.items is not None and other.keys is None:
+                if all(item.leaf or item.kind == "params" for item in other.items):
+                    groups = self._param_groups(left) | self._param_groups(right)
+                    return Value("params", groups, tensor=False, grad=True)
         if left.kind != "tensor" and right.kind != "tensor":
             if left.kind == "scalar" and right.kind == "scalar":
                 if (
@@ -1717,9 +1726,13 @@ class Interpreter(Objects):
     def expr_ListComp(
         self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, frame: Frame
     ) -> Value:
+        first_iter = self.eval(node.generators[0].iter, frame)
+        mapped = self._mapped(node, first_iter, frame)
+        if mapped is not None:
+            return mapped
         inner = dict(frame.env)
-        for gen in node.generators:
-            it = self.eval(gen.iter, frame)
+        for at, gen in enumerate(node.generators):
+            it = first_iter if at == 0 else self.eval(gen.iter, frame)
             element = self.element_of(it, gen.iter, frame)
             saved_env = frame.env
             frame.env = inner
@@ -1745,6 +1758,39 @@ class Interpreter(Objects):
             graph=frozenset(self._graph_of(first) | self._graph_of(elt)),
             items=None,
             element=element if not isinstance(node, ast.DictComp) else None,
+        )
+
+    def _mapped(self, node: ast.expr, iterable: Value, frame: Frame) -> Value | None:
+        """`[torch.mean(x) for x in losses]` over a list of known items (a few): the list of
+        each item's result, in order (a loss list zipped with its names keeps its places)."""
+        if not isinstance(node, (ast.ListComp, ast.GeneratorExp)) or len(node.generators) != 1:
+            return None
+        gen = node.generators[0]
+        if gen.ifs or gen.is_async or not isinstance(gen.target, ast.Name):
+            return None
+        items = iterable.items
+        if (
+            items is None
+            or not 0 < len(items) <= _MAPPED_ITEMS
+            or iterable.keys is not None
+            or iterable.kind != "container"
+        ):
+            return None
+        saved_env = frame.env
+        results: list[Value] = []
+        try:
+            for item in items:
+                frame.env = {**saved_env, gen.target.id: item}
+                results.append(self.eval(node.elt, frame))
+        finally:
+            frame.env = saved_env
+        grads = [r.grad for r in results if r.tensorish]
+        return Value(
+            "container",
+            tensor=False,
+            grad=True if any(grads) else None,
+            items=tuple(results),
+            graph=frozenset().union(*(r.graph for r in results)),
         )
 
     expr_GeneratorExp = expr_ListComp
@@ -1781,7 +1827,7 @@ class Interpreter(Objects):
         if iterable.kind == "params":
             # parameters() of a frozen module: no grad
             frozen = bool(iterable.groups) and iterable.groups <= self.frozen_groups
-            grad = iterable.grad is not False and not frozen
+            grad = False if frozen else iterable.grad  # (None: frozen on some paths only)
             parameter = Value("tensor", iterable.groups, True, grad, leaf=True, origin="parameter")
             if iterable.origin == "named":
                 return Value("container", tensor=False, grad=grad, items=(scalar(), parameter))
@@ -1849,6 +1895,16 @@ class Interpreter(Objects):
             # `dict(type="ReLU", inplace=True)`: a dict of those keys
             graph = frozenset().union(*(v.graph for v in kwargs.values()))
             return _dict_value(list(kwargs.values()), list(kwargs), graph)
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "dict"
+            and "dict" not in frame.env
+            and len(args) == 1
+            and not kwargs
+        ):
+            zipped = _zipped_dict(args[0])
+            if zipped is not None:
+                return zipped
         if isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in frame.env:
             found = self._getattr(args, node)
             if found is not None:
@@ -2826,7 +2882,7 @@ class Interpreter(Objects):
             elif event.what in ("training_flag", "frozen", "backward_hooked"):
                 self.set_module_flag(target, event.what, event.flag)  # type: ignore[arg-type]
                 if event.what == "frozen":
-                    self._refreeze(target)
+                    refreeze(target)
         elif isinstance(target, Value):
             if event.what == "append":
                 item = use.value(event.value) if event.value is not None else None
@@ -3021,6 +3077,27 @@ def _plain_class_value(node: ast.AST) -> bool:
             for k, v in zip(node.keys, node.values, strict=True)
         )
     return False
+
+
+_MAPPED_ITEMS = 8  # a comprehension over more known items is joined, not followed per item
+
+
+def _zipped_dict(pairs: Value) -> Value | None:
+    """`dict(zip(self.loss_names, losses))` where the names are known constants and the
+    values known items: the dict of those keys (zip stops at the shorter)."""
+    if pairs.kind != "zip" or pairs.origin or pairs.items is None or len(pairs.items) != 2:
+        return None
+    names, values = pairs.items
+    if names.items is None or values.items is None or names.keys is not None:
+        return None
+    if not all(name.has_const for name in names.items):
+        return None
+    count = min(len(names.items), len(values.items))
+    keys = [name.const for name in names.items[:count]]
+    if len(set(map(repr, keys))) != count:
+        return None  # a repeated key: the last value wins (not followed)
+    entries = list(values.items[:count])
+    return _dict_value(entries, keys, frozenset().union(*(v.graph for v in entries)))
 
 
 def _dict_value(values: list[Value], keys: list[object] | None, graph: frozenset[int]) -> Value:

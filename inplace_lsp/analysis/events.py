@@ -26,6 +26,7 @@ from inplace_lsp.analysis.domain import (
     Save,
     Value,
     branch_conditions,
+    correlated,
     eval_branch,
     exclusive,
     grad_sources,
@@ -89,6 +90,9 @@ class Events:
     functions_made: set[int]
     runs: list[Inputs]  # the summaries being made, innermost last (`inputs` is the last)
     frozen_groups: set[int]  # parameter groups frozen one parameter at a time
+    # The module that owns a parameter group, for the groups parameters() listed: a loop that
+    # freezes every parameter it yields freezes those modules (their flag is object state).
+    group_owners: dict[int, ModuleRef]
     # The object whose method is the entry point being run (None: a function, a script).
     entry_object: ModuleRef | None
 
@@ -312,7 +316,13 @@ class Events:
                 )
             else:
                 self.facts.leaf_writes.append(LeafWrite(mutation, definite=not value.joined))
-        elif leafish and value.grad is None and value.param and grad_on and kind != "step":
+        elif (
+            leafish
+            and value.grad is None
+            and (value.param or value.origin == "parameter")
+            and grad_on
+            and kind != "step"
+        ):
             # A parameter whose `requires_grad` the code turns off on some paths only
             # (`if freeze: self.emb.weight.requires_grad = False`).
             self.facts.leaf_writes.append(
@@ -405,7 +415,13 @@ class Events:
         same module stay); the other names of the tensor will read the new values. Whether a
         save went stale."""
         value, target = mutation.value, mutation.target
-        staled = False
+        # A save an earlier write made stale is still read by the backward(): this write
+        # changes the tensor it holds once more (`g += a` twice after `g = sqrt(...)`).
+        staled = any(
+            self.saves[sid].group in groups and sid not in self.heap.freed
+            for sid in self.heap.stale
+            if sid in self.saves
+        )
         for group in sorted(groups):
             kept: tuple[int, ...] = ()
             # The path of a branch on which alone the written name held this tensor.
@@ -473,7 +489,7 @@ class Events:
         leaf's flag can change, so True makes a leaf)."""
         if toggled and flag is False and value.origin == "parameter":
             # `for p in model.parameters(): p.requires_grad = False`: the model is frozen.
-            self.freeze(value.groups)
+            self.freeze(value.groups, whole=not value.param)
         if toggled:
             # (a tensor that required no grad has no grad_fn: requires_grad_() makes a leaf)
             if flag and (not value.graph or value.grad is False):
@@ -598,8 +614,18 @@ class Events:
         if path is not None:
             self.events.append(ValueEvent(path, flag, flag=value))
 
-    def freeze(self, groups: frozenset[int]) -> None:
+    def freeze(self, groups: frozenset[int], whole: bool = False) -> None:
+        """Parameters set not to require grad. `whole`: each parameter of the groups (the
+        elements of a loop over parameters()), which freezes the modules that own them, as
+        requires_grad_(False) does: an object built once (an agent's target network frozen
+        in its `__init__`) keeps it for every method that runs later."""
         self.frozen_groups |= groups
+        if whole:
+            for group in sorted(groups):
+                owner = self.group_owners.get(group)
+                if owner is not None and owner.frozen is not True:
+                    self.set_module_flag(owner, "frozen", True)
+                    refreeze(owner)
         if self.flag_log:  # in a branch body: the paths' join says whether it is frozen
             return
         external = self.inputs.external(groups) if self.inputs is not None else frozenset()
@@ -748,6 +774,11 @@ class Events:
             mutation.ctx.descends_from(save.ctx)
             or (backward_ctx is not None and implied(save.ctx, mutation.ctx, backward_ctx))
         )
+        # The backward() under a condition that may exclude the write's (`if a and b:`
+        # around the step, `if not a and c:` around the backward()): on no known path both.
+        unsure = correlated(mutation.ctx, backward_ctx) if backward_ctx is not None else ()
+        if unsure:
+            every_path = False
         if save.unknown and (not every_path or escapes_from):
             # A layer the analysis cannot read that may keep its output, on some paths or
             # for a caller's backward: two unknowns deep, no finding (the write is what the
@@ -766,12 +797,25 @@ class Events:
                 backward_loc,
                 "" if definite else save.grad_from,
                 on_some_paths,
-                () if every_path else branch_conditions(save.ctx, mutation.ctx),
+                () if every_path else (*branch_conditions(save.ctx, mutation.ctx), *unsure),
                 escapes_from,
                 in_eval,
                 backward_ctx,
             )
         )
+
+
+def refreeze(ref: ModuleRef, depth: int = 0) -> None:
+    """The parameters already looked at follow a module's new requires_grad flag."""
+    grad = ref.params_grad
+    for value in ref.attributes().values():
+        if value.kind == "tensor" and value.leaf and value.groups == {ref.params_group}:
+            value.grad = grad
+        elif value.module is not None and depth < 8:
+            refreeze(value.module, depth + 1)
+    for child in ref.children or ():
+        if depth < 8:
+            refreeze(child, depth + 1)
 
 
 def _written(node: ast.AST) -> ast.AST | None:

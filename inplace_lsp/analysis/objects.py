@@ -26,6 +26,7 @@ from inplace_lsp.analysis.domain import (
     scalar,
     unknown,
 )
+from inplace_lsp.analysis.events import refreeze
 from inplace_lsp.analysis.knowledge import load as load_knowledge
 from inplace_lsp.analysis.model import (
     ClassInfo,
@@ -310,7 +311,7 @@ class Objects(TorchOps):
                 "tensor",
                 frozenset({ref.params_group}),
                 True,
-                not frozen,
+                False if frozen else ref.params_grad,
                 leaf=True,
                 origin=f"parameter self.{attr}",
                 name=f"self.{attr}",
@@ -341,7 +342,7 @@ class Objects(TorchOps):
             "tensor",
             frozenset({ref.params_group}),
             True,
-            not self.frozen(ref),
+            False if self.frozen(ref) else ref.params_grad,  # (None: frozen on some paths)
             leaf=True,
             origin=f"parameter .{spelled}",
             param=param,
@@ -575,7 +576,7 @@ class Objects(TorchOps):
                 "params",
                 self.param_groups(ref),
                 tensor=False,
-                grad=not self.frozen(ref),
+                grad=False if self.frozen(ref) else ref.params_grad,
                 origin="named" if name == "named_parameters" else "",
             )
         if name == "zero_grad" and sets_to_none(node):
@@ -583,7 +584,7 @@ class Objects(TorchOps):
             return receiver
         if name == "requires_grad_":
             self.set_module_flag(ref, "frozen", requires_grad_flag(node) is False)
-            self._refreeze(ref)
+            refreeze(ref)
             return receiver
         if name in ("train", "eval"):
             training = name == "train"
@@ -701,18 +702,6 @@ class Objects(TorchOps):
             return self.module_call(attr.module, args, node, frame, kwargs)
         return self.call_value(attr, args, kwargs, node, frame)
 
-    def _refreeze(self, ref: ModuleRef, depth: int = 0) -> None:
-        """The parameters already looked at follow a module's new requires_grad flag."""
-        grad = ref.params_grad
-        for value in ref.attributes().values():
-            if value.kind == "tensor" and value.leaf and value.groups == {ref.params_group}:
-                value.grad = grad
-            elif value.module is not None and depth < 8:
-                self._refreeze(value.module, depth + 1)
-        for child in ref.children or ():
-            if depth < 8:
-                self._refreeze(child, depth + 1)
-
     def _param_groups(self, value: Value) -> frozenset[int]:
         """The parameters an optimizer steps: `model.parameters()`, a list of them, param
         groups (`[{"params": G.parameters()}, {"params": [w], "lr": 1e-3}]`)."""
@@ -743,6 +732,7 @@ class Objects(TorchOps):
                 continue
             seen.add(id(current))
             groups.add(current.params_group)
+            self.group_owners[current.params_group] = current
             if depth > 8:
                 continue
             below = list(current.children or ())
