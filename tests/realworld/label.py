@@ -53,6 +53,10 @@ def _run_one(path: Path, detected: bool) -> dict[str, Any]:
 
     import torch
 
+    # What a case may patch for its own run (ddpg-naf's `nn.LayerNorm = LayerNorm`), put back
+    # after it: the next case in this process meets torch as it is.
+    patchable = (torch, torch.nn, torch.nn.functional, torch.nn.init, torch.Tensor)
+    attributes = [(owner, dict(vars(owner))) for owner in patchable]
     anomaly = torch.is_anomaly_enabled()
     dtype = torch.get_default_dtype()
     grad = torch.is_grad_enabled()
@@ -91,6 +95,10 @@ def _run_one(path: Path, detected: bool) -> dict[str, Any]:
         sys.path[:] = path_before
         for name in [m for m in sys.modules if m.split(".")[0] in _STANDIN_NAMES]:
             del sys.modules[name]  # each case imports the frameworks afresh
+        for owner, before in attributes:
+            for name, value in before.items():
+                if vars(owner).get(name) is not value:
+                    setattr(owner, name, value)
         torch.autograd.set_detect_anomaly(anomaly)
         torch.set_default_dtype(dtype)
         torch.set_grad_enabled(grad)
