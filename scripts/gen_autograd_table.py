@@ -38,6 +38,8 @@ T1, T0, S = "T1", "T0", "S"
 FLOAT = (T1, T0)
 FLOAT_S = (T1, T0, S)
 DTYPE = torch.float64
+# Modules run in torch's default dtype too: the kernel, and what it saves, can differ.
+MODULE_DTYPES = (torch.float32, DTYPE)
 OUTPUT_PATH = Path(__file__).resolve().parent.parent / "inplace_lsp" / "data" / "autograd.json"
 FN = "torch.nn.functional."
 
@@ -543,13 +545,13 @@ MOD_SPECS: dict[str, ModSpec] = {s.name: s for s in _mod_specs()}
 # --------------------------------------------------------------------------- probing
 
 
-def _value(operand: Operand, kind: str, gen: torch.Generator) -> Any:
+def _value(operand: Operand, kind: str, gen: torch.Generator, dtype: torch.dtype = DTYPE) -> Any:
     if kind == S:
         return operand.scalar
     if operand.make is not None:
         t = operand.make()
     else:
-        t = torch.empty(operand.shape, dtype=DTYPE).uniform_(
+        t = torch.empty(operand.shape, dtype=dtype).uniform_(
             operand.low, operand.high, generator=gen
         )
     if kind == T1:
@@ -828,19 +830,21 @@ def _view_layout(spec: OpSpec, fn: Any) -> str | None:
 
 
 def _module_call(
-    spec: ModSpec, module: nn.Module, kind: str
+    spec: ModSpec, module: nn.Module, kind: str, dtype: torch.dtype = DTYPE
 ) -> tuple[Callable[[], Any], list[tuple[str, torch.Tensor]]]:
     gen = torch.Generator().manual_seed(0)
-    values = [_value(o, kind if kind in o.kinds else o.kinds[0], gen) for o in spec.inputs]
+    values = [_value(o, kind if kind in o.kinds else o.kinds[0], gen, dtype) for o in spec.inputs]
     named = [("input" if i == 0 else f"input{i}", v) for i, v in enumerate(values)]
     if spec.call is not None:
         return (lambda: spec.call(module, *values)), named  # type: ignore[misc]
     return (lambda: module(*values)), named
 
 
-def _make_module(spec: ModSpec, kwargs: dict[str, Any], train: bool) -> nn.Module:
+def _make_module(
+    spec: ModSpec, kwargs: dict[str, Any], train: bool, dtype: torch.dtype = DTYPE
+) -> nn.Module:
     torch.manual_seed(0)
-    module = spec.make(**kwargs).double()
+    module = spec.make(**kwargs).to(dtype)
     module.train(train)
     return module
 
@@ -853,7 +857,9 @@ def state_of(module: nn.Module) -> list[tuple[str, torch.Tensor]]:
 
 def probe_module(name: str) -> Entry:
     """The table entry of one module of MOD_SPECS (train mode, parameters requiring grad, and
-    frozen)."""
+    frozen). What it saves is what any of MODULE_DTYPES saves: the dtype picks the kernel
+    (nn.LSTM in float32, torch's default, runs mkldnn's layer, which keeps its output; in
+    float64 it does not)."""
     spec = MOD_SPECS[name]
     init = inspect.signature(resolve(name).__init__).parameters
     inplace_kwarg = "inplace" in init
@@ -868,24 +874,27 @@ def probe_module(name: str) -> Entry:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for suffix, kwargs in modes:
-            for kind in kinds:
-                module = _make_module(spec, kwargs, train=True)
+            for kind, dtype in itertools.product(kinds, MODULE_DTYPES):
+                module = _make_module(spec, kwargs, train=True, dtype=dtype)
                 params = [n for n, _ in module.named_parameters()]
-                call, inputs = _module_call(spec, module, kind)
+                call, inputs = _module_call(spec, module, kind, dtype)
                 result = _run(call, inputs, state_of(module))
                 key = "input_grad" if kind == T1 else "input_nograd"
-                saves[key + suffix] = result.slots
+                saves[key + suffix] = _union(saves.get(key + suffix), result.slots)
                 if not suffix:
                     view |= result.view
                     grad_fn = grad_fn or result.grad_fn
-                module = _make_module(spec, kwargs, train=True)
+                module = _make_module(spec, kwargs, train=True, dtype=dtype)
                 lazy = any(nn.parameter.is_lazy(p) for p in module.parameters())
                 if kind == T1 and params and not lazy:
                     # Frozen (`requires_grad_(False)`): only what the input's gradient needs
                     # (a frozen nn.Linear keeps its weight, not its input).
                     module.requires_grad_(False)
-                    call, inputs = _module_call(spec, module, kind)
-                    saves["input_frozen" + suffix] = _run(call, inputs, state_of(module)).slots
+                    call, inputs = _module_call(spec, module, kind, dtype)
+                    frozen = _run(call, inputs, state_of(module)).slots
+                    saves["input_frozen" + suffix] = _union(
+                        saves.get("input_frozen" + suffix), frozen
+                    )
         module = _make_module(spec, {}, train=False)
         call, inputs = _module_call(spec, module, kinds[0])
         returned = call()
@@ -905,6 +914,10 @@ def probe_module(name: str) -> Entry:
     if isinstance(returned, (tuple, list)):
         entry["outputs"] = _structure(returned)  # nn.LSTM: ["T", ["T", "T"]]
     return entry
+
+
+def _union(known: list[str] | None, slots: list[str]) -> list[str]:
+    return sorted({*(known or ()), *slots})
 
 
 def _structure(value: Any) -> Any:

@@ -797,6 +797,29 @@ BROKEN_AND_FIXED = {
         ("u_classifier(pseudo)", "u_classifier(pseudo.detach())"),
         "modified by an inplace operation",
     ),
+    "masked_fill_ on an LSTM's output (float32: mkldnn's layer keeps it for backward)": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class Tagger(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.LSTM(4, 4, batch_first=True)
+
+            def forward(self, x, lengths):
+                out, _ = self.rnn(x)
+                mask = torch.arange(x.size(1))[None, :] >= lengths[:, None]
+                out.masked_fill_(mask.unsqueeze(-1), 0.0)  # error
+                return out
+
+
+        Tagger()(torch.randn(2, 3, 4), torch.tensor([3, 2])).sum().backward()
+        """,
+        ("out.masked_fill_(", "out = out.masked_fill("),
+        "modified by an inplace operation",
+    ),
     "losses returned in a list, mapped and zipped with their names into a dict": (
         """\
         import torch
