@@ -820,6 +820,35 @@ BROKEN_AND_FIXED = {
         ("out.masked_fill_(", "out = out.masked_fill("),
         "modified by an inplace operation",
     ),
+    "layers made by functools.partial (timm's act_layer / norm_layer defaults)": (
+        """\
+        from functools import partial
+
+        import torch
+        import torch.nn as nn
+
+
+        class Block(nn.Module):
+            def __init__(
+                self,
+                dim,
+                norm_layer=partial(nn.LayerNorm, eps=1e-6),
+                act_layer=partial(nn.ReLU, inplace=True),  # error
+            ):
+                super().__init__()
+                self.fc = nn.Linear(dim, dim)
+                self.act = act_layer()
+                self.norm = norm_layer(dim)
+
+            def forward(self, x):
+                return self.norm(self.act(torch.sigmoid(self.fc(x))))
+
+
+        Block(4)(torch.randn(2, 4)).sum().backward()
+        """,
+        ("partial(nn.ReLU, inplace=True)", "partial(nn.ReLU, inplace=False)"),
+        "modified by an inplace operation",
+    ),
     "losses returned in a list, mapped and zipped with their names into a dict": (
         """\
         import torch
@@ -1516,3 +1545,37 @@ def test_a_second_write_into_a_saved_tensor_is_no_hint(tmp_path: Path) -> None:
     assert 5 in _errors(findings)
     assert not [f for f in findings if f.span.line == 6 and f.severity is Severity.HINT]
     assert 6 in _errors(analyze(second, str(script)))
+
+
+HELD_CONTEXT = """\
+import contextlib
+import sys
+
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+no_grad = torch.no_grad()
+with no_grad:
+    model.bias.zero_()
+frozen = len(sys.argv) > 1
+with torch.no_grad() if frozen else contextlib.nullcontext():
+    model.weight.mul_(0.5)
+model(torch.randn(3, 4)).sum().backward()
+"""
+
+
+@pytest.mark.torch
+def test_a_grad_context_held_in_a_name_or_chosen_by_a_condition(tmp_path: Path) -> None:
+    """`with no_grad:` of `no_grad = torch.no_grad()` turns grad mode off as the call would;
+    `with torch.no_grad() if frozen else nullcontext():` only on some runs: a write into a
+    parameter under it rests on that (a Warning that names the context), where torch raises
+    in one configuration and not in the other."""
+    pytest.importorskip("torch")
+    script = tmp_path / "held.py"
+    script.write_text(HELD_CONTEXT, encoding="utf-8")
+    assert "leaf Variable that requires grad" in _run(script).stderr
+    assert _run(script, "frozen").returncode == 0
+    leaf = [f for f in analyze(HELD_CONTEXT, str(script)) if f.code == "IPL002"]
+    assert [(f.span.line, f.severity) for f in leaf] == [(13, Severity.WARNING)]
+    assert "`torch.no_grad() if frozen else contex...` (line 12)" in leaf[0].message

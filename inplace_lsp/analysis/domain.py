@@ -231,6 +231,9 @@ class Value:
     # A container whose items are not known one by one (a comprehension's result): any of
     # its elements (what `xs[i]` and `for x in xs` give).
     element: Value | None = None
+    # A symbol with arguments bound by `functools.partial(nn.ReLU, inplace=True)`: that call,
+    # and its arguments after the first, which a call of it passes first.
+    bound: tuple[ast.Call, tuple[Value, ...], dict[str, Value]] | None = None
 
     @property
     def tensorish(self) -> bool:
@@ -601,9 +604,16 @@ class Frame:
 State = tuple[dict[str, "Value"], Heap]  # a path's variables and autograd state
 
 
+# A context manager held in a name that turns grad mode off (`ctx = torch.no_grad()`), and
+# one that does on some paths only (joined with another: `nullcontext()`).
+GRAD_OFF_HELD, GRAD_OFF_SOME = "grad mode off", "grad mode off on some paths"
+
+
 def join_values(a: Value, b: Value) -> Value:
     if a is b:
         return a
+    if a.origin != b.origin and {a.origin, b.origin} & {GRAD_OFF_HELD, GRAD_OFF_SOME}:
+        return Value("scalar", tensor=False, grad=False, origin=GRAD_OFF_SOME)
     if a.kind == b.kind == "scalar":
         if a.has_const and not (b.has_const and _same_constant(a.const, b.const)):
             return Value("scalar", tensor=False, grad=False)  # one of two numbers: not known

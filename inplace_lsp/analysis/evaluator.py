@@ -42,6 +42,8 @@ from inplace_lsp.analysis.binder import (
 )
 from inplace_lsp.analysis.domain import (
     EITHER,
+    GRAD_OFF_HELD,
+    GRAD_OFF_SOME,
     Accumulation,
     AliasRead,
     Ctx,
@@ -67,6 +69,7 @@ from inplace_lsp.analysis.domain import (
     python_value,
     replace,
     scalar,
+    short_source,
     tensors_in,
     unknown,
 )
@@ -1036,7 +1039,16 @@ class Interpreter(Objects):
             expr = item.context_expr
             func = expr.func if isinstance(expr, ast.Call) else expr
             qual = self.model.qualify(func)
-            if qual in NO_GRAD_CONTEXTS:
+            held = self._held_context(expr, frame) if qual is None else None
+            if held == "off":
+                frame.grad_enabled = False  # `ctx = torch.no_grad()` ... `with ctx:`
+            elif held == "either" and frame.grad_enabled:
+                # `with torch.no_grad() if frozen else nullcontext():` grad mode is on in
+                # some runs only, as with `torch.set_grad_enabled(flag)` of unknown flag.
+                unknown_mode += 1
+                line = self.loc(expr, frame)[0]
+                self.grad_modes.append(f"`{short_source(expr)}` (line {line})")
+            elif qual in NO_GRAD_CONTEXTS:
                 if mode_off(expr):
                     continue
                 frame.grad_enabled = False
@@ -1068,6 +1080,25 @@ class Interpreter(Objects):
         self.inference_at = saved_inference
 
     stmt_AsyncWith = stmt_With
+
+    def _held_context(self, expr: ast.expr, frame: Frame) -> str | None:
+        """What a context manager not spelled as a call of a grad mode does to it: "off"
+        (a name bound to `torch.no_grad()`), "either" (`torch.no_grad() if c else
+        nullcontext()`, or such a name), None (nothing the analysis knows of)."""
+        if isinstance(expr, ast.IfExp):
+            arms = {self._grad_off(expr.body, frame), self._grad_off(expr.orelse, frame)}
+            return "off" if arms == {True} else "either" if True in arms else None
+        if isinstance(expr, ast.Name) and expr.id in frame.env:
+            held = frame.env[expr.id].origin
+            return "off" if held == GRAD_OFF_HELD else "either" if held == GRAD_OFF_SOME else None
+        return None
+
+    def _grad_off(self, expr: ast.expr, frame: Frame) -> bool:
+        """Whether a context expression turns grad mode off (`torch.no_grad()`)."""
+        if isinstance(expr, ast.Name) and expr.id in frame.env:
+            return frame.env[expr.id].origin == GRAD_OFF_HELD
+        func = expr.func if isinstance(expr, ast.Call) else expr
+        return self.model.qualify(func) in NO_GRAD_CONTEXTS and not mode_off(expr)
 
     def stmt_Try(self, stmt: ast.Try, frame: Frame) -> None:
         self.exec_body(stmt.body, frame)
@@ -1975,6 +2006,21 @@ class Interpreter(Objects):
             return self.module_call(callee.module, args, node, frame, kwargs)
         if callee.function is not None:
             return self.call_function(callee.function, args, kwargs, node, frame)
+        if callee.kind == "symbol" and callee.qualname and callee.bound is not None:
+            # `norm_layer(dim)` of `partial(nn.LayerNorm, eps=1e-6)`: the class called with
+            # the bound arguments first (the call as written, for what reads its keywords).
+            bound, bound_args, bound_kwargs = callee.bound
+            merged = ast.copy_location(
+                ast.Call(
+                    func=bound.args[0],
+                    args=[*bound.args[1:], *node.args],
+                    keywords=[*bound.keywords, *node.keywords],
+                ),
+                node,
+            )
+            return self.symbol_call(
+                callee.qualname, [*bound_args, *args], {**bound_kwargs, **kwargs}, merged, frame
+            )
         if callee.kind == "symbol" and callee.qualname:
             return self.symbol_call(callee.qualname, args, kwargs, node, frame)
         if callee.kind == "symbol" and callee.items:
@@ -2305,6 +2351,19 @@ class Interpreter(Objects):
             # the mode this run is in (a summary is made per grad mode): `if
             # torch.is_grad_enabled(): ... else: x.mul_(2)` is judged in the mode it runs in
             return constant(frame.grad_enabled)
+        if (
+            qual == "functools.partial"
+            and args
+            and args[0].kind == "symbol"
+            and args[0].qualname
+            and args[0].bound is None
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+            and all(k.arg for k in node.keywords)
+        ):
+            # `partial(nn.ReLU, inplace=True)`: the class, its arguments bound.
+            return replace(args[0], bound=(node, tuple(args[1:]), kwargs))
+        if qual in NO_GRAD_CONTEXTS and not mode_off(node):
+            return replace(python_value(), origin=GRAD_OFF_HELD)  # `ctx = torch.no_grad()`
         if qual in _VARIABLE and len(args) == 1 and args[0].tensorish:
             # `Variable(t)` (torch < 0.4 code): t detached, sharing its version counter; with
             # requires_grad=True a leaf that requires grad.
