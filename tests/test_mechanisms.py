@@ -1579,3 +1579,35 @@ def test_a_grad_context_held_in_a_name_or_chosen_by_a_condition(tmp_path: Path) 
     leaf = [f for f in analyze(HELD_CONTEXT, str(script)) if f.code == "IPL002"]
     assert [(f.span.line, f.severity) for f in leaf] == [(13, Severity.WARNING)]
     assert "`torch.no_grad() if frozen else contex...` (line 12)" in leaf[0].message
+
+
+# torchvision's `_rgb_to_hsv`: the pieces of an unbind written in place, one chain after
+# another; whether torch refuses rests on one unknown (does the image require grad?).
+HSV = """\
+import torch
+
+
+def rgb_to_hsv(image):
+    maxc = image.amax(dim=-3)
+    rc, gc, bc = (maxc.unsqueeze(dim=-3) - image).unbind(dim=-3)
+    hr = bc.sub_(gc).mul_(2.0)
+    hb = gc.add_(4.0).sub_(rc)
+    return hr.add_(hb)
+"""
+
+
+@pytest.mark.torch
+def test_writes_that_rest_on_a_refusal_already_reported_add_nothing(tmp_path: Path) -> None:
+    """torch refuses the first write into an unbind's output when the image requires grad,
+    and nothing after it runs; when it does not, none is refused: one Warning, not seven."""
+    pytest.importorskip("torch")
+    script = tmp_path / "hsv.py"
+    script.write_text(
+        HSV + "import sys\nrgb_to_hsv(torch.rand(3, 4, 4, requires_grad=len(sys.argv) > 1))\n",
+        encoding="utf-8",
+    )
+    assert _run(script).returncode == 0
+    assert "is a view and is being modified inplace" in _run(script, "grad").stderr
+    refused = [f for f in analyze(HSV, "hsv.py") if f.code == "IPL009"]
+    assert [(f.span.line, f.severity) for f in refused] == [(7, Severity.WARNING)]
+    assert "`image`" in refused[0].message

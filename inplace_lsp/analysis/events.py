@@ -300,6 +300,8 @@ class Events:
         if kind in ("inplace_module", "inplace_kwarg"):
             self.facts.inplace_flags.append(mutation)
         refusal = self._refusal(mutation, grad_on, inputs) if kind != "step" else None
+        if refusal is not None and self._refused_before(refusal):
+            refusal = None
         if refusal is not None:
             self.facts.refusals.append(refusal)
             if refusal.definite:
@@ -652,6 +654,23 @@ class Events:
         external = self.inputs.external(groups) if self.inputs is not None else frozenset()
         if external:
             self.events.append(NoGradsEvent(external))
+
+    def _refused_before(self, refusal: Refusal) -> bool:
+        """Whether an earlier write into the same tensor, on every path to this one, rests on
+        the same unknown (`bc.sub_(gc).mul_(mask)` into an unbind's output): torch raises
+        there if it raises at all, and this write adds nothing."""
+        if refusal.definite:
+            return False
+        mutation = refusal.mutation
+        return any(
+            not earlier.definite
+            and earlier.reason == refusal.reason
+            and earlier.grad_from == refusal.grad_from
+            and earlier.mutation.path == mutation.path
+            and earlier.mutation.value.groups & mutation.value.groups
+            and mutation.ctx.descends_from(earlier.mutation.ctx)
+            for earlier in self.facts.refusals
+        )
 
     def _refusal(self, mutation: Mutation, grad_on: bool, inputs: list[Value]) -> Refusal | None:
         """Whether torch refuses this write at once (the Refusal kinds), and how sure."""
