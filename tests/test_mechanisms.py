@@ -1611,3 +1611,77 @@ def test_writes_that_rest_on_a_refusal_already_reported_add_nothing(tmp_path: Pa
     refused = [f for f in analyze(HSV, "hsv.py") if f.code == "IPL009"]
     assert [(f.span.line, f.severity) for f in refused] == [(7, Severity.WARNING)]
     assert "`image`" in refused[0].message
+
+
+# MAE-DFER's messenger tokens: `rearrange(x[:, 0], "(b n) c -> b n c")` (a reshape of a
+# slice, a permute, a reshape) is a view of x where the strides allow, and they do.
+TOKENS = """\
+import torch
+import torch.nn as nn
+
+norm = nn.LayerNorm(4)
+x = nn.Linear(4, 4)(torch.randn(6, 3, 4))
+m = x[:, 0].reshape(2, 3, 4).permute(1, 0, 2).reshape(3, 2, 4)
+m = m + torch.tanh(norm(m))
+x[:, 0] = m.reshape(6, 4)
+x.sum().backward()
+"""
+
+
+@pytest.mark.torch
+def test_a_reshape_of_a_permuted_slice_may_be_a_view(tmp_path: Path) -> None:
+    """A reshape of a non-contiguous tensor is a view where its strides allow, a copy
+    otherwise: not "checked: safe" but a Warning that names it (torch fails here)."""
+    pytest.importorskip("torch")
+    script = tmp_path / "tokens.py"
+    script.write_text(TOKENS, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script).stderr
+    (write,) = [f for f in analyze(TOKENS, str(script)) if f.span.line == 8]
+    assert write.severity is Severity.WARNING
+    assert "if `.reshape()` returns a view" in write.message
+
+
+# WGAN-GP: the generator steps, then the gradient penalty differentiates the critic's output
+# with respect to the interpolates only; InfoMaxVAE: the discriminator's loss backwarded with
+# `inputs=list(D.parameters())` after the VAE's step.
+TOWARDS = """\
+import torch
+import torch.nn as nn
+
+G = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 4))
+D = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+opt_g = torch.optim.Adam(G.parameters())
+opt_d = torch.optim.Adam(D.parameters())
+fake = G(torch.randn(3, 2))
+real = torch.randn(3, 4)
+opt_g.zero_grad()
+(-D(fake).mean()).backward(retain_graph=True)
+opt_g.step()
+alpha = torch.rand(3, 1)
+interp = alpha * real + (1 - alpha) * fake
+penalty = torch.autograd.grad(D(interp).sum(), interp, create_graph=True)[0].norm()
+d_loss = D(fake).mean() + penalty
+opt_d.zero_grad()
+d_loss.backward(inputs=list(D.parameters()))
+opt_d.step()
+"""
+
+
+@pytest.mark.torch
+def test_a_backward_to_given_inputs_runs_only_the_nodes_on_a_path_to_them(
+    tmp_path: Path,
+) -> None:
+    """autograd.grad(out, interp) never runs what made `interp` (the generator, stepped
+    since): no finding. backward(inputs=D's parameters) runs the generator's nodes only if
+    a path to D goes through them: a Warning that says so. Without `inputs=`, torch fails."""
+    pytest.importorskip("torch")
+    script = tmp_path / "towards.py"
+    script.write_text(TOWARDS, encoding="utf-8")
+    assert _run(script).returncode == 0
+    steps = [f for f in analyze(TOWARDS, str(script)) if f.code == "IPL007"]
+    assert [(f.span.line, f.severity) for f in steps] == [(12, Severity.WARNING)]
+    assert "the backward() to its `inputs`" in steps[0].message
+    everything = TOWARDS.replace("backward(inputs=list(D.parameters()))", "backward()")
+    script.write_text(everything, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script).stderr
+    assert 12 in _errors(analyze(everything, str(script)))

@@ -337,6 +337,9 @@ class Save:
     # saved only if that callee keeps the tensor for backward, which is what a finding on it
     # says it rests on.
     unknown: bool = False
+    # Of a tensor that may be the one written or a copy of it (`x[:, 0].reshape(...)`): what
+    # decides it, as a message says it ("" otherwise).
+    maybe: str = ""
 
 
 @dataclass(eq=False)

@@ -2312,7 +2312,9 @@ class Interpreter(Objects):
             return self.unknown_call([receiver, *args], kwargs)
         if name == "backward":
             self.facts.backwarded |= names_in(node.func)
-            self.backward(receiver, node, frame, retains_graph(kwargs))
+            # (`backward(gradient, retain_graph, create_graph, inputs)`)
+            towards = kwargs.get("inputs", args[3] if len(args) > 3 else None)
+            self.backward(receiver, node, frame, retains_graph(kwargs), towards)
             return scalar()
         if name in SCALAR_METHODS and not (name in ALIAS_METHODS and (node.args or node.keywords)):
             return scalar()  # `x.size()`, `x.type()` (but `x.type(torch.float64)` converts)
@@ -2466,7 +2468,11 @@ class Interpreter(Objects):
         if qual in ("torch.autograd.backward", "torch.autograd.grad"):
             self.facts.backwarded |= names_in(node.args[0]) if node.args else set()
             if args:
-                self.backward(args[0], node, frame, retains_graph(kwargs))
+                # autograd.grad(outputs, inputs) / autograd.backward(tensors, inputs=...)
+                towards = kwargs.get("inputs")
+                if towards is None and qual == "torch.autograd.grad" and len(args) > 1:
+                    towards = args[1]
+                self.backward(args[0], node, frame, retains_graph(kwargs), towards)
             return unknown()
         if qual.startswith("torch.nn.") and qual.count(".") == 2 and qual[9:10].isupper():
             sub = submodule_of(self.model, "", node) or Submodule("", node, qual)

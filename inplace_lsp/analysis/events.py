@@ -213,6 +213,7 @@ class Events:
         joined: bool = False,
         param: str = "",
         unknown: bool = False,
+        maybe: str = "",
     ) -> int:
         sid = new_id()
         self.saves[sid] = Save(
@@ -230,6 +231,7 @@ class Events:
             joined or self.uncertain > 0 or not (grad_from or unknown),
             param or (slot[6:] if slot.startswith("param:") else ""),
             unknown=unknown,
+            maybe=maybe,
         )
         self._add_save(self.saves[sid])
         return sid
@@ -721,10 +723,48 @@ class Events:
         for sid in graph & freed:
             self.heap.carried.setdefault(sid, use)
 
-    def backward(self, value: Value, node: ast.AST, frame: Frame, retain: bool) -> None:
+    def backward(
+        self,
+        value: Value,
+        node: ast.AST,
+        frame: Frame,
+        retain: bool,
+        towards: Value | None = None,
+    ) -> None:
+        """backward() from `value`; `towards`: the `inputs=` it computes gradients for
+        (`torch.autograd.grad(out, x)`, `loss.backward(inputs=list(D.parameters()))`),
+        where autograd runs only the nodes on a path to them."""
         self.set_grad(value, True)  # backward() on it: it requires grad
         graph = frozenset(self._graph_of(value))
-        self.run_backward(graph, retain, self.loc(node, frame), frame.path, frame.ctx)
+        unsure: frozenset[int] = frozenset()
+        if towards is not None:
+            graph, unsure = self._towards(graph, towards)
+        self.run_backward(
+            graph, retain, self.loc(node, frame), frame.path, frame.ctx, unsure=unsure
+        )
+
+    def _towards(
+        self, graph: frozenset[int], towards: Value
+    ) -> tuple[frozenset[int], frozenset[int]]:
+        """The saves a backward() to these inputs checks, and those it may not reach. What
+        made a tensor input is behind it: never run. Of parameters, the nodes made before the
+        first op that saved one of them may be behind every use of them (an encoder whose
+        output the discriminator reads): not known to run."""
+        behind: set[int] = set()
+        params: frozenset[int] = frozenset()
+        for item in [towards, *(towards.items or ())]:
+            if item.kind == "params" or (item.leaf and item.origin.startswith("parameter")):
+                params |= item.groups
+            elif item.tensorish:
+                behind |= self._graph_of(item)
+        graph = graph - behind
+        if not params:
+            return graph, frozenset()
+        uses = [sid for sid in graph if sid in self.saves and self.saves[sid].group in params]
+        if not uses:
+            return graph, frozenset()
+        first = min(uses)
+        return graph, frozenset(sid for sid in graph if sid < first)
 
     def run_backward(
         self,
@@ -734,10 +774,11 @@ class Events:
         path: str | None,
         ctx: Ctx | None,
         checked: frozenset[int] = frozenset(),
+        unsure: frozenset[int] = frozenset(),
     ) -> None:
         """backward() through the saves of `graph`: a stale one is a conflict, and each is
         freed unless the graph is retained (`checked`: saves a summary already looked at,
-        only freed here)."""
+        only freed here; `unsure`: saves it may not reach, a backward() to `inputs=`)."""
         self.heap.no_grads = frozenset()
         self.heap.graded = True
         again = [sid for sid in graph if sid in self.heap.carried and sid not in checked]
@@ -759,12 +800,17 @@ class Events:
         # failure names is the one torch names.
         for sid in sorted(graph, reverse=True):
             mutation = self.heap.stale.get(sid)
+            reached = sid not in unsure
             if mutation is not None and sid not in self.heap.freed and sid not in checked:
-                self._conflict(mutation, self.saves[sid], "backward", loc, backward_ctx=ctx)
+                self._conflict(
+                    mutation, self.saves[sid], "backward", loc, backward_ctx=ctx, reached=reached
+                )
             silent = self.heap.silent.get(sid)
             if silent is not None and sid not in self.heap.freed and sid not in checked:
-                self._conflict(silent, self.saves[sid], "data", loc, backward_ctx=ctx)
-            if not retain:
+                self._conflict(
+                    silent, self.saves[sid], "data", loc, backward_ctx=ctx, reached=reached
+                )
+            if not retain and reached:
                 self.heap.freed.add(sid)
                 self.heap.freed_by.setdefault(sid, loc)
         if self.inputs is not None:
@@ -783,6 +829,7 @@ class Events:
         backward_loc: Loc | None,
         escapes_from: str = "",
         backward_ctx: Ctx | None = None,
+        reached: bool = True,
     ) -> None:
         if exclusive(save.ctx, mutation.ctx):
             return  # (a summary's events replayed in order: each path of a branch its own)
@@ -796,6 +843,8 @@ class Events:
         # The backward() under a condition that may exclude the write's (`if a and b:`
         # around the step, `if not a and c:` around the backward()): on no known path both.
         unsure = correlated(mutation.ctx, backward_ctx) if backward_ctx is not None else ()
+        if not reached:
+            unsure = (*unsure, "the backward() to its `inputs` runs the op that saved it")
         if unsure:
             every_path = False
         if save.unknown and (not every_path or escapes_from):

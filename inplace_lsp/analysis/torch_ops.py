@@ -276,8 +276,13 @@ class TorchOps(Events):
         or the layout is known to differ; an alias that only may be one when it is unknown;
         None for the usual handling (same dtype, contiguous input)."""
         if name in LAYOUT_METHODS:
-            if receiver.contiguous is False:
+            if receiver.contiguous is False and name == "contiguous":
                 return self._copy_of(receiver, name, frame)
+            if receiver.contiguous is False:
+                # `.reshape()` of a slice or a permuted tensor is a view where its strides
+                # allow (`x[:, 0].reshape(b, n, c)`), a copy otherwise: not known here.
+                maybe = f"`.{name}()` returns a view (it copies where the strides do not allow one)"
+                return replace(receiver, leaf=False, joined=True, maybe=maybe, contiguous=None)
             if receiver.contiguous is None and (receiver.partial or name == "contiguous"):
                 # A part of a tensor (`h[:, :4]`), or strides not known: a view or a copy.
                 part = "of this slice " if receiver.partial else ""
@@ -420,8 +425,10 @@ class TorchOps(Events):
                             info.grad_fn,
                             node,
                             frame,
-                            possible=x.grad is None and slot != "input",
+                            # (of what may be this tensor or a copy: possibly this one)
+                            possible=(x.grad is None and slot != "input") or bool(x.maybe),
                             what=target_value.name or "",
+                            maybe=x.maybe if slot == "input" else "",
                         )
                     )
             out.graph = out.graph | frozenset(new)
@@ -602,6 +609,7 @@ class TorchOps(Events):
                         grad_from,
                         target.joined,
                         target.param,
+                        maybe=target.maybe,
                     )
                 )
         for output in outputs:

@@ -367,8 +367,9 @@ class Rule:
     @staticmethod
     def _uncertain(conflict: Conflict) -> str:
         """The hedge of a conflict that is not definite: which unknown or paths it rests on."""
-        # A maybe-alias (`.float()` of a tensor of unknown dtype) is what makes it uncertain.
-        maybe = conflict.mutation.value.maybe
+        # A maybe-alias (`.float()` of a tensor of unknown dtype), written or saved, is what
+        # makes it uncertain.
+        maybe = conflict.mutation.value.maybe or conflict.save.maybe
         conditions = [maybe] if maybe else []
         if conflict.save.unknown:
             conditions.append(f"{conflict.save.op} keeps it")
