@@ -417,7 +417,7 @@ class Events:
     def _write_groups(self, mutation: Mutation, groups: frozenset[int], track_alias: bool) -> bool:
         """The live saves of the written groups go stale (those of another parameter of the
         same module stay); the other names of the tensor will read the new values. Whether a
-        save went stale."""
+        save of them is stale now (made so by this write or an earlier one)."""
         value, target = mutation.value, mutation.target
         # A save an earlier write made stale is still read by the backward(): this write
         # changes the tensor it holds once more (`g += a` twice after `g = sqrt(...)`).
