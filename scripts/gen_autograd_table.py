@@ -1,7 +1,8 @@
 """Probes the installed torch and writes inplace_lsp/data/autograd.json: what each op and nn module
 saves for backward, which return views or aliases, which write in place.
 
-Every op of OP_SPECS and every module of MOD_SPECS is run on small float64 inputs inside
+Every op of OP_SPECS and every module of MOD_SPECS is run on small float64 inputs (modules also
+in float32, torch's default dtype, whose kernels can save more: mkldnn's LSTM) inside
 `torch.autograd.graph.saved_tensors_hooks`; each tensor handed to the pack hook is matched to the
 call's operands and outputs (and a module's parameters and buffers) by storage: a saved view or
 detached alias of an input is the input, it shares its storage and version counter. Tensors that
