@@ -1584,15 +1584,8 @@ class Interpreter(Objects):
         )
 
     def expr_Tuple(self, node: ast.Tuple | ast.List | ast.Set, frame: Frame) -> Value:
-        items = tuple(
-            self.eval(e.value if isinstance(e, ast.Starred) else e, frame) for e in node.elts
-        )
-        grads = [i.grad for i in items if i.tensorish]
-        graph: frozenset[int] = (
-            frozenset().union(*(i.graph for i in items)) if items else frozenset()
-        )
-        return Value(
-            "container", tensor=False, grad=True if any(grads) else None, items=items, graph=graph
+        return _list_value(
+            tuple(self.eval(e.value if isinstance(e, ast.Starred) else e, frame) for e in node.elts)
         )
 
     expr_List = expr_Tuple
@@ -1815,14 +1808,7 @@ class Interpreter(Objects):
                 results.append(self.eval(node.elt, frame))
         finally:
             frame.env = saved_env
-        grads = [r.grad for r in results if r.tensorish]
-        return Value(
-            "container",
-            tensor=False,
-            grad=True if any(grads) else None,
-            items=tuple(results),
-            graph=frozenset().union(*(r.graph for r in results)),
-        )
+        return _list_value(tuple(results))
 
     expr_GeneratorExp = expr_ListComp
     expr_SetComp = expr_ListComp
@@ -3145,6 +3131,17 @@ def _plain_class_value(node: ast.AST) -> bool:
 
 
 _MAPPED_ITEMS = 8  # a comprehension over more known items is joined, not followed per item
+
+
+def _list_value(items: tuple[Value, ...]) -> Value:
+    """A list or tuple of these items, in order."""
+    return Value(
+        "container",
+        tensor=False,
+        grad=True if any(i.grad for i in items if i.tensorish) else None,
+        items=items,
+        graph=frozenset().union(*(i.graph for i in items)),
+    )
 
 
 def _zipped_dict(pairs: Value) -> Value | None:

@@ -419,13 +419,7 @@ class Events:
         same module stay); the other names of the tensor will read the new values. Whether a
         save of them is stale now (made so by this write or an earlier one)."""
         value, target = mutation.value, mutation.target
-        # A save an earlier write made stale is still read by the backward(): this write
-        # changes the tensor it holds once more (`g += a` twice after `g = sqrt(...)`).
-        staled = any(
-            self.saves[sid].group in groups and sid not in self.heap.freed
-            for sid in self.heap.stale
-            if sid in self.saves
-        )
+        staled = False
         for group in sorted(groups):
             kept: tuple[int, ...] = ()
             # The path of a branch on which alone the written name held this tensor.
@@ -448,7 +442,13 @@ class Events:
             if others and track_alias:
                 pend = self.heap.pending_alias.setdefault(group, [])
                 pend.append((mutation, others))
-        return staled
+        # A save an earlier write made stale is still read by the backward(): this write
+        # changes the tensor it holds once more (`g += a` twice after `g = sqrt(...)`).
+        return staled or any(
+            self.saves[sid].group in groups and sid not in self.heap.freed
+            for sid in self.heap.stale
+            if sid in self.saves
+        )
 
     def replay_write(self, write: WriteEvent, mutation: Mutation, groups: frozenset[int]) -> None:
         """A summary's write into the caller's tensors (`groups`): what the caller saved of
@@ -842,10 +842,10 @@ class Events:
         )
         # The backward() under a condition that may exclude the write's (`if a and b:`
         # around the step, `if not a and c:` around the backward()): on no known path both.
-        unsure = correlated(mutation.ctx, backward_ctx) if backward_ctx is not None else ()
+        doubts = correlated(mutation.ctx, backward_ctx) if backward_ctx is not None else ()
         if not reached:
-            unsure = (*unsure, "the backward() to its `inputs` runs the op that saved it")
-        if unsure:
+            doubts = (*doubts, "the backward() to its `inputs` runs the op that saved it")
+        if doubts:
             every_path = False
         if save.unknown and (not every_path or escapes_from):
             # A layer the analysis cannot read that may keep its output, on some paths or
@@ -865,7 +865,7 @@ class Events:
                 backward_loc,
                 "" if definite else save.grad_from,
                 on_some_paths,
-                () if every_path else (*branch_conditions(save.ctx, mutation.ctx), *unsure),
+                () if every_path else (*branch_conditions(save.ctx, mutation.ctx), *doubts),
                 escapes_from,
                 in_eval,
                 backward_ctx,

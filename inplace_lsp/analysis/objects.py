@@ -306,12 +306,11 @@ class Objects(TorchOps):
             else:
                 value = self._constructed(ref, attr, sub, owner)
         elif cls is not None and attr in cls.parameters:
-            frozen = frozen_parameter(cls.parameters[attr]) or self.frozen(ref)
             value = Value(
                 "tensor",
                 frozenset({ref.params_group}),
                 True,
-                False if frozen else ref.params_grad,
+                False if frozen_parameter(cls.parameters[attr]) else self._params_grad(ref),
                 leaf=True,
                 origin=f"parameter self.{attr}",
                 name=f"self.{attr}",
@@ -342,7 +341,7 @@ class Objects(TorchOps):
             "tensor",
             frozenset({ref.params_group}),
             True,
-            False if self.frozen(ref) else ref.params_grad,  # (None: frozen on some paths)
+            self._params_grad(ref),
             leaf=True,
             origin=f"parameter .{spelled}",
             param=param,
@@ -576,7 +575,7 @@ class Objects(TorchOps):
                 "params",
                 self.param_groups(ref),
                 tensor=False,
-                grad=False if self.frozen(ref) else ref.params_grad,
+                grad=self._params_grad(ref),
                 origin="named" if name == "named_parameters" else "",
             )
         if name == "zero_grad" and sets_to_none(node):
@@ -701,6 +700,11 @@ class Objects(TorchOps):
         if attr.module is not None:
             return self.module_call(attr.module, args, node, frame, kwargs)
         return self.call_value(attr, args, kwargs, node, frame)
+
+    def _params_grad(self, ref: ModuleRef) -> bool | None:
+        """Whether a module's own parameters require grad: False where it is frozen (here or
+        by the caller), None where it is frozen on some paths only."""
+        return False if self.frozen(ref) else ref.params_grad
 
     def _param_groups(self, value: Value) -> frozenset[int]:
         """The parameters an optimizer steps: `model.parameters()`, a list of them, param
