@@ -1685,3 +1685,250 @@ def test_a_backward_to_given_inputs_runs_only_the_nodes_on_a_path_to_them(
     script.write_text(everything, encoding="utf-8")
     assert "modified by an inplace operation" in _run(script).stderr
     assert 12 in _errors(analyze(everything, str(script)))
+
+
+# A GAN's two losses, the generator's backwarded first: zero_grad() left the critic's
+# parameters at None and that backward() never reaches them, so the critic's step skips them
+# all (torch runs it); where the first loss goes through the critic, its step writes them.
+UNREACHED = """\
+import torch
+import torch.nn as nn
+
+D = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+G = nn.Linear(2, 4)
+opt_d = torch.optim.Adam(D.parameters())
+opt_g = torch.optim.Adam(G.parameters())
+for _ in range(2):
+    fake = G(torch.randn(3, 2))
+    opt_d.zero_grad()
+    loss_g = -D(fake).mean()
+    loss_x = G(torch.randn(3, 2)).pow(2).mean()
+    loss_x.backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    loss_g.backward()
+    opt_g.step()
+"""
+
+
+@pytest.mark.torch
+def test_a_step_after_a_backward_that_did_not_reach_its_parameters(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    script = tmp_path / "gan.py"
+    script.write_text(UNREACHED, encoding="utf-8")
+    assert _run(script).returncode == 0
+    assert not _errors(analyze(UNREACHED, str(script)))
+    through = UNREACHED.replace("G(torch.randn(3, 2)).pow", "D(G(torch.randn(3, 2))).pow")
+    script.write_text(through, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script).stderr
+    assert 14 in _errors(analyze(through, str(script)))
+    # A call the analysis does not follow may reach the critic: no longer known to skip it.
+    hidden = through.replace(
+        "loss_x = D(G(torch.randn(3, 2))).pow(2).mean()",
+        "loss_x = mystery(G(torch.randn(3, 2)), D)",
+    )
+    assert 14 in _errors(analyze(hidden, str(script)))
+
+
+# A layer given a reshape of a transposed tensor (a view or a copy: the strides decide): only
+# its save of that input rests on which; its weights are its own, and a step before the
+# backward() that needs them breaks it whatever the reshape returned.
+MAYBE_INPUT = """\
+import torch
+import torch.nn as nn
+
+net = nn.Linear(4, 4)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+x = torch.randn(2, 2, 4, requires_grad=True).transpose(0, 1)
+out = net(x.reshape(4, 4))
+loss1 = out.sum()
+loss2 = (out**2).sum()
+loss1.backward(retain_graph=True)
+opt.step()
+loss2.backward()
+"""
+
+
+@pytest.mark.torch
+def test_a_layers_weights_are_saved_whatever_its_input_is(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    script = tmp_path / "step.py"
+    script.write_text(MAYBE_INPUT, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script).stderr
+    assert 11 in _errors(analyze(MAYBE_INPUT, str(script)))
+
+
+# einops.rearrange is torch's reshape and permute: a view of its input wherever it merges no
+# axes (MAE-DFER's messenger tokens, `(b n) c -> b n c` of a slice) or merges adjacent axes in
+# order of a contiguous tensor (`b c h w -> b (h w) c`); merging axes it reorders gives a copy
+# unless their sizes allow a view: a Warning that names it. Each checked by a run.
+EINOPS = {
+    "messenger": (
+        """\
+        import torch
+        import torch.nn as nn
+        from einops import rearrange
+
+
+        class Block(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.norm = nn.LayerNorm(dim)
+                self.attn = nn.Linear(dim, dim)
+
+            def forward(self, x, b):
+                tokens = rearrange(x[:, 0], "(b n) c -> b n c", b=b)
+                tokens = tokens + self.attn(self.norm(tokens))
+                x[:, 0] = rearrange(tokens, "b n c -> (b n) c")
+                return x
+
+
+        x = torch.randn(4, 3, 8, requires_grad=True) * 1
+        Block(8)(x, 2).sum().backward()
+        """,
+        15,
+        Severity.ERROR,
+    ),
+    "patches": (
+        """\
+        import torch
+        import torch.nn as nn
+        from einops import rearrange
+
+        conv = nn.Conv2d(3, 8, 3, padding=1)
+        norm = nn.LayerNorm(8)
+        feat = conv(torch.randn(2, 3, 4, 4))
+        tokens = norm(rearrange(feat, "b c h w -> b (h w) c"))
+        feat += 1
+        tokens.sum().backward()
+        """,
+        9,
+        Severity.ERROR,
+    ),
+    "channels last": (
+        """\
+        import torch
+        import torch.nn as nn
+        import einops
+
+        conv = nn.Conv2d(3, 8, 3, padding=1)
+        norm = nn.LayerNorm(8)
+        feat = conv(torch.randn(2, 3, 4, 4))
+        tokens = norm(einops.rearrange(feat, "b c h w -> b h w c"))
+        feat += 1
+        tokens.sum().backward()
+        """,
+        9,
+        Severity.ERROR,
+    ),
+    "transposed patches": (
+        """\
+        import torch
+        import torch.nn as nn
+        from einops import rearrange
+
+        conv = nn.Conv2d(3, 8, 3, padding=1)
+        norm = nn.LayerNorm(8)
+        feat = conv(torch.randn(2, 3, 4, 4))
+        tokens = norm(rearrange(feat, "b c h w -> b (w h) c"))
+        feat += 1
+        tokens.sum().backward()
+        """,
+        9,
+        Severity.WARNING,
+    ),
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", EINOPS)
+def test_einops_rearrange_is_a_view_where_torch_makes_one(name: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("einops")
+    source, line, severity = EINOPS[name]
+    text = textwrap.dedent(source)
+    script = tmp_path / "arrange.py"
+    script.write_text(text, encoding="utf-8")
+    broke = "modified by an inplace operation" in _run(script).stderr
+    assert broke is (severity is Severity.ERROR)
+    (finding,) = [f for f in analyze(text, str(script)) if f.span.line == line]
+    assert finding.severity is severity
+    if severity is Severity.WARNING:
+        assert "if `rearrange()` returns a view" in finding.message
+
+
+# A training script that never calls a method of its model's class: the write into the
+# embedding's weight there raises wherever it runs, but this program does not run it (torch
+# is fine), so it is no proven Error; called from the script, it is.
+UNCALLED = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(5, 3)
+
+    def reinit(self):
+        self.emb.weight[0] = 0
+
+    def forward(self, x):
+        return self.emb(x)
+
+
+net = Net()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for _ in range(2):
+    loss = net(torch.tensor([1, 2])).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.torch
+def test_a_method_the_script_never_calls_is_no_proven_error(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    script = tmp_path / "train.py"
+    script.write_text(UNCALLED, encoding="utf-8")
+    assert _run(script).returncode == 0
+    (write,) = [f for f in analyze(UNCALLED, str(script)) if f.span.line == 11]
+    assert write.severity is Severity.WARNING
+    assert "`self.emb.weight` is a leaf that requires grad" in write.message
+    assert "never runs `Net.reinit`" in write.message
+    called = UNCALLED.replace("net = Net()\n", "net = Net()\nnet.reinit()\n")
+    script.write_text(called, encoding="utf-8")
+    assert "leaf Variable that requires grad" in _run(script).stderr
+    assert 11 in _errors(analyze(called, str(script)))
+
+
+# `range()` gives Python ints whatever its bounds: a factorial kept in one across a loop
+# (diffusers' UniPC scheduler, `factorial_i *= i + 1`) is no tensor a product saved.
+RANGE = """\
+import torch
+
+
+def coefficients(h, order):
+    h_phi_k = torch.expm1(-h) / -h - 1
+    factorial_i = 1
+    b = []
+    for i in range(1, order + 1):
+        b.append(h_phi_k * factorial_i / h)
+        factorial_i *= i + 1
+        h_phi_k = h_phi_k / h - 1 / factorial_i
+    return torch.stack(b)
+
+
+h = torch.tensor(0.5, requires_grad=True)
+coefficients(h, 3).sum().backward()
+"""
+
+
+@pytest.mark.torch
+def test_a_counter_over_range_stays_a_python_int(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    script = tmp_path / "sched.py"
+    script.write_text(RANGE, encoding="utf-8")
+    assert _run(script).returncode == 0
+    assert not [f for f in analyze(RANGE, str(script)) if f.span.line == 10]

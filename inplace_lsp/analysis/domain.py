@@ -340,6 +340,9 @@ class Save:
     # Of a tensor that may be the one written or a copy of it (`x[:, 0].reshape(...)`): what
     # decides it, as a message says it ("" otherwise).
     maybe: str = ""
+    # The parameter groups whose gradients the op's backward computes (a layer's own, where
+    # they require grad; a parameter given to a functional op), saved or not.
+    reach: frozenset[int] = frozenset()
 
 
 @dataclass(eq=False)
@@ -539,6 +542,9 @@ class Heap:
     # did), and the backward() that freed each.
     carried: dict[int, tuple[Loc, str | None, bool]] = field(default_factory=dict)
     freed_by: dict[int, Loc] = field(default_factory=dict)
+    # Whether a call the analysis does not follow was given a module or a tensor: a graph
+    # built since may reach parameters no save of it names.
+    unfollowed: bool = False
 
     def copy(self) -> Heap:
         return Heap(
@@ -552,6 +558,7 @@ class Heap:
             self.graded,
             dict(self.carried),
             dict(self.freed_by),
+            self.unfollowed,
         )
 
     def join(self, other: Heap) -> None:
@@ -568,6 +575,7 @@ class Heap:
         self.freed &= other.freed
         self.no_grads &= other.no_grads
         self.graded = self.graded or other.graded
+        self.unfollowed = self.unfollowed or other.unfollowed
         for sid, use in other.carried.items():
             self.carried.setdefault(sid, use)
         for sid, loc in other.freed_by.items():
@@ -716,6 +724,14 @@ def tensors_in(value: Value) -> list[Value]:
     if value.kind == "container" and (value.graph or value.grad):
         return [Value("tensor", frozenset(), True, value.grad, graph=value.graph)]
     return [value] if value.tensorish else []
+
+
+def parameters_in(args: list[Value]) -> frozenset[int]:
+    """The groups of the leaves among an op's operands that may require grad (a module's
+    parameter given to `F.linear`): what the op's backward computes a gradient for."""
+    return frozenset().union(
+        *(t.groups for a in args for t in tensors_in(a) if t.leaf and t.grad is not False)
+    )
 
 
 def branch_conditions(saved_in: Ctx, written_in: Ctx) -> tuple[str, ...]:

@@ -66,6 +66,7 @@ from inplace_lsp.analysis.domain import (
     join_values,
     location,
     new_id,
+    parameters_in,
     python_value,
     replace,
     scalar,
@@ -1946,7 +1947,7 @@ class Interpreter(Objects):
             if builtin is not None:
                 return builtin
         if isinstance(func, ast.Name) and func.id in BUILTINS and func.id not in frame.env:
-            return self.unknown_call(args, kwargs)  # `print(x)`, `len(x)`: nothing is kept
+            return self.unknown_call(args, kwargs, builtin=True)  # `print(x)`: nothing kept
         return self._not_followed(callee, args, kwargs, node, frame)
 
     def call_value(
@@ -2396,6 +2397,10 @@ class Interpreter(Objects):
                 for name, value in kwargs.items():
                     self.set_attr(ref, name, value)
                 return Value("object", tensor=False, grad=False, module=ref)
+            if qual == "einops.rearrange" and args:
+                arranged = self.rearranged(args[0], node, frame)
+                if arranged is not None:
+                    return arranged
             if python_values(qual):
                 return python_value()  # `np.mean(xs)`, `argparse.ArgumentParser()`, `gym.make()`
             if qual == "itertools.chain" and args and all(a.kind == "params" for a in args):
@@ -2518,9 +2523,18 @@ class Interpreter(Objects):
             return result
         possible = any(g is None for g in grads)
         label = f"{cls.name}.apply"
+        reach = parameters_in(args)
         new = {
             self._save(
-                group, label, "input", f"{cls.name}Backward", node, frame, possible, t.name or ""
+                group,
+                label,
+                "input",
+                f"{cls.name}Backward",
+                node,
+                frame,
+                possible,
+                t.name or "",
+                reach=reach,
             )
             for t in saved
             for group in sorted(t.groups)

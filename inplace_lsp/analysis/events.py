@@ -99,14 +99,21 @@ class Events:
     def loc(self, node: ast.AST, frame: Frame) -> Loc:
         return location(node, frame.start)
 
-    def unknown_call(self, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    def unknown_call(
+        self, args: list[Value], kwargs: dict[str, Value], builtin: bool = False
+    ) -> Value:
         """The result of a call the analysis does not follow (domain.unknown_call); the
         tensors given to it may have been saved by it, so no write into them is checked
-        safe afterwards (here, or in a caller of this function)."""
+        safe afterwards (here, or in a caller of this function). `builtin`: Python's own
+        (`print(loss)`), which builds no graph."""
         given = (*args, *kwargs.values())
         groups = frozenset().union(*(_given_groups(v) for v in given))
         self.read_by_unknown(groups)
         self.heap.graded = True  # (it may run a backward)
+        if not builtin and any(
+            v.kind in ("module", "unknown", "container") or v.tensorish for v in given
+        ):
+            self.heap.unfollowed = True
         for value in given:
             owner = owning_instance(value.module)
             if owner is not None:
@@ -214,6 +221,7 @@ class Events:
         param: str = "",
         unknown: bool = False,
         maybe: str = "",
+        reach: frozenset[int] = frozenset(),
     ) -> int:
         sid = new_id()
         self.saves[sid] = Save(
@@ -232,6 +240,7 @@ class Events:
             param or (slot[6:] if slot.startswith("param:") else ""),
             unknown=unknown,
             maybe=maybe,
+            reach=reach,
         )
         self._add_save(self.saves[sid])
         return sid
@@ -743,6 +752,24 @@ class Events:
             graph, retain, self.loc(node, frame), frame.path, frame.ctx, unsure=unsure
         )
 
+    def _left_without_grads(self, graph: frozenset[int]) -> frozenset[int]:
+        """The parameter groups still without a gradient after a backward() through these
+        saves: those zero_grad() left so that none of its saves holds one (`loss_x.backward()`
+        through G alone leaves D's at None, and `opt_d.step()` then skips them). Only where
+        the graph is known in full: every save of it made by an op the analysis knows and no
+        call it does not follow on the way."""
+        no_grads = self.heap.no_grads
+        if not no_grads or not graph or self.heap.unfollowed:
+            return frozenset()
+        reached: set[int] = set()
+        for sid in graph:
+            save = self.saves.get(sid)
+            if save is None or save.unknown:
+                return frozenset()
+            reached.add(save.group)
+            reached |= save.reach
+        return no_grads - reached - self.heap.unknown_reads
+
     def _towards(
         self, graph: frozenset[int], towards: Value
     ) -> tuple[frozenset[int], frozenset[int]]:
@@ -779,7 +806,7 @@ class Events:
         """backward() through the saves of `graph`: a stale one is a conflict, and each is
         freed unless the graph is retained (`checked`: saves a summary already looked at,
         only freed here; `unsure`: saves it may not reach, a backward() to `inputs=`)."""
-        self.heap.no_grads = frozenset()
+        self.heap.no_grads = self._left_without_grads(graph)
         self.heap.graded = True
         again = [sid for sid in graph if sid in self.heap.carried and sid not in checked]
         if again:

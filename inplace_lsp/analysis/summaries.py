@@ -868,7 +868,8 @@ class Application:
         if known is not None:
             return self.saves[known]
         (group,) = self.groups([save.group]) or (save.group,)
-        copy = replace(save, id=new_id(), group=group, ctx=self.ctx(save.ctx))
+        reach = self.groups(save.reach) if save.reach else save.reach
+        copy = replace(save, id=new_id(), group=group, ctx=self.ctx(save.ctx), reach=reach)
         if self.call_site is not None:
             copy.called_at, copy.called_at_path = self.call_site
         self.saves[copy.id] = copy
@@ -966,6 +967,7 @@ _ID_FIELDS = frozenset(
         "silent",
         "split",
         "unknown_reads",
+        "reach",
     }
 )
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

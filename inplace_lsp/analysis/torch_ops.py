@@ -18,6 +18,7 @@ from inplace_lsp.analysis.domain import (
     location,
     new_id,
     owning_instance,
+    parameters_in,
     replace,
     scalar,
     tensors_in,
@@ -299,6 +300,28 @@ class TorchOps(Events):
             return replace(receiver, leaf=False, joined=True, dtype=target, maybe=maybe)
         return None
 
+    def rearranged(self, receiver: Value, node: ast.Call, frame: Frame) -> Value | None:
+        """`einops.rearrange(x, "b c h w -> b (h w) c")`: torch's reshape and permute of x,
+        so a view of it where the strides allow, a copy otherwise. A view for sure where the
+        pattern merges no axes (splits and reorderings always are), or merges only axes that
+        sit next to each other in order in a tensor known to be contiguous; a view or a copy
+        (a Warning names it) otherwise. None where the pattern is not a string this reads."""
+        layout = _rearrangement(node)
+        if layout is None or not receiver.tensorish:
+            return None
+        before, after = layout
+        merges = [group for group in after if len(group) > 1]
+        order = [axis for group in after for axis in group]
+        if not merges:
+            kept = receiver.contiguous if order == before else False
+            return self._view(receiver, frame, contiguous=kept, producer="rearrange()")
+        if receiver.contiguous is True and all(_adjacent(group, before) for group in merges):
+            in_order = order == before
+            return self._view(receiver, frame, contiguous=in_order or None, producer="rearrange()")
+        maybe = "`rearrange()` returns a view (it copies where the strides do not allow one)"
+        view = self._view(receiver, frame, producer="rearrange()")
+        return replace(view, joined=True, maybe=maybe, contiguous=None)
+
     def _copy_of(
         self, receiver: Value, name: str, frame: Frame, producer: str | None = None
     ) -> Value:
@@ -406,6 +429,7 @@ class TorchOps(Events):
             if slots is None:
                 slots = info.saved_slots(input_grad)
             new = set()
+            reach = frozenset({ref.params_group}) if params else frozenset()
             for slot in sorted(slots):  # a frozenset of str: its order follows the hash seed
                 target_value: Value | None = None
                 if slot == "input":
@@ -425,10 +449,13 @@ class TorchOps(Events):
                             info.grad_fn,
                             node,
                             frame,
-                            # (of what may be this tensor or a copy: possibly this one)
-                            possible=(x.grad is None and slot != "input") or bool(x.maybe),
+                            # (of what may be the written tensor or a copy of it: the
+                            # input is possibly that one; the weights and output are not)
+                            possible=(x.grad is None and slot != "input")
+                            or (slot == "input" and bool(x.maybe)),
                             what=target_value.name or "",
                             maybe=x.maybe if slot == "input" else "",
+                            reach=reach,
                         )
                     )
             out.graph = out.graph | frozenset(new)
@@ -582,6 +609,7 @@ class TorchOps(Events):
             return
         outputs = result.items if result.kind == "container" and result.items else (result,)
         new: set[int] = set()
+        reach = parameters_in(args)
         for slot in sorted(slots):  # a frozenset of str: its order follows the hash seed
             if slot.startswith("output"):
                 index = int(slot[6:]) if slot[6:].isdigit() else 0
@@ -610,6 +638,7 @@ class TorchOps(Events):
                         target.joined,
                         target.param,
                         maybe=target.maybe,
+                        reach=reach,
                     )
                 )
         for output in outputs:
@@ -840,11 +869,59 @@ def builtin_call(name: str, args: list[Value]) -> Value | None:
         return Value(
             "container", tensor=False, grad=grad, items=items, graph=graph, element=element
         )
+    if name == "range":
+        # Python ints, whatever its bounds (`range(1, order + 1)` of an unknown `order`).
+        return Value("container", tensor=False, grad=False, element=scalar())
     if name == "zip":
         return Value("zip", tensor=False, grad=None, items=tuple(args))
     if name == "enumerate" and args:
         return Value("zip", tensor=False, grad=None, items=(args[0],), origin="enumerate")
     return None
+
+
+_AXIS = re.compile(r"\(|\)|\.\.\.|[A-Za-z_][A-Za-z0-9_]*|\d+")
+
+
+def _rearrangement(node: ast.Call) -> tuple[list[str], list[list[str]]] | None:
+    """An einops pattern's input axes, in memory order (a group on the left splits an axis
+    into its parts), and its output's axes grouped as they are merged; None where the call
+    gives no pattern string, or one that adds or drops an axis."""
+    if len(node.args) < 2 or not isinstance(node.args[1], ast.Constant):
+        return None
+    pattern = node.args[1].value
+    if not isinstance(pattern, str) or pattern.count("->") != 1:
+        return None
+    sides = []
+    for side in pattern.split("->"):
+        groups: list[list[str]] = []
+        depth = 0
+        for token in _AXIS.findall(side):
+            if token == "(":
+                depth += 1
+                groups.append([])
+            elif token == ")":
+                depth -= 1
+            elif token.isdigit():  # an axis of length 1 (`()` too): no memory of its own
+                if depth == 0:
+                    groups.append([])
+            elif depth:
+                groups[-1].append(token)
+            else:
+                groups.append([token])
+        if depth:
+            return None
+        sides.append(groups)
+    before = [axis for group in sides[0] for axis in group]
+    after = sides[1]
+    if sorted(before) != sorted(axis for group in after for axis in group):
+        return None
+    return before, after
+
+
+def _adjacent(group: list[str], order: list[str]) -> bool:
+    """Whether these axes follow each other, in this order, in `order`."""
+    start = order.index(group[0])
+    return order[start : start + len(group)] == group
 
 
 def view_layout(kind: str | None, base: bool | None) -> bool | None:

@@ -258,7 +258,7 @@ class WMFTrainer(BaseTrainer):
             rhs = torch.mm(P.t(), Cv.mm(x_v))
 
             new_q_v = torch.mm(lhs.inverse(), rhs)
-            model.Q[item] = new_q_v.t()
+            model.Q[item] = new_q_v.t()  # error: IPL002
 
         return 0
 
