@@ -15,7 +15,7 @@ import hashlib
 import logging
 import re
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -317,10 +317,16 @@ class DocumentAnalysis:
         shadowed = _followed_from_call_sites(follows)
         kept = [finding for entry, finding in findings if entry not in shadowed]
         if any(entry and f.severity is Severity.ERROR for entry, f in findings):
-            unrun = _not_run_by_script(parsed, texts)
-            if unrun:
+            reach = _script_reach(parsed, texts)
+            if reach is not None:
+                unrun = reach[0]
+                idle = _methods_not_run(reach[1], model)
                 kept = [
-                    _not_run(f, top) if (top := entry.split(".", 1)[0]) in unrun else f
+                    _not_run(f, top)
+                    if (top := entry.split(".", 1)[0]) in unrun
+                    else _not_run(f, entry)
+                    if entry in idle
+                    else f
                     for entry, f in findings
                     if entry not in shadowed
                 ]
@@ -1180,17 +1186,20 @@ def _is_docstring(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
 
 
-def _not_run_by_script(blocks: list[Block], texts: dict[str, _TextFacts]) -> frozenset[str]:
+def _script_reach(
+    blocks: list[Block], texts: dict[str, _TextFacts]
+) -> tuple[frozenset[str], list[Block]] | None:
     """The top-level functions and classes that a training script (module-level code that
     calls backward()) never reaches, by any name its reachable code mentions (a superset of
     what it calls: identifiers in strings and comments count too). A decorated definition
     may be registered and run by name; where the reachable code looks names up dynamically
-    (`globals()`, `eval`), every definition may run."""
+    (`globals()`, `eval`), every definition may run. Also the blocks it may run; None
+    where there is no such script or any definition may run."""
     defs: dict[str, Block] = {}
     live: set[str] = set()
     for block in blocks:
         if block.tree is None:
-            return frozenset()  # (what the broken text mentions is not known)
+            return None  # (what the broken text mentions is not known)
         facts = texts[block.key]
         for name in facts.defines:
             defs[name] = block
@@ -1199,7 +1208,7 @@ def _not_run_by_script(blocks: list[Block], texts: dict[str, _TextFacts]) -> fro
         ):
             live |= facts.names
     if not live:
-        return frozenset()
+        return None
     for name, block in defs.items():
         if any(
             getattr(stmt, "decorator_list", None)
@@ -1217,8 +1226,76 @@ def _not_run_by_script(blocks: list[Block], texts: dict[str, _TextFacts]) -> fro
         live |= mentioned
         todo.extend(n for n in mentioned if n in defs and n not in seen)
     if "backward" not in live or not live.isdisjoint(_DYNAMIC):
+        return None
+    run = [b for b in blocks if texts[b.key].script or not texts[b.key].defines.isdisjoint(seen)]
+    return frozenset(name for name in defs if name not in seen), run
+
+
+# Methods that torch or Python call without naming them in the code: nn.Module's forward and
+# the hooks of its own that a subclass overrides, autograd.Function's, the dunders.
+_IMPLICIT_METHODS = frozenset(
+    "forward backward setup_context jvp vjp train eval extra_repr reset_parameters"
+    " _init_weights init_weights _apply _load_from_state_dict _save_to_state_dict".split()
+)
+# Reachable code that looks attributes up by a computed name: any method may run.
+_DYNAMIC_ATTRS = frozenset({"getattr", "methodcaller", "attrgetter", "__getattribute__"})
+_PLAIN_BASES = frozenset({*model_mod.MODULE_BASES, "nn.Module", "Module", "object"})
+
+
+def _methods_not_run(run: list[Block], model: model_mod.ModuleModel) -> frozenset[str]:
+    """`Class.method` entry points of classes the training script runs whose method nothing
+    it may run names (`Net.reinit`, written and never called): the script never runs them.
+    Only for classes whose bases are nn.Module or classes of the file: a library's base
+    class (Lightning's, transformers') calls its subclass's methods by their names."""
+    said: Counter[str] = Counter()
+    defined: Counter[str] = Counter()
+    for block in run:
+        said.update(IDENT.findall(block.text))
+        assert block.tree is not None
+        defined.update(
+            node.name
+            for node in ast.walk(block.tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        )
+    if not _DYNAMIC_ATTRS.isdisjoint(said):
         return frozenset()
-    return frozenset(name for name in defs if name not in seen)
+    idle: set[str] = set()
+    for block in run:
+        assert block.tree is not None
+        for stmt in block.tree.body:
+            info = model.classes.get(stmt.name) if isinstance(stmt, ast.ClassDef) else None
+            if info is None or not _plain_class(info, model):
+                continue
+            for name, fn in info.methods.items():
+                if (
+                    name in _IMPLICIT_METHODS
+                    or (name.startswith("__") and name.endswith("__"))
+                    or said[name] > defined[name]
+                    or not all(_grad_mode_only(d) for d in fn.decorator_list)
+                ):
+                    continue
+                idle.add(f"{info.name}.{name}")
+    return frozenset(idle)
+
+
+def _plain_class(info: model_mod.ClassInfo, model: model_mod.ModuleModel, depth: int = 0) -> bool:
+    """Whether a class's bases are nn.Module, object or classes of the file like it."""
+    for base in info.bases:
+        if base in _PLAIN_BASES:
+            continue
+        local = model.classes.get(base)
+        if local is None or local is info or depth > 8:
+            return False
+        if not _plain_class(local, model, depth + 1):
+            return False
+    return True
+
+
+def _grad_mode_only(decorator: ast.expr) -> bool:
+    """`@torch.no_grad()`, `@staticmethod`: decorators that register nothing to call it."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+    return name in ("no_grad", "enable_grad", "inference_mode", "staticmethod", "classmethod")
 
 
 def _not_run(finding: Finding, top: str) -> Finding:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from inplace_lsp.analysis.domain import Facts
+from inplace_lsp.analysis.domain import Facts, Mutation
 from inplace_lsp.analysis.findings import Confidence, Finding, FixRecipe, Severity
 from inplace_lsp.analysis.rules.base import DocContext, Invalid, Rule
 
@@ -47,7 +47,7 @@ class InplaceOnLeaf(Rule):
             mutation = write.mutation
             if mutation.path is not None:
                 continue
-            name = f"`{mutation.target}`" if mutation.target else "This tensor"
+            name = _written(mutation)
             what = "a leaf" if mutation.value.leaf else "a view of a leaf"
             requires = "that requires grad" if mutation.value.grad else write.unless
             if write.maybe_parameter:
@@ -82,3 +82,20 @@ class InplaceOnLeaf(Rule):
                     ctx.span(mutation.stmt_loc),
                 ),
             )
+
+
+def _written(mutation: Mutation) -> str:
+    """The tensor a write goes into, as the message names it: the name written to, or for
+    an attribute of an object (`self.emb.weight[0] = ...`) the subscripted expression."""
+    target = mutation.target
+    if mutation.kind == "setitem" and mutation.op.endswith("] = ..."):
+        depth = 0
+        for i in range(len(mutation.op) - len("= ...") - 2, -1, -1):
+            char = mutation.op[i]
+            depth += char == "]"
+            depth -= char == "["
+            if depth == 0:
+                return f"`{mutation.op[:i]}`"
+    if target and target != "self":
+        return f"`{target}`"
+    return "This tensor"
