@@ -1758,6 +1758,21 @@ def test_a_layers_weights_are_saved_whatever_its_input_is(tmp_path: Path) -> Non
     assert 11 in _errors(analyze(MAYBE_INPUT, str(script)))
 
 
+# A conv's output given to a LayerNorm through einops, then written in place.
+PATCHES = """\
+import torch
+import torch.nn as nn
+import einops
+
+conv = nn.Conv2d(3, 8, 3, padding=1)
+norm = nn.LayerNorm(8)
+feat = conv(torch.randn(2, 3, 4, 4))
+tokens = norm(einops.rearrange(feat, "PATTERN"))
+feat += 1
+tokens.sum().backward()
+"""
+
+
 # einops.rearrange is torch's reshape and permute: a view of its input wherever it merges no
 # axes (MAE-DFER's messenger tokens, `(b n) c -> b n c` of a slice) or merges adjacent axes in
 # order of a contiguous tensor (`b c h w -> b (h w) c`); merging axes it reorders gives a copy
@@ -1789,54 +1804,14 @@ EINOPS = {
         15,
         Severity.ERROR,
     ),
-    "patches": (
-        """\
-        import torch
-        import torch.nn as nn
-        from einops import rearrange
-
-        conv = nn.Conv2d(3, 8, 3, padding=1)
-        norm = nn.LayerNorm(8)
-        feat = conv(torch.randn(2, 3, 4, 4))
-        tokens = norm(rearrange(feat, "b c h w -> b (h w) c"))
-        feat += 1
-        tokens.sum().backward()
-        """,
-        9,
-        Severity.ERROR,
-    ),
-    "channels last": (
-        """\
-        import torch
-        import torch.nn as nn
-        import einops
-
-        conv = nn.Conv2d(3, 8, 3, padding=1)
-        norm = nn.LayerNorm(8)
-        feat = conv(torch.randn(2, 3, 4, 4))
-        tokens = norm(einops.rearrange(feat, "b c h w -> b h w c"))
-        feat += 1
-        tokens.sum().backward()
-        """,
-        9,
-        Severity.ERROR,
-    ),
-    "transposed patches": (
-        """\
-        import torch
-        import torch.nn as nn
-        from einops import rearrange
-
-        conv = nn.Conv2d(3, 8, 3, padding=1)
-        norm = nn.LayerNorm(8)
-        feat = conv(torch.randn(2, 3, 4, 4))
-        tokens = norm(rearrange(feat, "b c h w -> b (w h) c"))
-        feat += 1
-        tokens.sum().backward()
-        """,
-        9,
-        Severity.WARNING,
-    ),
+    **{
+        name: (PATCHES.replace("PATTERN", pattern), 9, severity)
+        for name, pattern, severity in (
+            ("patches", "b c h w -> b (h w) c", Severity.ERROR),
+            ("channels last", "b c h w -> b h w c", Severity.ERROR),
+            ("transposed patches", "b c h w -> b (w h) c", Severity.WARNING),
+        )
+    },
 }
 
 

@@ -901,6 +901,8 @@ def _rearrangement(node: ast.Call) -> tuple[list[str], list[list[str]]] | None:
                 groups.append([])
             elif token == ")":
                 depth -= 1
+                if depth < 0:
+                    return None
             elif token.isdigit():  # an axis of length 1 (`()` too): no memory of its own
                 if depth == 0:
                     groups.append([])
