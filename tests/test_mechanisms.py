@@ -1907,3 +1907,207 @@ def test_a_counter_over_range_stays_a_python_int(tmp_path: Path) -> None:
     script.write_text(RANGE, encoding="utf-8")
     assert _run(script).returncode == 0
     assert not [f for f in analyze(RANGE, str(script)) if f.span.line == 10]
+
+
+# `x += self.fn(x)` in a residual wrapper whose `fn` is a LayerNorm (it keeps its input): the
+# wrapper built inside an nn.Sequential subclass's `super().__init__(...)`, inside a plain
+# nn.Sequential, or as the blocks of a ModuleList made from a class given as an argument
+# (the "ViT from scratch" shape); an OrderedDict of named children too. Torch fails on each.
+RESIDUAL_ADD = """\
+import torch
+import torch.nn as nn
+from collections import OrderedDict
+
+
+class ResidualAdd(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        out = self.fn(x)
+        x += out
+        return x
+
+
+class Block(nn.Sequential):
+    def __init__(self, emb):
+        super().__init__(ResidualAdd(nn.Sequential(nn.LayerNorm(emb), nn.Linear(emb, emb))))
+
+
+class Encoder(nn.Module):
+    def __init__(self, depth=2, emb=8, block=Block):
+        super().__init__()
+        self.layers = nn.ModuleList([block(emb) for _ in range(depth)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+model = MODEL
+model(torch.randn(2, 4)).sum().backward()
+"""
+CONTAINERS = {
+    "sequential subclass": "nn.Sequential(nn.Linear(4, 8), Block(8))",
+    "plain sequential": "nn.Sequential(nn.Linear(4, 8), ResidualAdd(nn.LayerNorm(8)))",
+    "blocks from a class argument": "nn.Sequential(nn.Linear(4, 8), Encoder())",
+    "ordered dict": 'nn.Sequential(OrderedDict({"embed": nn.Linear(4, 8), "block": Block(8)}))',
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", CONTAINERS)
+def test_residual_writes_through_containers_of_objects(name: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = RESIDUAL_ADD.replace("MODEL", CONTAINERS[name])
+    script = tmp_path / "vit.py"
+    script.write_text(text, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script).stderr
+    assert 13 in _errors(analyze(text, str(script)))
+
+
+# `if init_values > 0: self.gamma = nn.Parameter(...)` / `else: self.gamma = None`: for
+# this object's arguments the attribute is None, and forward takes its `is None` branch.
+GAMMA = """\
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim, init_values=0.0):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        if init_values > 0:
+            self.gamma_1 = nn.Parameter(init_values * torch.ones(dim))
+        else:
+            self.gamma_0, self.gamma_1 = None, None
+
+    def forward(self, x):
+        if self.gamma_1 is None:
+            y = torch.sigmoid(self.fc(x))
+            y += 1
+        else:
+            y = self.fc(x) * self.gamma_1
+        return y
+
+
+Block(4, INIT)(torch.randn(2, 4)).sum().backward()
+"""
+
+
+@pytest.mark.torch
+def test_a_parameter_made_on_one_branch_of_init_only(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    script = tmp_path / "gamma.py"
+    for init, fails in (("0.0", True), ("0.1", False)):
+        text = GAMMA.replace("INIT", init)
+        script.write_text(text, encoding="utf-8")
+        assert ("modified by an inplace operation" in _run(script).stderr) is fails
+        assert (17 in _errors(analyze(text, str(script)))) is fails
+
+
+# SPQ's retrieval: distances of a codebook the analysis cannot read written into the split
+# views of a zeros tensor. Torch refuses it when they require grad (a Warning that says so);
+# `.detach()`ed, they never do.
+SPLIT_WRITE = """\
+import torch
+
+
+def distances(codebook, query, books):
+    rows = codebook.shape[0]
+    out = torch.zeros(rows, books)
+    pieces = torch.split(out, 1, 1)
+    for j in range(books):
+        for k in range(rows):
+            pieces[j][k] = torch.norm(query - codebook[k], 2)
+    return out
+
+
+head = Head()
+print(distances(head.codebook, torch.randn(3), 2))
+"""
+
+
+def test_a_write_into_a_split_view_of_values_that_may_require_grad() -> None:
+    (write,) = [f for f in analyze(SPLIT_WRITE, "spq.py") if f.span.line == 10]
+    assert write.code == "IPL009" and write.severity is Severity.WARNING
+    assert "torch raises here if `head.codebook` requires grad" in write.message
+    detached = SPLIT_WRITE.replace("query - codebook[k], 2)", "query - codebook[k], 2).detach()")
+    assert not [f for f in analyze(detached, "spq.py") if f.span.line == 10]
+
+
+# Where the analysis cannot tell which module runs, nothing it gave is "checked: safe":
+# `nn.Upsample(...) if flag else nn.Sigmoid()` (the Sigmoid keeps its output), and a tower
+# whose layers are added on exclusive arms of an `if` in a loop over levels (SOTR's mask head:
+# level 0's tower ends in a ReLU, the others' in an Upsample). Torch fails on each.
+CHOSEN = {
+    "flag": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class M(nn.Module):
+            def __init__(self, flag):
+                super().__init__()
+                self.act = nn.Upsample(scale_factor=2) if flag else nn.Sigmoid()
+
+            def forward(self, x):
+                y = self.act(x)
+                y += 1
+                return y
+
+
+        M(len([]) > 0)(torch.randn(1, 2, 4, requires_grad=True)).sum().backward()
+        """,
+        12,
+    ),
+    "levels": (
+        """\
+        import torch
+        import torch.nn as nn
+
+
+        class Head(nn.Module):
+            def __init__(self, levels):
+                super().__init__()
+                self.towers = nn.ModuleList()
+                for i in range(levels):
+                    tower = nn.Sequential()
+                    if i == 0:
+                        tower.add_module("conv", nn.Conv2d(2, 2, 3, padding=1))
+                        tower.add_module("act", nn.ReLU())
+                        self.towers.append(tower)
+                        continue
+                    tower.add_module("conv", nn.Conv2d(2, 2, 3, padding=1))
+                    tower.add_module("up", nn.Upsample(scale_factor=2 ** i))
+                    self.towers.append(tower)
+
+            def forward(self, features):
+                total = self.towers[0](features[0])
+                for i in range(1, len(features)):
+                    total += self.towers[i](features[i])
+                return total
+
+
+        feats = [torch.randn(1, 2, 8, 8), torch.randn(1, 2, 4, 4)]
+        Head(2)(feats).sum().backward()
+        """,
+        23,
+    ),
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", CHOSEN)
+def test_no_hint_where_which_module_runs_is_not_known(name: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    source, line = CHOSEN[name]
+    text = textwrap.dedent(source)
+    script = tmp_path / "chosen.py"
+    script.write_text(text, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script).stderr
+    found = [f for f in analyze(text, str(script)) if f.span.line == line]
+    assert found and all(f.severity is not Severity.HINT for f in found)

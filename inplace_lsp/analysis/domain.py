@@ -411,6 +411,9 @@ class Refusal:
     # Not definite: met only from the second pass of a loop whose number of passes is not
     # known (`if acc is None: acc = part` then `acc += part` on the next pass).
     repeated: bool = False
+    # Not definite: whether what is written into the view requires grad is not known, and
+    # rests on no argument (a tensor of an object the analysis cannot read).
+    unknown_grad: bool = False
 
 
 @dataclass(eq=False)

@@ -216,6 +216,8 @@ class Interpreter(Objects):
         self.call_stack: list[ast.AST] = []
         self.group_names: dict[int, set[str]] = {}
         self.uncertain = 0  # > 0 while running code that may not run (a conditional submodule)
+        # Per module: the branch arm each split added children on (Objects).
+        self.child_arms: dict[ModuleRef, dict[int, int]] = {}
         # The `with torch.set_grad_enabled(flag):` of unknown flag being run, innermost last.
         self.grad_modes: list[str] = []
         # `model.Generator = Generator` at module level, on a class or module the code names:
@@ -2175,6 +2177,14 @@ class Interpreter(Objects):
             layer = self.torch_layer(this.module)
             if layer is not None and not kwargs:  # `super().forward(x)` of an nn.Conv2d
                 return self.layer_call(layer, args, node, frame)
+        if found is None and this is not None and this.module is not None and name == "__init__":
+            children = self._listed_children(this.module, args)
+            if children is not None:
+                # `class Block(nn.Sequential): ... super().__init__(ResidualAdd(...), ...)`
+                # (or an OrderedDict of them): the layers it runs, in order.
+                for child in children:
+                    self.add_child(this.module, child)
+                return constant(None)
         if found is None or this is None:
             return self.unknown_call(args, kwargs)
         owner = found[0].owner or self.model
@@ -2182,6 +2192,22 @@ class Interpreter(Objects):
         return self.inline(
             method, owner.start_of(method), [this, *args], kwargs, node, frame, owner
         )
+
+    def _listed_children(self, ref: ModuleRef, args: list[Value]) -> list[ModuleRef] | None:
+        """The modules `super().__init__(...)` gives an nn.Sequential or nn.ModuleList
+        subclass: its arguments (Sequential), the items of its one argument (ModuleList, or
+        a Sequential given an OrderedDict); None where they are not all known modules."""
+        kind = self.list_kind(ref)
+        if kind is None or not args:
+            return None
+        held: tuple[Value, ...] | list[Value] | None = args
+        if kind != "torch.nn.Sequential" or (len(args) == 1 and args[0].module is None):
+            held = args[0].items if len(args) == 1 else None
+        if not held or any(v.module is None and v.kind != "unknown" for v in held):
+            return None
+        # (an argument the analysis does not know stays in its place: a module nothing is
+        # known of)
+        return [v.module or ModuleRef(None, None, ref.params_group) for v in held]
 
     def _made_here(self, expr: ast.expr, value: Value, mark: int) -> bool:
         """Whether `value`, what `expr` evaluated to, is a tensor that a torch op (a function
@@ -2397,6 +2423,10 @@ class Interpreter(Objects):
                 for name, value in kwargs.items():
                     self.set_attr(ref, name, value)
                 return Value("object", tensor=False, grad=False, module=ref)
+            if qual == "collections.OrderedDict" and len(args) == 1 and not kwargs:
+                ordered = _ordered_dict(args[0])
+                if ordered is not None:
+                    return ordered  # `OrderedDict({"embedding": ..., "encoder": ...})`
             if qual == "einops.rearrange" and args:
                 arranged = self.rearranged(args[0], node, frame)
                 if arranged is not None:
@@ -2469,10 +2499,20 @@ class Interpreter(Objects):
             sub = submodule_of(self.model, "", node) or Submodule("", node, qual)
             built = self.module_value(qual, sub, new_id(), frame.start)
             made = built.module
-            if made is not None and not made.children and qual in _CONTAINER_MODULES:
+            held = args[0].items if qual != "torch.nn.Sequential" and args else args
+            if len(args) == 1 and args[0].module is None and args[0].keys is not None:
+                held = args[0].items  # `nn.Sequential(OrderedDict({"embed": ..., ...}))`
+            if held is None and args and args[0].element is not None:
+                # `nn.ModuleList([block(dim) for _ in range(depth)])`: blocks like this one
+                held = (args[0].element,)
+            objects = held is not None and any(
+                v.module is not None and v.module.cls is not None for v in held
+            )
+            if made is not None and (not made.children or objects) and qual in _CONTAINER_MODULES:
                 # `nn.Sequential(*layers)`, `nn.ModuleList(blocks)` with `layers` built by a
-                # loop: the modules the list holds, in order.
-                held = args[0].items if qual != "torch.nn.Sequential" and args else args
+                # loop: the modules the list holds, in order; and where it holds objects of
+                # classes of the code, those objects, built from the arguments they were
+                # given (`nn.Sequential(ResidualAdd(nn.LayerNorm(d)))`: its `self.fn`).
                 # (a layer the analysis does not know, `getattr(nn, name)()` of an unknown
                 # name, stays in its place as a module nothing is known of)
                 children = [
@@ -3186,6 +3226,23 @@ def _dict_value(values: list[Value], keys: list[object] | None, graph: frozenset
         items=tuple(values) if keys is not None else None,
         keys=tuple(keys) if keys is not None else None,
     )
+
+
+def _ordered_dict(value: Value) -> Value | None:
+    """`OrderedDict(d)` of a dict of known keys, or of a list of known `(key, value)`
+    pairs: the same keys and values, in that order."""
+    if value.keys is not None and value.items is not None:
+        return value
+    if value.kind != "container" or value.items is None:
+        return None
+    keys: list[object] = []
+    items: list[Value] = []
+    for pair in value.items:
+        if pair.items is None or len(pair.items) != 2 or not pair.items[0].has_const:
+            return None
+        keys.append(pair.items[0].const)
+        items.append(pair.items[1])
+    return replace(value, keys=tuple(keys), items=tuple(items))
 
 
 def _dict_entries(value: Value, view: str) -> list[Value] | None:

@@ -707,16 +707,23 @@ class Events:
             value.view_kind, "no_grad_view"
         )
         grad, grad_from = value.grad, value.grad_from
+        written_into = False
         if grad is False and value.view_kind == "multi":
             # `pieces = x.split(1, 1); pieces[j][k] = norm(q - c)`: what is written requires
             # grad, so the view would have to: torch refuses the write into a split's output.
             written = [v for v in inputs if v.tensorish]
-            grad = True if any(v.grad is True for v in written) else None
+            grads = {v.grad for v in written}
+            grad = True if True in grads else (None if None in grads else False)
             grad_from = grad_sources(written)
+            written_into = True
         if grad is True:
             return Refusal(mutation, reason, sure, repeated=repeated and not mutation.possible)
         if grad is None and grad_from:  # it raises only if this argument requires grad
             return Refusal(mutation, reason, False, grad_from)
+        if grad is None and written_into and mutation.kind in ("setitem", "augassign"):
+            # (a split of a tensor made here, `T.split(T.zeros(...), 1, 1)`, given values
+            # of an object the analysis cannot read: they may require grad)
+            return Refusal(mutation, reason, False, unknown_grad=True)
         return None
 
     def carry(

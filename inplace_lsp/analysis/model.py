@@ -566,6 +566,10 @@ def _record_attr(
     qual = model.qualify(value.func) if isinstance(value, ast.Call) else None
     if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
         info.parameters[attr] = value
+        if guards:
+            # (where `else: self.gamma = None` may hold instead: which one, the constructor's
+            # arguments decide; plain_values keeps each assignment with its tests)
+            info.plain_values.setdefault(attr, []).append((value, guards))
         return
     if attr == "forward" and _self_attr(value) is not None:
         info.forward_methods.add(str(_self_attr(value)))

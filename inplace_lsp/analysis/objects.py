@@ -24,6 +24,7 @@ from inplace_lsp.analysis.domain import (
     owning_instance,
     replace,
     scalar,
+    tensors_in,
     unknown,
 )
 from inplace_lsp.analysis.events import refreeze
@@ -46,6 +47,8 @@ from inplace_lsp.analysis.torch_ops import (
 
 class Objects(TorchOps):
     """The evaluator's objects: attributes and methods of modules, calls of modules."""
+
+    child_arms: dict[ModuleRef, dict[int, int]]
 
     @abstractmethod
     def inline(
@@ -225,7 +228,11 @@ class Objects(TorchOps):
     ) -> Value:
         kwargs = kwargs or {}
         x = args[0] if args else next(iter(kwargs.values()), None) or unknown()
-        sequential = ref.children is not None and self.list_kind(ref) == "torch.nn.Sequential"
+        sequential = (
+            ref.children is not None
+            and self.list_kind(ref) == "torch.nn.Sequential"
+            and (ref.cls is None or self.model.find_method(ref.cls, "forward") is None)
+        )
         if ref.cls is not None and not sequential:
             found = self.model.find_method(ref.cls, "forward" if ref.is_module else "__call__")
             if found is None and ref.is_module:
@@ -241,7 +248,7 @@ class Objects(TorchOps):
             if layer is not None:  # `class Conv2d(nn.Conv2d)` with an __init__ of its own
                 return self.layer_call(layer, args or [x], node, frame)
             return self.unknown_call(args, kwargs)
-        if ref.children is not None and self.list_kind(ref) == "torch.nn.Sequential":
+        if sequential and ref.children is not None:
             for child in ref.children:
                 x = self.module_call(child, [x], node, frame)
             return x
@@ -305,6 +312,8 @@ class Objects(TorchOps):
                     value.module.conditional = True
             else:
                 value = self._constructed(ref, attr, sub, owner)
+        elif cls is not None and attr in cls.parameters and not _parameter_here(cls, attr, ref):
+            value = _plain_value(cls, attr, ref.consts)
         elif cls is not None and attr in cls.parameters:
             value = Value(
                 "tensor",
@@ -358,6 +367,22 @@ class Objects(TorchOps):
         if not is_parameter_name(spelled[0]) or is_parameter_name(spelled[1]):
             return None
         return self._layer_parameter(ref, template, "")
+
+    def _children_on_some_paths(self, ref: ModuleRef, frame: Frame) -> None:
+        """Children added on paths that exclude each other (`if i == 0: tower.add_module(...)`
+        / `else: tower.add_module(...)` in a loop over levels): the analysis holds them all in
+        one list, in an order no run has. A call of the module is then as uncertain as one of
+        a module chosen by a flag (ModuleRef.conditional): no write into what it gave is
+        "checked: safe". (Children added under `if`s of their own, `if grow_first:` / `if not
+        grow_first:`, keep their order.)"""
+        arms = self.child_arms.setdefault(ref, {})
+        ctx: Ctx | None = frame.ctx
+        while ctx is not None:
+            if ctx.split:
+                if arms.setdefault(ctx.split, ctx.arm) != ctx.arm:
+                    ref.conditional = True
+                    return
+            ctx = ctx.parent
 
     def submodules_of(self, ref: ModuleRef, deep: bool) -> list[Value]:
         """The module itself and every module under it (deep), or its children."""
@@ -620,6 +645,7 @@ class Objects(TorchOps):
                     self.add_child(ref, value.module)
                 elif value.kind == "unknown":  # a layer nothing is known of, in its place
                     self.add_child(ref, ModuleRef(None, None, ref.params_group))
+            self._children_on_some_paths(ref, frame)
             return unknown()
         if name in ("modules", "children", "named_modules", "named_children"):
             # Every module of the tree (each child, for children()), as a list the loop
@@ -638,6 +664,7 @@ class Objects(TorchOps):
                 # `self.body.add_module("block{}".format(i), Block(...))` in a loop: the
                 # Sequential runs it after the ones added before it.
                 self.add_child(ref, child)
+                self._children_on_some_paths(ref, frame)
             elif not args[0].has_const:
                 return self.unknown_call(args, kwargs)  # a name not known: which attribute?
             return unknown()
@@ -763,11 +790,18 @@ class Objects(TorchOps):
     ) -> Value:
         """A call of a module: its forward with these arguments (keywords too)."""
         if ref.conditional:
+            # Which module runs is not known (`self.act = nn.Upsample(...) if flag else
+            # nn.Sigmoid()`): the other one may keep its input or output for backward, so
+            # no write into them is "checked: safe", and one into the output rests on it.
             self.uncertain += 1
             try:
-                return self._hooked_call(ref, args, node, frame, kwargs)
+                result = self._hooked_call(ref, args, node, frame, kwargs)
             finally:
                 self.uncertain -= 1
+            given = [t for a in (*args, *(kwargs or {}).values()) for t in tensors_in(a)]
+            self.read_by_unknown(frozenset().union(*(t.groups for t in given)))
+            self.maybe_saves(result, node, frame, layer=ref)
+            return result
         return self._hooked_call(ref, args, node, frame, kwargs)
 
     def _hooked_call(
@@ -923,15 +957,45 @@ def _choose(options: list[Submodule], consts: dict[str, object]) -> tuple[Submod
     return options[0], True
 
 
+def _parameter_here(cls: ClassInfo, attr: str, ref: ModuleRef) -> bool:
+    """Whether an attribute `__init__` makes an nn.Parameter under an `if` and something
+    else on another path (`if init_values > 0: self.gamma = nn.Parameter(...)` / `else:
+    self.gamma = None`) is the parameter for this object's constructor arguments. Where
+    they do not tell (or no other assignment exists), the parameter."""
+    assigned = cls.plain_values.get(attr)
+    parameter = cls.parameters[attr]
+    if not assigned or all(expr is parameter for expr, _ in assigned):
+        return True
+    for expr, guards in assigned:
+        if expr is not parameter or not guards:
+            continue
+        try:
+            if not all(bool(evaluate(test, ref.consts)) == polarity for test, polarity in guards):
+                return False  # the parameter's branch does not run for these arguments
+        except Undecidable:
+            return True
+    return True
+
+
 def _plain_value(cls: ClassInfo, attr: str, consts: dict[str, object]) -> Value:
     """`self.use_gate = use_gate` set once in __init__, unguarded: its value when the
     constructor's arguments are known; a Python value of unknown value otherwise."""
-    assigned = cls.plain_values.get(attr, [])
+    assigned = [
+        (expr, guards)
+        for expr, guards in cls.plain_values.get(attr, [])
+        if expr is not cls.parameters.get(attr)
+    ]
     if len(assigned) == 1 and not assigned[0][1]:
         try:
             return constant(evaluate(assigned[0][0], consts))
         except Undecidable:
             pass
+    for expr, guards in assigned:  # the one whose `if` tests these arguments pass
+        try:
+            if guards and all(bool(evaluate(t, consts)) == p for t, p in guards):
+                return constant(evaluate(expr, consts))
+        except Undecidable:
+            break
     return scalar()
 
 

@@ -113,6 +113,8 @@ class InplaceRefused(Rule):
             when = "torch raises a RuntimeError here"
         elif refusal.grad_from:
             when = f"torch raises here if {requires_grad(refusal.grad_from)}"
+        elif refusal.unknown_grad:
+            when = "torch raises here if what is written into it requires grad"
         elif refusal.repeated:
             when = "torch raises here if the loop around it runs more than once"
         else:
