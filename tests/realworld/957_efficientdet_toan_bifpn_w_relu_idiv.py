@@ -344,7 +344,7 @@ class BiFPNModule(nn.Module):
         # build top-down and down-top path with stack
         levels = self.levels
         # w relu
-        w1 = self.relu1(self.w1)  # saved-by
+        w1 = self.relu1(self.w1)
         w1 /= torch.sum(w1, dim=0) + self.eps  # normalize  # error: IPL001
         w2 = self.relu2(self.w2)  # saved-by
         w2 /= torch.sum(w2, dim=0) + self.eps  # normalize  # error: IPL001

@@ -55,12 +55,12 @@ relu = nn.ReLU(True)
 
 cconv = CatConv2d( sum(x_list), output_ch, (3,3), relu=False).to(device, dtype)
 cconv.weight[:,:,:,:] = W[:,:,:,:]  # error: IPL002
-cconv.bias[:] = bias[:]
+cconv.bias[:] = bias[:]  # error: IPL002
 
 
 conv = nn.Conv2d(sum(x_list), output_ch, kernel_size=3, stride=1, bias=True, padding=1).to(device, dtype)
-conv.weight[:,:,:,:] = W[:,:,:,:]
-conv.bias[:] = bias[:]
+conv.weight[:,:,:,:] = W[:,:,:,:]  # error: IPL002
+conv.bias[:] = bias[:]  # error: IPL002
 
 out = cconv(X_list)
 out2 = conv(torch.cat(X_list,1))
