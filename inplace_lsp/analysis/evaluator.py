@@ -20,7 +20,7 @@ import functools
 import os
 import re
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from inplace_lsp.analysis.binder import (
@@ -2195,19 +2195,12 @@ class Interpreter(Objects):
 
     def _listed_children(self, ref: ModuleRef, args: list[Value]) -> list[ModuleRef] | None:
         """The modules `super().__init__(...)` gives an nn.Sequential or nn.ModuleList
-        subclass: its arguments (Sequential), the items of its one argument (ModuleList, or
-        a Sequential given an OrderedDict); None where they are not all known modules."""
+        subclass (_held_by); None where they are not all known modules."""
         kind = self.list_kind(ref)
-        if kind is None or not args:
-            return None
-        held: tuple[Value, ...] | list[Value] | None = args
-        if kind != "torch.nn.Sequential" or (len(args) == 1 and args[0].module is None):
-            held = args[0].items if len(args) == 1 else None
+        held = _held_by(kind, args) if kind is not None else None
         if not held or any(v.module is None and v.kind != "unknown" for v in held):
             return None
-        # (an argument the analysis does not know stays in its place: a module nothing is
-        # known of)
-        return [v.module or ModuleRef(None, None, ref.params_group) for v in held]
+        return _child_refs(held, ref)
 
     def _made_here(self, expr: ast.expr, value: Value, mark: int) -> bool:
         """Whether `value`, what `expr` evaluated to, is a tensor that a torch op (a function
@@ -2499,27 +2492,19 @@ class Interpreter(Objects):
             sub = submodule_of(self.model, "", node) or Submodule("", node, qual)
             built = self.module_value(qual, sub, new_id(), frame.start)
             made = built.module
-            held = args[0].items if qual != "torch.nn.Sequential" and args else args
-            if len(args) == 1 and args[0].module is None and args[0].keys is not None:
-                held = args[0].items  # `nn.Sequential(OrderedDict({"embed": ..., ...}))`
-            if held is None and args and args[0].element is not None:
-                # `nn.ModuleList([block(dim) for _ in range(depth)])`: blocks like this one
-                held = (args[0].element,)
-            objects = held is not None and any(
-                v.module is not None and v.module.cls is not None for v in held
-            )
-            if made is not None and (not made.children or objects) and qual in _CONTAINER_MODULES:
+            held = _held_by(qual, args) if qual in _CONTAINER_MODULES else None
+            if (
+                made is not None
+                and held
+                and (not made.children or any(v.module and v.module.cls for v in held))
+            ):
                 # `nn.Sequential(*layers)`, `nn.ModuleList(blocks)` with `layers` built by a
                 # loop: the modules the list holds, in order; and where it holds objects of
                 # classes of the code, those objects, built from the arguments they were
                 # given (`nn.Sequential(ResidualAdd(nn.LayerNorm(d)))`: its `self.fn`).
-                # (a layer the analysis does not know, `getattr(nn, name)()` of an unknown
-                # name, stays in its place as a module nothing is known of)
-                children = [
-                    v.module or ModuleRef(None, None, made.params_group)
-                    for v in held or ()
-                    if v.module is not None or v.kind == "unknown"
-                ]
+                children = _child_refs(
+                    [v for v in held if v.module is not None or v.kind == "unknown"], made
+                )
                 if children:
                     made.children = children
             return built
@@ -3226,6 +3211,29 @@ def _dict_value(values: list[Value], keys: list[object] | None, graph: frozenset
         items=tuple(values) if keys is not None else None,
         keys=tuple(keys) if keys is not None else None,
     )
+
+
+def _held_by(kind: str, args: list[Value]) -> Sequence[Value] | None:
+    """What an nn.Sequential or nn.ModuleList is built from, in order: a Sequential's
+    arguments, or the values of its one dict (`nn.Sequential(OrderedDict({"embed": ...}))`);
+    a ModuleList's list, or for a comprehension (`[block(dim) for _ in range(depth)]`) one
+    item like its items."""
+    if not args:
+        return None
+    first = args[0]
+    if kind == "torch.nn.Sequential" and not (
+        len(args) == 1 and first.module is None and first.keys is not None
+    ):
+        return args
+    if first.items is not None:
+        return first.items
+    return (first.element,) if first.element is not None else None
+
+
+def _child_refs(held: Sequence[Value], container: ModuleRef) -> list[ModuleRef]:
+    """The children these values make (one the analysis does not know, `getattr(nn,
+    name)()` of an unknown name, stays in its place as a module nothing is known of)."""
+    return [v.module or ModuleRef(None, None, container.params_group) for v in held]
 
 
 def _ordered_dict(value: Value) -> Value | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable
 
 from inplace_lsp.analysis.domain import Facts, Mutation
@@ -87,15 +88,14 @@ class InplaceOnLeaf(Rule):
 def _written(mutation: Mutation) -> str:
     """The tensor a write goes into, as the message names it: the name written to, or for
     an attribute of an object (`self.emb.weight[0] = ...`) the subscripted expression."""
-    target = mutation.target
-    if mutation.kind == "setitem" and mutation.op.endswith("] = ..."):
-        depth = 0
-        for i in range(len(mutation.op) - len("= ...") - 2, -1, -1):
-            char = mutation.op[i]
-            depth += char == "]"
-            depth -= char == "["
-            if depth == 0:
-                return f"`{mutation.op[:i]}`"
-    if target and target != "self":
-        return f"`{target}`"
+    if mutation.kind == "setitem" and mutation.op.endswith(" = ..."):
+        # (the op is the target as ast.unparse wrote it)
+        try:
+            written = ast.parse(mutation.op.removesuffix(" = ..."), mode="eval").body
+        except SyntaxError:
+            written = None
+        if isinstance(written, ast.Subscript):
+            return f"`{ast.unparse(written.value)}`"
+    if mutation.target and mutation.target != "self":
+        return f"`{mutation.target}`"
     return "This tensor"
