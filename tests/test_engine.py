@@ -1161,7 +1161,7 @@ def test_a_refusal_only_a_later_pass_meets_rests_on_the_loop_running_again() -> 
         "import torch\n"
         "from torch import nn\n"
         "class HeadAverage(nn.Module):\n"
-        "    def __init__(self, dim=6, heads=1):\n"
+        "    def __init__(self, heads, dim=6):\n"
         "        super().__init__()\n"
         "        self.heads = heads\n"
         "        self.score = nn.Linear(dim, dim * heads)\n"

@@ -1368,8 +1368,8 @@ def test_a_graph_built_on_after_backward_freed_it_is_a_retention_error(tmp_path:
     """torch raises "Trying to backward through the graph a second time" at the second
     step: the accumulation that builds on the freed graph is an Error naming both
     backward() calls. Backwarding the step's loss and keeping a number runs, and is no
-    finding; a model fed a tensor of the freed graph through a method of the file is a
-    Warning at the call (which of its ops builds on it is not said)."""
+    finding; a model fed a tensor of the freed graph through a method of the file is an
+    Error at the op of that method that builds on it (the RNN call, where torch fails)."""
     pytest.importorskip("torch")
     script = tmp_path / "total.py"
     script.write_text(TOTAL_BACKWARD, encoding="utf-8")
@@ -1409,7 +1409,7 @@ def test_a_graph_built_on_after_backward_freed_it_is_a_retention_error(tmp_path:
     script.write_text(stateful, encoding="utf-8")
     assert "backward through the graph a second time" in _run(script).stderr
     (call,) = [f for f in analyze(stateful, str(script)) if f.code == "IPL004"]
-    assert call.severity is Severity.WARNING and call.span.line == 18
+    assert call.severity is Severity.ERROR and call.span.line == 11
 
 
 # VAE-GAN's trainer: which nets train this step is decided once; the step of one branch and
@@ -2111,3 +2111,302 @@ def test_no_hint_where_which_module_runs_is_not_known(name: str, tmp_path: Path)
     assert "modified by an inplace operation" in _run(script).stderr
     found = [f for f in analyze(text, str(script)) if f.span.line == line]
     assert found and all(f.severity is not Severity.HINT for f in found)
+
+
+# SOLOv2's and SOTR's mask feature heads: the levels a loop over `range(self.start_level,
+# self.end_level + 1)` builds, level 0 on its own branch (its layers gathered in a `list()`).
+# With the constructor's levels known the loop runs each pass with its number, so
+# `self.levels[0]` is the level that ends in the activation: an Error where it is a ReLU (it
+# keeps its output), nothing where it is Identity.
+LEVELS = """\
+import torch
+import torch.nn as nn
+
+
+class Head(nn.Module):
+    def __init__(self, start_level, end_level):
+        super().__init__()
+        self.start_level, self.end_level = start_level, end_level
+        self.levels = nn.ModuleList()
+        for i in range(self.start_level, self.end_level + 1):
+            level = nn.Sequential()
+            if i == 0:
+                tower = list()
+                tower.append(nn.Conv2d(2, 2, 1))
+                tower.append(LAST)
+                level.add_module("tower", nn.Sequential(*tower))
+                self.levels.append(level)
+                continue
+            level.add_module("conv", nn.Conv2d(2, 2, 1))
+            level.add_module("up", nn.Upsample(scale_factor=2**i))
+            self.levels.append(level)
+
+    def forward(self, feats):
+        out = self.levels[0](feats[0])
+        for i in range(1, len(feats)):
+            out += self.levels[i](feats[i])
+        return out
+
+
+feats = [torch.randn(1, 2, 8 >> i, 8 >> i) for i in range(3)]
+Head(0, 2)(feats).sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("last", ["nn.ReLU()", "nn.Identity()"])
+def test_a_loop_over_levels_the_constructor_was_given(last: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = LEVELS.replace("LAST", last)
+    script = tmp_path / "head.py"
+    script.write_text(text, encoding="utf-8")
+    fails = "modified by an inplace operation" in _run(script).stderr
+    findings = analyze(text, str(script))
+    assert fails == (last == "nn.ReLU()")
+    if fails:
+        assert _errors(findings) == {26}, findings
+    else:
+        assert not [f for f in findings if f.severity in (Severity.ERROR, Severity.WARNING)]
+
+
+# synthtorch's U-Net: each block's dropout comes from a helper method, `nn.Dropout3d(self.p,
+# inplace=True)` kept in a local and put last in an nn.Sequential after an in-place ReLU on an
+# InstanceNorm3d's output. The dropout overwrites what the ReLU saved where p > 0; with p == 0
+# it gives its input back untouched, and the ReLU on the norm's output is safe either way.
+DROPOUT = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+        self.block = self._conv_act(2, 2)
+
+    def _dropout(self):
+        d = nn.Dropout3d(self.p, inplace=True)
+        return d
+
+    def _conv_act(self, i, o):
+        act = nn.ReLU(inplace=True)
+        norm = nn.InstanceNorm3d(o, affine=True)
+        return nn.Sequential(nn.Conv3d(i, o, 1), norm, act, self._dropout())
+
+    def forward(self, x):
+        return self.block(x)
+
+
+Net(P)(torch.randn(2, 2, 2, 2, 2)).sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("p", ["0.1", "0.0"])
+def test_a_dropout_a_helper_method_built(p: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = DROPOUT.replace("P)(", f"{p})(")
+    script = tmp_path / "unet.py"
+    script.write_text(text, encoding="utf-8")
+    fails = "modified by an inplace operation" in _run(script).stderr
+    assert fails == (p != "0.0")
+    findings = analyze(text, str(script))
+    assert _errors(findings) == ({12} if fails else set()), findings
+    assert not [f for f in findings if f.severity is Severity.WARNING], findings
+
+
+# An RNN whose hidden state the model keeps on `self` from one batch to the next, not
+# detached: the second backward() goes through the graph the first one freed, and torch
+# fails at the RNN call inside forward (where the runtime detector points), not at the loss.
+# A positional code cached on `self` in the first forward (made of Python floats and a tensor
+# that never requires grad) holds no graph: no finding.
+STATEFUL = """\
+import math
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.RNN(3, 4, 1, batch_first=True)
+        self.fc = nn.Linear(4, 3)
+        self.hidden = None
+        self.pos = None
+
+    def forward(self, x):
+        if self.hidden is None:
+            self.hidden = torch.zeros(1, x.size(0), 4)
+            self.pos = (torch.arange(5.0) / 5 * 2 * math.pi).sin()[None, :, None]
+        out, self.hidden = self.rnn(x + self.pos, HIDDEN)
+        return self.fc(out)
+
+
+model = Model()
+opt = torch.optim.Adam(model.parameters())
+for epoch in range(1, 3 + 1):
+    opt.zero_grad()
+    loss = model(torch.randn(2, 5, 3)).pow(2).mean()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("hidden", ["self.hidden", "self.hidden.detach()"])
+def test_state_carried_into_the_next_batch_inside_forward(hidden: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = STATEFUL.replace("HIDDEN", hidden)
+    script = tmp_path / "stateful.py"
+    script.write_text(text, encoding="utf-8")
+    fails = "backward through the graph a second time" in _run(script).stderr
+    assert fails == (hidden == "self.hidden")
+    findings = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
+    if fails:
+        (error,) = findings
+        assert (error.code, error.severity, error.span.line) == ("IPL004", Severity.ERROR, 19)
+    else:
+        assert not findings
+
+
+# mlcolvar's FeedForward: per-layer options parsed by a helper (`hasattr(options, "__iter__")
+# and not isinstance(options, str)`; a single name repeated `n_layers - 1` times, then None),
+# so each layer's activation and dropout rate are known: the in-place dropout after a ReLU
+# overwrites what the ReLU saved (an Error on its constructor), and nothing without inplace.
+OPTIONS = """\
+import torch
+import torch.nn as nn
+
+
+def parse_options(options, n_layers):
+    if hasattr(options, "__iter__") and not isinstance(options, str):
+        return options
+    options_list = [options for _ in range(n_layers - 1)]
+    options_list.append(None)
+    return options_list
+
+
+def get_activation(name):
+    if name == "relu":
+        return nn.ReLU(True)
+    return None
+
+
+class FeedForward(nn.Module):
+    def __init__(self, layers, activation="relu", dropout=None):
+        super().__init__()
+        n_layers = len(layers) - 1
+        activations = parse_options(activation, n_layers)
+        dropouts = parse_options(dropout, n_layers)
+        modules = []
+        for i in range(len(layers) - 1):
+            modules.append(nn.Linear(layers[i], layers[i + 1]))
+            if activations[i] is not None:
+                modules.append(get_activation(activations[i]))
+            if dropouts[i] is not None:
+                modules.append(nn.Dropout(p=dropouts[i], inplace=INPLACE))
+        self.nn = nn.Sequential(*modules)
+
+    def forward(self, x):
+        return self.nn(x)
+
+
+model = FeedForward([6, 4, 3, 1], dropout=[0.2, 0.4, 0.6])
+model(torch.randn(5, 6)).sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("inplace", ["True", "False"])
+def test_options_a_helper_parsed_by_type(inplace: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = OPTIONS.replace("INPLACE", inplace)
+    script = tmp_path / "feedforward.py"
+    script.write_text(text, encoding="utf-8")
+    fails = "modified by an inplace operation" in _run(script).stderr
+    assert fails == (inplace == "True")
+    findings = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
+    assert [(f.span.line, f.severity) for f in findings] == (
+        [(31, Severity.ERROR)] if fails else []
+    )
+
+
+# EfficientDet's BiFPN: each fusion module normalises its ReLU'd weights in place and writes
+# the fused levels into the list it was given; the neck feeds the list through a stack of
+# them and the loss iterates what comes back. The backward() reaches the ReLU's output
+# through those items: an Error on the in-place division.
+FUSED = """\
+import torch
+import torch.nn as nn
+
+
+class Fuse(nn.Module):
+    def __init__(self, levels):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(2, levels))
+        self.relu = nn.ReLU()
+
+    def forward(self, inputs):
+        w = self.relu(self.w)
+        w /= torch.sum(w, dim=0) + 1e-4
+        path = inputs
+        for i in range(len(inputs) - 1, 0, -1):
+            path[i - 1] = w[0, i - 1] * path[i - 1] + w[1, i - 1] * path[i]
+        return path
+
+
+class Neck(nn.Module):
+    def __init__(self, levels, stack):
+        super().__init__()
+        self.stack = nn.ModuleList([Fuse(levels) for _ in range(stack)])
+        self.lateral = nn.ModuleList([nn.Linear(2, 2) for _ in range(levels)])
+
+    def forward(self, feats):
+        outs = [lateral(feats[i]) for i, lateral in enumerate(self.lateral)]
+        for fuse in self.stack:
+            outs = fuse(outs)
+        outs.append(outs[-1] * 2)
+        return tuple(outs)
+
+
+neck = Neck(levels=3, stack=2)
+outs = neck([torch.randn(2), torch.randn(2), torch.randn(2)])
+loss = sum(o.pow(2).mean() for o in outs)
+loss.backward()
+"""
+
+
+@pytest.mark.torch
+def test_items_a_callee_wrote_into_the_callers_list(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    script = tmp_path / "bifpn.py"
+    script.write_text(FUSED, encoding="utf-8")
+    assert "modified by an inplace operation" in _run(script).stderr
+    assert _errors(analyze(FUSED, str(script))) == {13}
+
+
+# nn.Dropout(p=0) gives its input back (the same tensor), so a write into its output is a
+# write into what the ReLU before it saved; with p > 0 it makes a new tensor.
+DROPOUT_ZERO = """\
+import torch
+import torch.nn as nn
+
+x = torch.randn(3, requires_grad=True)
+y = nn.Sequential(nn.ReLU(), nn.Dropout(P))(x * 2)
+y += 1
+y.sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("p", ["0.0", "0.5"])
+def test_a_dropout_of_zero_gives_its_input_back(p: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = DROPOUT_ZERO.replace("(P)", f"({p})")
+    script = tmp_path / "dropout.py"
+    script.write_text(text, encoding="utf-8")
+    fails = "modified by an inplace operation" in _run(script).stderr
+    assert fails == (p == "0.0")
+    findings = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
+    assert [(f.span.line, f.severity) for f in findings] == ([(6, Severity.ERROR)] if fails else [])

@@ -48,9 +48,10 @@ def outer_type(annotation: str) -> str:
     return annotation.split("[")[0].split("|")[0].split(",")[0]
 
 
-def small_range(node: ast.expr) -> list[int] | None:
-    """The numbers of `range(...)` with constant arguments, when there are a few."""
-    numbers = constant_range(node)
+def small_range(node: ast.expr | range) -> list[int] | None:
+    """The numbers of `range(...)` with constant arguments (or of a range the code built from
+    known values), when there are a few."""
+    numbers = node if isinstance(node, range) else constant_range(node)
     return list(numbers) if numbers is not None and 1 <= len(numbers) <= _UNROLLED_STEPS else None
 
 

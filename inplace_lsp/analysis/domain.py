@@ -88,6 +88,13 @@ class ModuleRef:
     conditional: bool = False  # `self.act = A() if flag else B()`: which one runs is not known
     site_path: str | None = None  # the file of the constructor call (None: this document)
     consts: dict[str, object] = field(default_factory=dict)  # constant constructor arguments
+    # A torch.nn layer built by code the analysis ran (`d = nn.Dropout3d(self.p, inplace=flag)`
+    # in a helper method): its arguments whose values were known there, by keyword, or by
+    # position as "#0", "#1", ...
+    layer_args: dict[str, object] = field(default_factory=dict)
+    # A ModuleList / Sequential of a comprehension whose count is not known: its children
+    # stand for any number of them, at no position one can name (`enumerate` gives no index).
+    uncounted: bool = False
     # `consts` and their facts in a summary's key (summaries._consts_facts)
     consts_said: tuple[dict[str, object], Hashable] | None = field(
         default=None, repr=False, compare=False
@@ -265,6 +272,11 @@ def python_value() -> Value:
 def unknown() -> Value:
     """An object the analysis knows nothing about (a fresh object each time: Values are mutable)."""
     return Value("unknown", frozenset({new_id()}), tensor=None, grad=None)
+
+
+# The origin of a list or set display whose items are not its elements one by one (`[*xs,
+# y]` holds xs's elements, `{a, b}` may hold one).
+UNSIZED = "unsized display"
 
 
 def constant(value: object) -> Value:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import math
+import operator
 import os
 import re
 import time
@@ -44,6 +46,7 @@ from inplace_lsp.analysis.domain import (
     EITHER,
     GRAD_OFF_HELD,
     GRAD_OFF_SOME,
+    UNSIZED,
     Accumulation,
     AliasRead,
     Ctx,
@@ -74,7 +77,7 @@ from inplace_lsp.analysis.domain import (
     tensors_in,
     unknown,
 )
-from inplace_lsp.analysis.events import REFUSED, refreeze
+from inplace_lsp.analysis.events import HELD_ITEMS, REFUSED, refreeze
 from inplace_lsp.analysis.frameworks import (
     backpropagated_hook,
     hook_annotations,
@@ -98,6 +101,7 @@ from inplace_lsp.analysis.summaries import (
     Application,
     BackwardEvent,
     Call,
+    CarryEvent,
     Event,
     FreezeEvent,
     Inputs,
@@ -833,8 +837,15 @@ class Interpreter(Objects):
                     for i, layer in enumerate(layers)
                 ]
             elif listed is not iterable:
+                # (the numbers of the layers, where the list holds as many as it says)
+                uncounted = listed.module.uncounted
                 layers = [
-                    Value("container", tensor=False, grad=False, items=(constant(i), layer))
+                    Value(
+                        "container",
+                        tensor=False,
+                        grad=False,
+                        items=(scalar() if uncounted else constant(i), layer),
+                    )
                     for i, layer in enumerate(layers)
                 ]
             heads: list[Callable[[], object]] = [
@@ -852,6 +863,10 @@ class Interpreter(Objects):
             self.loop(stmt, frame, by_key)
             return
         numbers = small_range(stmt.iter)
+        if numbers is None and isinstance(iterable.const, range):
+            # `for i in range(self.start_level, self.end_level + 1)` with levels known from
+            # the constructor call: a few passes, each with its number, as for constants.
+            numbers = small_range(iterable.const)
         steps: list[object] | None = None if numbers is None else list(numbers)
         if (
             steps is None
@@ -1431,6 +1446,8 @@ class Interpreter(Objects):
                 held = self.symbol_attrs.get(qual) or self._class_attribute(qual)
                 if held is not None:
                     return held
+                if qual in _MATH_CONSTANTS:
+                    return constant(getattr(math, qual[5:]))  # `2 * math.pi`: a float
                 return Value("symbol", tensor=False, grad=False, qualname=qual)
         base = self.eval(node.value, frame)
         return self.attribute(base, node.attr, node, frame)
@@ -1587,9 +1604,12 @@ class Interpreter(Objects):
         )
 
     def expr_Tuple(self, node: ast.Tuple | ast.List | ast.Set, frame: Frame) -> Value:
-        return _list_value(
+        made = _list_value(
             tuple(self.eval(e.value if isinstance(e, ast.Starred) else e, frame) for e in node.elts)
         )
+        if isinstance(node, ast.Set) or any(isinstance(e, ast.Starred) for e in node.elts):
+            made.origin = UNSIZED  # (`len()` of it is not the number of its items)
+        return made
 
     expr_List = expr_Tuple
 
@@ -1639,14 +1659,15 @@ class Interpreter(Objects):
                     a, b = left.const, right.const
                     folded = a & b if opname == "and" else a | b if opname == "or" else a ^ b
                     return constant(folded)
-                return scalar()
+                folded_int = _int_arithmetic(opname, left, right)
+                return scalar() if folded_int is None else constant(folded_int)
             kinds = {left.kind, right.kind}
             if "container" in kinds and kinds <= {"container", "scalar"}:
                 # `clipfracs + [x]`, `[None] * n`: a list, whatever it holds.
                 items = (
                     (*left.items, *right.items)
                     if opname == "add" and left.items is not None and right.items is not None
-                    else None
+                    else _repeated(opname, left, right)
                 )
                 grad = True if (left.grad or right.grad) else None
                 return Value(
@@ -1685,6 +1706,9 @@ class Interpreter(Objects):
             return self.derived([operand])
         if operand.has_const and isinstance(node.op, ast.Not):
             return constant(not operand.const)
+        number = operand.const if operand.has_const else None
+        if isinstance(number, (int, float)) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            return constant(-number if isinstance(node.op, ast.USub) else number)  # `-1`
         return scalar()
 
     def expr_Compare(self, node: ast.Compare, frame: Frame) -> Value:
@@ -1793,21 +1817,17 @@ class Interpreter(Objects):
         if not isinstance(node, (ast.ListComp, ast.GeneratorExp)) or len(node.generators) != 1:
             return None
         gen = node.generators[0]
-        if gen.ifs or gen.is_async or not isinstance(gen.target, ast.Name):
+        if gen.ifs or gen.is_async or not isinstance(gen.target, (ast.Name, ast.Tuple)):
             return None
-        items = iterable.items
-        if (
-            items is None
-            or not 0 < len(items) <= _MAPPED_ITEMS
-            or iterable.keys is not None
-            or iterable.kind != "container"
-        ):
+        items = _iterated(iterable)
+        if items is None or not 0 < len(items) <= _MAPPED_ITEMS:
             return None
         saved_env = frame.env
         results: list[Value] = []
         try:
             for item in items:
-                frame.env = {**saved_env, gen.target.id: item}
+                frame.env = dict(saved_env)
+                self.assign(gen.target, item, frame, frame.stmt or ast.Pass())
                 results.append(self.eval(node.elt, frame))
         finally:
             frame.env = saved_env
@@ -1837,8 +1857,13 @@ class Interpreter(Objects):
     def element_of(self, iterable: Value, node: ast.expr, frame: Frame) -> Value:
         if iterable.keys is not None:
             return python_value()  # iterating a dict gives its keys
-        if iterable.element is not None:
-            return iterable.element
+        element = iterable.element
+        if element is not None:
+            if iterable.items is None and element.tensorish and not iterable.graph <= element.graph:
+                # (what was put in it since, `pathtd[i] = ...` in a callee, is in its graph
+                # and in no element the analysis holds: any element may carry it)
+                return replace(element, graph=element.graph | iterable.graph)
+            return element
         if iterable.kind == "zip" and iterable.items is not None:
             items = tuple(self.element_of(item, node, frame) for item in iterable.items)
             if iterable.origin == "enumerate":
@@ -1904,6 +1929,10 @@ class Interpreter(Objects):
         if callee.kind == "scalar":
             return python_value()
         if isinstance(func, ast.Name) and func.id == "isinstance" and "isinstance" not in frame.env:
+            if len(node.args) == 2 and not kwargs:
+                decided = self._type_test(func.id, args[0], node.args[1], frame)
+                if decided is not None:
+                    return constant(decided)  # `isinstance(options, str)` of a known value
             return self._isinstance(args)
         if (
             isinstance(func, ast.Name)
@@ -1925,6 +1954,16 @@ class Interpreter(Objects):
             zipped = _zipped_dict(args[0])
             if zipped is not None:
                 return zipped
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "hasattr"
+            and func.id not in frame.env
+            and len(node.args) == 2
+            and not kwargs
+        ):
+            decided = self._type_test(func.id, args[0], node.args[1], frame)
+            if decided is not None:
+                return constant(decided)
         if isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in frame.env:
             found = self._getattr(args, node)
             if found is not None:
@@ -2193,6 +2232,38 @@ class Interpreter(Objects):
             method, owner.start_of(method), [this, *args], kwargs, node, frame, owner
         )
 
+    def _type_test(self, name: str, value: Value, spec: ast.expr, frame: Frame) -> bool | None:
+        """`isinstance(options, str)` / `hasattr(options, "__iter__")` of a value whose Python
+        type is known (a constant, a list, a tensor), against builtin types: what Python
+        answers; None where it cannot be told."""
+        if name == "hasattr":
+            if not (isinstance(spec, ast.Constant) and isinstance(spec.value, str)):
+                return None
+            if value.has_const and type(value.const) in _PYTHON_CONSTANTS:
+                return hasattr(value.const, spec.value)
+            if value.kind == "container" and spec.value in _CONTAINER_PROTOCOL:
+                return True
+            return None
+        specs = spec.elts if isinstance(spec, ast.Tuple) else [spec]
+        types: list[type] = []
+        for item in specs:
+            if not (
+                isinstance(item, ast.Name)
+                and item.id in _BUILTIN_TYPES
+                and item.id not in frame.env
+                and item.id not in self.model.imports
+                and item.id not in self.model.classes
+            ):
+                return None
+            types.append(_BUILTIN_TYPES[item.id])
+        if value.has_const and type(value.const) in _PYTHON_CONSTANTS:
+            return isinstance(value.const, tuple(types))
+        if set(types) <= _SCALAR_TYPES and (
+            value.kind == "container" or (value.kind == "tensor" and value.tensorish)
+        ):
+            return False  # a list or a tensor is no str or number
+        return None
+
     def _listed_children(self, ref: ModuleRef, args: list[Value]) -> list[ModuleRef] | None:
         """The modules `super().__init__(...)` gives an nn.Sequential or nn.ModuleList
         subclass (_held_by); None where they are not all known modules."""
@@ -2372,6 +2443,8 @@ class Interpreter(Objects):
             return replace(args[0], bound=(node, tuple(args[1:]), kwargs))
         if qual in NO_GRAD_CONTEXTS and not mode_off(node):
             return replace(python_value(), origin=GRAD_OFF_HELD)  # `ctx = torch.no_grad()`
+        if qual.startswith("math.") and qual.count(".") == 1:
+            return scalar()  # `math.sqrt(d)`: a Python number (of a tensor, its item)
         if qual in _VARIABLE and len(args) == 1 and args[0].tensorish:
             # `Variable(t)` (torch < 0.4 code): t detached, sharing its version counter; with
             # requires_grad=True a leaf that requires grad.
@@ -2492,21 +2565,37 @@ class Interpreter(Objects):
             sub = submodule_of(self.model, "", node) or Submodule("", node, qual)
             built = self.module_value(qual, sub, new_id(), frame.start)
             made = built.module
+            if made is not None and made.cls is None:
+                made.layer_args = {
+                    **{f"#{i}": a.const for i, a in enumerate(args) if a.has_const},
+                    **{k: v.const for k, v in kwargs.items() if v.has_const},
+                }
             held = _held_by(qual, args) if qual in _CONTAINER_MODULES else None
+            # (one by one, or one element like all of them, of a comprehension of a count
+            # not known: then the text's two stand for any number)
+            exact = held is not None and (held is args or args[0].items is not None)
             if (
                 made is not None
                 and held
-                and (not made.children or any(v.module and v.module.cls for v in held))
+                and (
+                    not made.children
+                    or any(v.module and v.module.cls for v in held)
+                    or (exact and len(made.children) != len(held))
+                    or (exact and _better_known(made.children, held))
+                )
             ):
                 # `nn.Sequential(*layers)`, `nn.ModuleList(blocks)` with `layers` built by a
-                # loop: the modules the list holds, in order; and where it holds objects of
+                # loop: the modules the list holds, in order; where it holds objects of
                 # classes of the code, those objects, built from the arguments they were
-                # given (`nn.Sequential(ResidualAdd(nn.LayerNorm(d)))`: its `self.fn`).
+                # given (`nn.Sequential(ResidualAdd(nn.LayerNorm(d)))`: its `self.fn`); and
+                # modules its text does not construct in place (`nn.Sequential(conv, norm,
+                # act, self.dropout())`: locals, what a helper method returned).
                 children = _child_refs(
                     [v for v in held if v.module is not None or v.kind == "unknown"], made
                 )
                 if children:
                     made.children = children
+                    made.uncounted = not exact
             return built
         op = self.kb.op(qual)
         if op is not None or qual.startswith("torch."):
@@ -2949,6 +3038,15 @@ class Interpreter(Objects):
             here = event.path == frame.path
             loc = event.loc if here else self.loc(node, frame)
             self.run_backward(graph, event.retain, loc, frame.path, frame.ctx, checked=own)
+        elif isinstance(event, CarryEvent):
+            # The op in the function that builds on a graph a backward() may have freed: it
+            # is where torch fails, rather than this call (an op in another file: the call).
+            call = self.loc(node, frame)
+            inexact = event.inexact or self.later_pass > 0
+            if event.path == frame.path:
+                self.carry_at(use.graph(event.graphs), event.loc, frame.path, inexact, call)
+            else:
+                self.carry_at(use.graph(event.graphs), call, frame.path, True)
         elif isinstance(event, NoGradsEvent):
             self.clear_gradients(use.groups(event.groups))
         elif isinstance(event, FreezeEvent):
@@ -3172,6 +3270,26 @@ def _plain_class_value(node: ast.AST) -> bool:
 _MAPPED_ITEMS = 8  # a comprehension over more known items is joined, not followed per item
 
 
+def _iterated(iterable: Value) -> list[Value] | None:
+    """What a loop over this value binds, one by one, where that is known: a list's items,
+    the numbers of a known `range`, the tuples of `zip` / `enumerate` over known lists."""
+    if iterable.kind == "container" and iterable.keys is None and iterable.origin != UNSIZED:
+        if iterable.items is not None:
+            return list(iterable.items)
+        if isinstance(iterable.const, range) and len(iterable.const) <= _MAPPED_ITEMS:
+            return [constant(i) for i in iterable.const]
+        return None
+    if iterable.kind != "zip" or not iterable.items:
+        return None
+    lists = [_iterated(it) for it in iterable.items]
+    known = [held for held in lists if held is not None]
+    if len(known) != len(lists):
+        return None
+    if iterable.origin == "enumerate":
+        return [_list_value((constant(i), item)) for i, item in enumerate(known[0])]
+    return [_list_value(group) for group in zip(*known, strict=False)]
+
+
 def _list_value(items: tuple[Value, ...]) -> Value:
     """A list or tuple of these items, in order."""
     return Value(
@@ -3228,6 +3346,17 @@ def _held_by(kind: str, args: list[Value]) -> Sequence[Value] | None:
     if first.items is not None:
         return first.items
     return (first.element,) if first.element is not None else None
+
+
+def _better_known(text: list[ModuleRef], held: Sequence[Value]) -> bool:
+    """Whether the run knows a module the text's child in its place is not (`self.dropout()`
+    of a method of the code, not a torch constructor)."""
+    return any(
+        not (child.qualname or "").startswith("torch.")
+        and value.module is not None
+        and (value.module.qualname is not None or value.module.cls is not None)
+        for child, value in zip(text, held, strict=False)
+    )
 
 
 def _child_refs(held: Sequence[Value], container: ModuleRef) -> list[ModuleRef]:
@@ -3350,6 +3479,49 @@ _EXPR_HANDLERS = {
     for name, method in vars(Interpreter).items()
     if name.startswith("expr_") and hasattr(ast, name[5:])
 }
+
+
+def _repeated(opname: str, left: Value, right: Value) -> tuple[Value, ...] | None:
+    """`[hidden_dim] * (num_layers - 1)` of a known count: its items that many times over."""
+    held, count = (left, right) if left.kind == "container" else (right, left)
+    if opname != "mul" or held.items is None or held.keys is not None or held.origin == UNSIZED:
+        return None
+    times = count.const if count.has_const and type(count.const) is int else None
+    if times is None or len(held.items) * max(times, 0) > HELD_ITEMS:
+        return None
+    return held.items * max(times, 0)
+
+
+def _int_arithmetic(opname: str, left: Value, right: Value) -> int | None:
+    """`self.end_level + 1`, `depth // 2` of ints the code knows: the int Python computes
+    (so a loop bound or an index built from the constructor's arguments stays known); None
+    for anything else or a result too large to be a count."""
+    a, b = left.const, right.const
+    if not (left.has_const and right.has_const and type(a) is int and type(b) is int):
+        return None
+    if opname in ("floordiv", "mod") and b == 0:
+        return None
+    operations: dict[str, Callable[[int, int], int]] = {
+        "add": operator.add,
+        "sub": operator.sub,
+        "mul": operator.mul,
+        "floordiv": operator.floordiv,
+        "mod": operator.mod,
+    }
+    operation = operations.get(opname)
+    if operation is None or max(abs(a), abs(b)) > _SMALL_INT:
+        return None
+    return operation(a, b)
+
+
+_SMALL_INT = 1 << 20
+_BUILTIN_TYPES: dict[str, type] = {
+    t.__name__: t for t in (str, int, float, bool, list, tuple, dict, set, bytes)
+}
+_SCALAR_TYPES: frozenset[type] = frozenset({str, int, float, bool, bytes})
+_PYTHON_CONSTANTS = (str, int, float, bool, type(None))
+_CONTAINER_PROTOCOL = frozenset({"__iter__", "__len__", "__getitem__", "__contains__"})
+_MATH_CONSTANTS = frozenset({"math.pi", "math.e", "math.tau", "math.inf", "math.nan"})
 
 
 def _grad_guard(test: ast.expr, frame: Frame) -> list[dict[str, Value]] | None:

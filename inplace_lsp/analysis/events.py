@@ -43,6 +43,7 @@ from inplace_lsp.analysis.model import ModuleModel
 from inplace_lsp.analysis.summaries import (
     FROZEN,
     BackwardEvent,
+    CarryEvent,
     Event,
     FreezeEvent,
     Inputs,
@@ -732,12 +733,33 @@ class Events:
         """An op builds on this graph: where it holds saves a backward() freed, a later
         backward() through the result goes through them again (inexact: a call, one of whose
         ops does)."""
+        self.carry_at(graph, self.loc(node, frame), frame.path, inexact or self.later_pass > 0)
+
+    def carry_at(
+        self,
+        graph: frozenset[int],
+        loc: Loc,
+        path: str | None,
+        inexact: bool,
+        instead_of: Loc | None = None,
+    ) -> None:
+        """carry() at a known place (`instead_of`: the call whose inexact use this one, an op
+        inside it, replaces)."""
+        inputs = self.inputs
+        if inputs is not None and graph:
+            first = frozenset(g for g in graph if g in inputs.graphs and g not in inputs.carried)
+            if first:
+                inputs.carried |= first
+                self.events.append(CarryEvent(first, loc, path, inexact))
         freed = self.heap.freed
         if not freed or not graph or freed.isdisjoint(graph):
             return
-        use = (self.loc(node, frame), frame.path, inexact or self.later_pass > 0)
+        use = (loc, path, inexact)
+        carried = self.heap.carried
         for sid in graph & freed:
-            self.heap.carried.setdefault(sid, use)
+            held = carried.get(sid)
+            if held is None or (held[2] and held[0] == instead_of and held[1] == path):
+                carried[sid] = use
 
     def backward(
         self,
@@ -819,7 +841,9 @@ class Events:
         if again:
             # It goes through saves an earlier backward() freed, by way of an op that built
             # on them since: torch raises there.
-            first = min(again, key=lambda sid: self.heap.carried[sid][0])
+            # (a save that exists only if a value of unknown grad requires it is no proof)
+            sure = [sid for sid in again if sid in self.saves and not self.saves[sid].possible]
+            first = min(sure or again, key=lambda sid: self.heap.carried[sid][0])
             use, use_path, later = self.heap.carried[first]
             self.facts.retentions.append(
                 Retention(
@@ -827,7 +851,7 @@ class Events:
                     use_path,
                     self.heap.freed_by.get(first),
                     loc,
-                    definite=not later and self.later_pass == 0 and path == use_path,
+                    definite=bool(sure) and not later and self.later_pass == 0 and path == use_path,
                 )
             )
         # Latest first, as backward() visits the graph (and checks its saves): the save a

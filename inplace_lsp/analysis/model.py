@@ -82,6 +82,7 @@ class Submodule:
     qualname: str | None  # "torch.nn.ReLU", a local class name, or None if unknown
     children: list[Submodule] = field(default_factory=list)  # Sequential / ModuleList contents
     guards: tuple[tuple[ast.expr, bool], ...] = ()  # the `if` tests in __init__ it depends on
+    counted: bool = True  # its children are as many as the text says (not a comprehension's two)
 
     def keyword(self, name: str) -> ast.keyword | None:
         return call_keyword(self.call, name)
@@ -338,11 +339,20 @@ def constant_range(node: ast.expr) -> range | None:
 
 def _repeats(comp: ast.ListComp | ast.GeneratorExp) -> int:
     """How many elements `[... for _ in range(n)]` makes: n when constant (at most 32)."""
+    numbers = _comprehension_range(comp)
+    return min(len(numbers), 32) if numbers is not None else 2
+
+
+def _counted(comp: ast.ListComp | ast.GeneratorExp) -> bool:
+    """Whether _repeats is the comprehension's count (not two standing for any number)."""
+    numbers = _comprehension_range(comp)
+    return numbers is not None and len(numbers) <= 32
+
+
+def _comprehension_range(comp: ast.ListComp | ast.GeneratorExp) -> range | None:
     if len(comp.generators) == 1 and not comp.generators[0].ifs:
-        numbers = constant_range(comp.generators[0].iter)
-        if numbers is not None:
-            return min(len(numbers), 32)
-    return 2
+        return constant_range(comp.generators[0].iter)
+    return None
 
 
 def _named_layers(model: ModuleModel, arg: ast.expr) -> tuple[list[str], list[ast.expr]] | None:
@@ -384,6 +394,7 @@ def submodule(model: ModuleModel, name: str, value: ast.expr) -> Submodule | Non
             # `ModuleList([Block(dim) for _ in range(depth)])`: that many blocks (two when the
             # count is not a constant: as a loop's two passes, enough to see one block write
             # what the one before saved).
+            sub.counted = _counted(items[0])
             items = [items[0].elt] * _repeats(items[0])
         elif len(items) == 1 and (named := _named_layers(model, items[0])) is not None:
             # `nn.Sequential(OrderedDict([("fc1", nn.Linear(...)), ("act", nn.Tanh())]))`

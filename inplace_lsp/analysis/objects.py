@@ -555,6 +555,7 @@ class Objects(TorchOps):
             ref.children = [
                 self._child(child, ref, site_start, site_model) for child in sub.children
             ]
+            ref.uncounted = not sub.counted
         return Value("module", tensor=False, grad=False, module=ref)
 
     def _child(

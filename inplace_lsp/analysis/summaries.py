@@ -93,6 +93,18 @@ class BackwardEvent:
 
 
 @dataclass(frozen=True)
+class CarryEvent:
+    """An op of the function builds on an argument's graph (an RNN fed `self.hidden`): where
+    that graph holds saves a backward() freed, this op is where the next backward() will go
+    through them again."""
+
+    graphs: frozenset[int]  # stand-in graphs, each the first time an op of the run used it
+    loc: Loc
+    path: str | None  # the file of `loc` (None: the document)
+    inexact: bool  # a call the op is in, or a pass of a loop that may not run
+
+
+@dataclass(frozen=True)
 class NoGradsEvent:
     groups: frozenset[int]  # parameter groups zero_grad() left without a gradient
 
@@ -131,6 +143,7 @@ Event = (
     SaveEvent
     | WriteEvent
     | BackwardEvent
+    | CarryEvent
     | NoGradsEvent
     | FreezeEvent
     | StepEvent
@@ -236,6 +249,7 @@ class Inputs:
         self.reads: dict[Path, Hashable] = {}
         self._globals: dict[str, Value | None] = {}  # module-level variables read
         self.calls: list[Call] = []  # the document's functions the run called
+        self.carried: set[int] = set()  # stand-in graphs an op of the run built on
 
     # making stand-ins ------------------------------------------------------------
     def symbolize(self, real: Value, path: Path, name: str | None = None) -> Value:
@@ -434,7 +448,9 @@ def module_facts(
         ref.training,
         ref.params_frozen,
         ref.conditional,
+        ref.uncounted,
         _consts_facts(ref),
+        tuple(sorted((k, _hashable(v)) for k, v in ref.layer_args.items())),
         tuple((hook.kind, id(hook.function.node)) for hook in ref.hooks),
         len(ref.children) if ref.children is not None else None,
         module_facts(ref.parent, depth + 1, memo)

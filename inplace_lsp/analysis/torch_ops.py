@@ -10,10 +10,12 @@ import ast
 import re
 
 from inplace_lsp.analysis.domain import (
+    UNSIZED,
     Frame,
     Loc,
     ModuleRef,
     Value,
+    constant,
     grad_sources,
     location,
     new_id,
@@ -27,7 +29,7 @@ from inplace_lsp.analysis.domain import (
 from inplace_lsp.analysis.events import Events
 from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, OpInfo
 from inplace_lsp.analysis.knowledge import load as load_knowledge
-from inplace_lsp.analysis.model import Submodule, Undecidable, call_keyword, evaluate
+from inplace_lsp.analysis.model import Undecidable, call_keyword, evaluate
 
 # The torch facts below come from data/autograd.json (scripts/gen_autograd_table.py probes
 # them); the analysis and the fixes read them by these names.
@@ -371,6 +373,10 @@ class TorchOps(Events):
                 keyword = given = call.args[position]
             if given is not None:
                 inplace = isinstance(given, ast.Constant) and given.value is True
+                if not isinstance(given, ast.Constant):
+                    # `nn.ReLU(inplace=inplace)` in a helper whose `inplace` was known
+                    spot = "inplace" if isinstance(keyword, ast.keyword) else f"#{position}"
+                    inplace = ref.layer_args.get(spot) is True
         if set_inplace is not None and info.inplace_position is not None:
             # `m.inplace = True` set after construction (a loop over `self.modules()`): the
             # finding goes on the module's constructor, as the detector names it.
@@ -381,10 +387,10 @@ class TorchOps(Events):
             return x
         if info.view:
             return self._view(x, frame)
+        if "Dropout" in info.name and _dropout_p(ref) == 0:
+            return x  # Dropout(p=0) gives its input back, untouched (the same tensor)
         if inplace and x.tensorish:
-            uncertain = ref.conditional or (
-                "Dropout" in info.name and not _positive_p(ref.submodule, owning_instance(ref))
-            )
+            uncertain = ref.conditional or ("Dropout" in info.name and _dropout_p(ref) is None)
             if uncertain:
                 self.uncertain += 1
             kw_loc = None
@@ -791,22 +797,26 @@ def _shaped(shape: list[object], first: Value) -> Value:
     return build(shape)
 
 
-def _positive_p(sub: Submodule | None, owner: ModuleRef | None) -> bool:
-    """Dropout(p) with p > 0 known: it really writes (p == 0 returns the input untouched)."""
+def _dropout_p(ref: ModuleRef) -> float | None:
+    """A Dropout's p, where it is known (p == 0: it returns its input untouched)."""
+    given = ref.layer_args.get("p", ref.layer_args.get("#0"))
+    if isinstance(given, (int, float)):
+        return float(given)  # (as the code that built it computed p)
+    sub, owner = ref.submodule, owning_instance(ref)
     if sub is None:
-        return False
+        return None
     arg = (
         sub.call.args[0]
         if sub.call.args
         else next((k.value for k in sub.call.keywords if k.arg == "p"), None)
     )
     if arg is None:
-        return True  # the default p is 0.5
+        return 0.5  # the default
     try:
         p = evaluate(arg, owner.consts if owner is not None else {})
     except Undecidable:
-        return False
-    return isinstance(p, (int, float)) and p > 0
+        return None
+    return float(p) if isinstance(p, (int, float)) else None
 
 
 def created_tensor(node: ast.Call, origin: str, default_dtype: str = "") -> Value:
@@ -853,6 +863,12 @@ def builtin_call(name: str, args: list[Value]) -> Value | None:
     """A call of a Python builtin (the name is bound nowhere in the code): `len(x)` and
     `int(t.max())` are Python values; iterating `zip(a, b)` / `enumerate(a)` gives tuples
     of the iterables' elements. None: the usual handling."""
+    if name == "len" and len(args) == 1 and args[0].kind == "container":
+        listed = args[0].items
+        if listed is not None and args[0].origin != UNSIZED:
+            return constant(len(listed))  # `len(layers)` of a list the code wrote out
+    if name == "len" and len(args) == 1 and isinstance(args[0].const, (str, bytes, tuple)):
+        return constant(len(args[0].const))  # `len(norm) == 0` of a known name
     if name in _PYTHON_VALUES:
         return scalar()
     if name in ("list", "tuple") and len(args) == 1 and args[0].kind == "params":
@@ -863,6 +879,8 @@ def builtin_call(name: str, args: list[Value]) -> Value | None:
         held = args[0] if len(args) == 1 else None
         same = held is not None and name in ("list", "tuple", "sorted", "reversed")
         items = held.items if same and held is not None and name != "sorted" else None
+        if not args and name in ("list", "tuple"):
+            items = ()  # `conv_tower = list()`, filled by append() after
         element = held.element if same and held is not None else None
         graph = frozenset().union(*(a.graph for a in args)) if args else frozenset()
         grad = True if any(a.grad for a in args) else None
@@ -870,8 +888,21 @@ def builtin_call(name: str, args: list[Value]) -> Value | None:
             "container", tensor=False, grad=grad, items=items, graph=graph, element=element
         )
     if name == "range":
-        # Python ints, whatever its bounds (`range(1, order + 1)` of an unknown `order`).
-        return Value("container", tensor=False, grad=False, element=scalar())
+        # Python ints, whatever its bounds (`range(1, order + 1)` of an unknown `order`);
+        # the range itself where they are known (`range(self.start_level, self.end_level + 1)`
+        # of levels the constructor was given).
+        bounds = [a.const for a in args if a.has_const and type(a.const) is int]
+        numbers: range | None = None
+        if 1 <= len(bounds) == len(args) <= 3 and (len(bounds) < 3 or bounds[2] != 0):
+            numbers = range(*bounds)
+        return Value(
+            "container",
+            tensor=False,
+            grad=False,
+            element=scalar(),
+            const=numbers,
+            has_const=numbers is not None,
+        )
     if name == "zip":
         return Value("zip", tensor=False, grad=None, items=tuple(args))
     if name == "enumerate" and args:
