@@ -2410,3 +2410,173 @@ def test_a_dropout_of_zero_gives_its_input_back(p: str, tmp_path: Path) -> None:
     assert fails == (p == "0.0")
     findings = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
     assert [(f.span.line, f.severity) for f in findings] == ([(6, Severity.ERROR)] if fails else [])
+
+
+# fast-transformers' recurrent linear attention: each step returns its state `[S, Z]` in a
+# list the encoder fills at `memory[i]` (a list as long as its ModuleList), and the next step
+# adds into that state in place, after the batch-size check that raises. The previous step's
+# einsum saved it: an Error on both writes. The maintainers' fix writes out of place when
+# `K.grad_fn is not None` (here always), in place only for inference: nothing to report.
+RECURRENT_STATE = {
+    "in place": (
+        """\
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def forward(self, key, value, memory=None):
+        K = torch.nn.functional.elu(key) + 1
+        N, D = K.shape
+        if memory is None:
+            S, Z = key.new_zeros((N, D, value.shape[1])), key.new_zeros((N, D))
+        else:
+            S, Z = memory
+        if len(S) != N:
+            raise ValueError("The batch size changed during iteration")
+        Z += K
+        S += torch.einsum("nd,nm->ndm", K, value)
+        V = torch.einsum("nd,ndm->nm", K, S) / torch.einsum("nd,nd->n", K, Z)[:, None]
+        return V, [S, Z]
+
+
+class Encoder(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x, memory=None):
+        if memory is None:
+            memory = [None] * len(self.layers)
+        for i, layer in enumerate(self.layers):
+            x, m = layer(self.proj(x), x, memory[i])
+            memory[i] = m
+        return x, memory
+
+
+encoder = Encoder([Attention() for _ in range(2)])
+memory = None
+outs = []
+for t in range(3):
+    y, memory = encoder(torch.randn(2, 4), memory)
+    outs.append(y)
+torch.stack(outs).sum().backward()
+""",
+        {15, 16},
+    ),
+    "fixed": (
+        """\
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def forward(self, key, value, memory=None):
+        K = torch.nn.functional.elu(key) + 1
+        N, D = K.shape
+        if memory is None:
+            S, Z = key.new_zeros((N, D, value.shape[1])), key.new_zeros((N, D))
+        else:
+            S, Z = memory
+        if len(S) != N:
+            raise ValueError("The batch size changed during iteration")
+        if K.grad_fn is not None or value.grad_fn is not None:
+            Z = Z + K
+            S = S + torch.einsum("nd,nm->ndm", K, value)
+        else:
+            Z += K
+            S += torch.einsum("nd,nm->ndm", K, value)
+        V = torch.einsum("nd,ndm->nm", K, S) / torch.einsum("nd,nd->n", K, Z)[:, None]
+        return V, [S, Z]
+
+
+class Encoder(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x, memory=None):
+        if memory is None:
+            memory = [None] * len(self.layers)
+        for i, layer in enumerate(self.layers):
+            x, m = layer(self.proj(x), x, memory[i])
+            memory[i] = m
+        return x, memory
+
+
+encoder = Encoder([Attention() for _ in range(2)])
+memory = None
+outs = []
+for t in range(3):
+    y, memory = encoder(torch.randn(2, 4), memory)
+    outs.append(y)
+torch.stack(outs).sum().backward()
+""",
+        set(),
+    ),
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", RECURRENT_STATE)
+def test_state_a_step_returns_and_the_next_writes(name: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text, errors = RECURRENT_STATE[name]
+    script = tmp_path / "recurrent.py"
+    script.write_text(text, encoding="utf-8")
+    assert ("modified by an inplace operation" in _run(script).stderr) == bool(errors)
+    findings = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
+    assert {f.span.line for f in findings if f.severity is Severity.ERROR} == errors
+    assert len(findings) == len(errors), findings
+
+
+# MUNIT's Conv2dBlock: `if activation == "relu": self.activation = nn.ReLU()` / `else:
+# self.activation = None`, then `if self.activation:` in forward. Where the constructor's
+# argument decides, so does the test (a module is true): the ReLU's saved output written by
+# `x += 1` is an Error with it and nothing without it; where the argument is not known, the
+# test is not either (a Warning, as torch fails with one and runs with the other).
+PRESENT = """\
+import sys
+import torch
+import torch.nn as nn
+
+
+class B(nn.Module):
+    def __init__(self, flag):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 2, 1)
+        self.norm = nn.BatchNorm2d(2) if flag else None
+        if flag:
+            self.act = nn.ReLU()
+        else:
+            self.act = None
+    def forward(self, x):
+        x = self.conv(x)
+        if self.norm:
+            x = self.norm(x)
+        if self.act:
+            x = self.act(x)
+        x += 1
+        return x
+B(FLAG)(torch.randn(2, 2, 2, 2)).sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("flag", ["True", "False", "len(sys.argv) > 1"])
+def test_if_a_module_attribute_the_constructor_built(flag: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = PRESENT.replace("FLAG", flag)
+    script = tmp_path / "block.py"
+    script.write_text(text, encoding="utf-8")
+    runs = {argv: "modified by an inplace" in _run(script, *argv).stderr for argv in ((), ("1",))}
+    found = [(f.span.line, f.severity) for f in analyze(text, str(script))]
+    found = [(line, severity) for line, severity in found if severity is not Severity.HINT]
+    if all(runs.values()):
+        assert found == [(21, Severity.ERROR)]
+    elif not any(runs.values()):
+        assert found == []
+    else:
+        assert found == [(21, Severity.WARNING)]

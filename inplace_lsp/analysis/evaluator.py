@@ -154,6 +154,7 @@ from inplace_lsp.analysis.units import Cell
 _CONTAINER_MODULES = ("torch.nn.Sequential", "torch.nn.ModuleList")
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter"})
 _NEVER_NONE = frozenset({"module", "object", "optimizer", "params", "container"})
+GRAD_FN = "<grad_fn>"  # what `t.grad_fn` is where t is known to have one
 BUILTINS = frozenset(dir(builtins))
 # Calls that give back their module argument, or a wrapper that runs it and shares its
 # parameters (the analysis follows the module itself).
@@ -670,8 +671,9 @@ class Interpreter(Objects):
 
     def stmt_If(self, stmt: ast.If, frame: Frame) -> None:
         test = self.eval(stmt.test, frame)
-        if test.has_const:  # `if self.use_gate:` with the constructor's flag known
-            self.exec_body(stmt.body if test.const else stmt.orelse, frame)
+        truth = test.const if test.has_const else self._truth(test, stmt.test, frame)
+        if truth is not None:  # `if self.use_gate:` with the constructor's flag known
+            self.exec_body(stmt.body if truth else stmt.orelse, frame)
             return
         where = self._where(stmt, frame)
         labels: list[Label | None] = [
@@ -702,15 +704,23 @@ class Interpreter(Objects):
         frozen: list[frozenset[int]] = []
         split = new_id()
         grads: list[dict[int, tuple[Value, bool | None]]] = []
+        # A check that raises (`if len(Si) != N: raise ValueError(...)`): every path that goes
+        # on, and so every backward() after it, took the other body, which runs in the
+        # context of the code around it (what it does is not "on some paths").
+        raising = [_raises(body) for body in bodies]
+        checked = len(bodies) > 1 and raising.count(False) == 1
         for i, body in enumerate(bodies):
             known = refined[i] if refined else {}  # what the condition says on this path
             label = labels[i] if labels and i < len(labels) else None
+            own = base_ctx if checked and not raising[i] else None
             if not body:  # `if` without `else`: that path changes nothing, and is only read
                 results.append(({**base_env, **known} if known else base_env, base_heap))
                 # (its own path of the branch, for the code after it where the other
                 # path ended: `if x.requires_grad: return ...`)
                 ctxs.append(
-                    Ctx(base_ctx, label, split, i, len(bodies)) if len(bodies) > 1 else base_ctx
+                    own or Ctx(base_ctx, label, split, i, len(bodies))
+                    if len(bodies) > 1
+                    else base_ctx
                 )
                 flags.append({})
                 grads.append({})
@@ -719,7 +729,7 @@ class Interpreter(Objects):
             frame.env = {**base_env, **known}
             self.frozen_groups = set(base_frozen)
             self.heap = base_heap.copy()
-            frame.ctx = Ctx(base_ctx, label, split, i, len(bodies))
+            frame.ctx = own or Ctx(base_ctx, label, split, i, len(bodies))
             self.flag_log.append([])
             self.grad_log.append([])
             try:
@@ -1298,7 +1308,9 @@ class Interpreter(Objects):
                     self.set_key(base, key, value, graph)
                 elif base.kind == "container":
                     # `u[i] = actor(o)`: the list now holds it (`torch.cat(u)` reaches its graph).
-                    self.set_item(base, const_index(target.slice), value, graph)
+                    # (at a position the code computes: `memory[i] = m` with `i` known)
+                    position = key if type(key) is int else const_index(target.slice)
+                    self.set_item(base, position, value, graph)
         elif STRICT:
             raise UnhandledNode(target)
 
@@ -1509,6 +1521,13 @@ class Interpreter(Objects):
             if attr == "requires_grad" and base.kind == "tensor" and base.grad is not None:
                 # `if x.requires_grad:` where it is known: the other branch does not run
                 return constant(bool(base.grad))
+            if attr == "grad_fn" and base.kind == "tensor" and not base.joined:
+                # `if K.grad_fn is not None:`: None for a leaf or a tensor outside every
+                # graph; a node for one an op made from what requires grad
+                if base.grad is False or base.leaf:
+                    return constant(None)
+                if base.grad is True and not base.grad_assumed:
+                    return constant(GRAD_FN)
             if attr in SCALAR_ATTRS:
                 return scalar()
         if base.kind == "scalar":
@@ -1627,8 +1646,9 @@ class Interpreter(Objects):
 
     def expr_IfExp(self, node: ast.IfExp, frame: Frame) -> Value:
         test = self.eval(node.test, frame)
-        if test.has_const:
-            return self.eval(node.body if test.const else node.orelse, frame)
+        truth = test.const if test.has_const else self._truth(test, node.test, frame)
+        if truth is not None:
+            return self.eval(node.body if truth else node.orelse, frame)
         return join_values(self.eval(node.body, frame), self.eval(node.orelse, frame))
 
     def expr_BinOp(self, node: ast.BinOp, frame: Frame) -> Value:
@@ -1753,6 +1773,13 @@ class Interpreter(Objects):
                 return v
         else:
             return values[-1]
+        deciding = not isinstance(node.op, ast.And)  # (True decides `or`, False decides `and`)
+        if all(_boolean(v) for v in node.values) and any(
+            v.has_const and bool(v.const) == deciding for v in values
+        ):
+            # `K.grad_fn is not None or value.grad_fn is not None` with one side known true:
+            # a bool whichever the other is
+            return constant(deciding)
         result = values[0]
         for v in values[1:]:
             result = join_values(result, v)
@@ -2231,6 +2258,29 @@ class Interpreter(Objects):
         return self.inline(
             method, owner.start_of(method), [this, *args], kwargs, node, frame, owner
         )
+
+    def _truth(self, value: Value, test: ast.expr, frame: Frame) -> bool | None:
+        """`if self.norm:` where `__init__` built a module there for this object's
+        arguments (`if norm == "in": self.norm = nn.InstanceNorm2d(d)` / `elif norm == "none":
+        self.norm = None`, with `norm` known): a layer, or an object of a class of the code
+        that defines neither `__bool__` nor `__len__`, is true; None where that cannot be told
+        (a ModuleList may be empty, another path may have left None)."""
+        ref = value.module
+        if value.kind != "module" or ref is None or value.joined or ref.conditional:
+            return None
+        if not _built_for(test, frame):
+            return None
+        if ref.cls is None:
+            known = ref.qualname is not None and ref.qualname.startswith("torch.nn.")
+            containers = ("List", "Dict", "Sequential")
+            if not known or any(kind in (ref.qualname or "") for kind in containers):
+                return None
+            return True
+        if self.list_kind(ref) or any(
+            self.model.find_method(ref.cls, name) is not None for name in ("__bool__", "__len__")
+        ):
+            return None
+        return True
 
     def _type_test(self, name: str, value: Value, spec: ast.expr, frame: Frame) -> bool | None:
         """`isinstance(options, str)` / `hasattr(options, "__iter__")` of a value whose Python
@@ -3238,6 +3288,48 @@ def _string_method(
     except (TypeError, ValueError, KeyError, IndexError):
         return None
     return constant(result)
+
+
+def _built_for(node: ast.expr, frame: Frame) -> bool:
+    """Whether `self.<attr>` is a module its class's `__init__` built for this object's
+    constructor arguments on every path (an option whose tests they pass, and no other value
+    assigned there that they do not rule out)."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+        return False
+    owner = frame.env.get(node.value.id)
+    ref = owner.module if owner is not None else None
+    if ref is None or ref.cls is None:
+        return False
+    cls, attr, consts = ref.cls, node.attr, ref.consts
+
+    def holds(guards: tuple[tuple[ast.expr, bool], ...]) -> bool | None:
+        try:
+            return all(bool(evaluate(test, consts)) == polarity for test, polarity in guards)
+        except Undecidable:
+            return None
+
+    options = cls.submodule_options.get(attr) or (
+        [cls.submodules[attr]] if attr in cls.submodules else []
+    )
+    if not any(holds(option.guards) for option in options):
+        return False
+    return all(holds(guards) is False for _, guards in cls.plain_values.get(attr, []))
+
+
+def _boolean(node: ast.expr) -> bool:
+    """Whether an expression gives a bool whatever its operands (a comparison, a `not`)."""
+    return isinstance(node, ast.Compare) or (
+        isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
+    )
+
+
+def _raises(body: list[ast.stmt]) -> bool:
+    """Whether a branch body always ends in `raise` (and leaves no other way: no return,
+    break, continue or yield inside it)."""
+    if not body or not isinstance(body[-1], ast.Raise):
+        return False
+    exits = (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom, ast.Try)
+    return not any(isinstance(n, exits) for s in body for n in ast.walk(s))
 
 
 def _widened(env: dict[str, Value], before: dict[str, Value]) -> dict[str, Value]:

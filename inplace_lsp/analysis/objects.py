@@ -207,6 +207,10 @@ class Objects(TorchOps):
             conditional = (len(options) > 1 or any(sub.guards for sub in options)) and (
                 ref.attrs[attr].module is None or _choose(options, ref.consts)[1]
             )
+            if ref.attrs[attr].module is None and _none_runs(options, ref.consts):
+                # (`elif activation == "none": self.activation = None` taken: no module of
+                # the text is built for these arguments, and the run's value stands)
+                conditional = False
             static = (
                 attr in cls.parameters
                 or attr in cls.buffers
@@ -956,6 +960,20 @@ def _choose(options: list[Submodule], consts: dict[str, object]) -> tuple[Submod
         except Undecidable:
             return option, True
     return options[0], True
+
+
+def _none_runs(options: list[Submodule], consts: dict[str, object]) -> bool:
+    """Whether these constants decide that none of the constructors runs (each under an
+    `if` whose tests they answer, none all true)."""
+    for option in options:
+        if not option.guards:
+            return False
+        try:
+            if all(bool(evaluate(test, consts)) == polarity for test, polarity in option.guards):
+                return False
+        except Undecidable:
+            return False
+    return True
 
 
 def _parameter_here(cls: ClassInfo, attr: str, ref: ModuleRef) -> bool:

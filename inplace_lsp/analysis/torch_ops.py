@@ -867,6 +867,10 @@ def builtin_call(name: str, args: list[Value]) -> Value | None:
         listed = args[0].items
         if listed is not None and args[0].origin != UNSIZED:
             return constant(len(listed))  # `len(layers)` of a list the code wrote out
+    held_modules = args[0].module if name == "len" and len(args) == 1 else None
+    if held_modules is not None and held_modules.children is not None:
+        if not (held_modules.uncounted or held_modules.conditional):
+            return constant(len(held_modules.children))  # `len(self.layers)` of a ModuleList
     if name == "len" and len(args) == 1 and isinstance(args[0].const, (str, bytes, tuple)):
         return constant(len(args[0].const))  # `len(norm) == 0` of a known name
     if name in _PYTHON_VALUES:
