@@ -1221,3 +1221,32 @@ def test_one_write_reached_from_two_calls_names_both_savers() -> None:
     ]
     (kept,) = _dedupe(duplicates)
     assert (kept.message, kept.related) == ("a", (first, shared, later))
+
+
+def test_an_edit_of_another_class_does_not_run_an_in_place_activation_again() -> None:
+    """The remedy of an `inplace=True` finding looks for a call of the module that throws its
+    result away among the methods of the class that builds it: that class only, so an edit of
+    another class's constructor does not analyse the first class's forward again."""
+    text = (
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 4)\n"
+        "        self.act = nn.ReLU(inplace=True)\n"
+        "    def forward(self, x):\n"
+        "        return self.act(torch.sigmoid(self.fc(x)))\n"
+        "class Other(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 2)\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(x)\n"
+    )
+    analysis = DocumentAnalysis()
+    first = analysis.update(text)
+    assert [(f.code, f.span.line) for f in first.findings] == [("IPL003", 7)]
+    edited = analysis.update(text.replace("nn.Linear(4, 2)", "nn.Linear(4, 3)"))
+    assert edited.functions_analysed == 0  # (Other.forward writes nothing in place)
+    assert edited.findings == first.findings

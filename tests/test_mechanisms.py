@@ -2417,9 +2417,7 @@ def test_a_dropout_of_zero_gives_its_input_back(p: str, tmp_path: Path) -> None:
 # adds into that state in place, after the batch-size check that raises. The previous step's
 # einsum saved it: an Error on both writes. The maintainers' fix writes out of place when
 # `K.grad_fn is not None` (here always), in place only for inference: nothing to report.
-RECURRENT_STATE = {
-    "in place": (
-        """\
+RECURRENT = """\
 import torch
 import torch.nn as nn
 
@@ -2434,8 +2432,7 @@ class Attention(nn.Module):
             S, Z = memory
         if len(S) != N:
             raise ValueError("The batch size changed during iteration")
-        Z += K
-        S += torch.einsum("nd,nm->ndm", K, value)
+        UPDATE
         V = torch.einsum("nd,ndm->nm", K, S) / torch.einsum("nd,nd->n", K, Z)[:, None]
         return V, [S, Z]
 
@@ -2462,58 +2459,22 @@ for t in range(3):
     y, memory = encoder(torch.randn(2, 4), memory)
     outs.append(y)
 torch.stack(outs).sum().backward()
-""",
+"""
+RECURRENT_STATE = {
+    "in place": (
+        """\
+        Z += K
+        S += torch.einsum("nd,nm->ndm", K, value)""",
         {15, 16},
     ),
     "fixed": (
         """\
-import torch
-import torch.nn as nn
-
-
-class Attention(nn.Module):
-    def forward(self, key, value, memory=None):
-        K = torch.nn.functional.elu(key) + 1
-        N, D = K.shape
-        if memory is None:
-            S, Z = key.new_zeros((N, D, value.shape[1])), key.new_zeros((N, D))
-        else:
-            S, Z = memory
-        if len(S) != N:
-            raise ValueError("The batch size changed during iteration")
         if K.grad_fn is not None or value.grad_fn is not None:
             Z = Z + K
             S = S + torch.einsum("nd,nm->ndm", K, value)
         else:
             Z += K
-            S += torch.einsum("nd,nm->ndm", K, value)
-        V = torch.einsum("nd,ndm->nm", K, S) / torch.einsum("nd,nd->n", K, Z)[:, None]
-        return V, [S, Z]
-
-
-class Encoder(nn.Module):
-    def __init__(self, layers):
-        super().__init__()
-        self.layers = nn.ModuleList(layers)
-        self.proj = nn.Linear(4, 4)
-
-    def forward(self, x, memory=None):
-        if memory is None:
-            memory = [None] * len(self.layers)
-        for i, layer in enumerate(self.layers):
-            x, m = layer(self.proj(x), x, memory[i])
-            memory[i] = m
-        return x, memory
-
-
-encoder = Encoder([Attention() for _ in range(2)])
-memory = None
-outs = []
-for t in range(3):
-    y, memory = encoder(torch.randn(2, 4), memory)
-    outs.append(y)
-torch.stack(outs).sum().backward()
-""",
+            S += torch.einsum("nd,nm->ndm", K, value)""",
         set(),
     ),
 }
@@ -2523,7 +2484,8 @@ torch.stack(outs).sum().backward()
 @pytest.mark.parametrize("name", RECURRENT_STATE)
 def test_state_a_step_returns_and_the_next_writes(name: str, tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    text, errors = RECURRENT_STATE[name]
+    update, errors = RECURRENT_STATE[name]
+    text = RECURRENT.replace("        UPDATE", update)
     script = tmp_path / "recurrent.py"
     script.write_text(text, encoding="utf-8")
     assert ("modified by an inplace operation" in _run(script).stderr) == bool(errors)
@@ -2580,3 +2542,50 @@ def test_if_a_module_attribute_the_constructor_built(flag: str, tmp_path: Path) 
         assert found == []
     else:
         assert found == [(21, Severity.WARNING)]
+
+
+# fairseq's MultiheadAttention: `qkv_same = query.data_ptr() == key.data_ptr() ==
+# value.data_ptr()` chooses the self-attention branch, which chunks one projection into q, k
+# and v; `q *= self.scaling` then writes into a view torch made with chunk, and torch refuses
+# it. Called with one tensor for all three, the test is true (the same object), so the
+# refusal is an Error; written out of place, nothing.
+SAME_STORAGE = """\
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.in_proj = nn.Linear(dim, 3 * dim)
+        self.scaling = dim**-0.5
+
+    def forward(self, query, key, value):
+        qkv_same = query.data_ptr() == key.data_ptr() == value.data_ptr()
+        if qkv_same:
+            q, k, v = self.in_proj(query).chunk(3, dim=-1)
+        else:
+            q = self.in_proj(query)[..., :4]
+            k, v = self.in_proj(key)[..., 4:8], self.in_proj(value)[..., 8:]
+        SCALE
+        return torch.softmax(q @ k.transpose(0, 1), dim=-1) @ v
+
+
+x = torch.randn(3, 4)
+Attention(4)(x, x, x).sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("scale", ["q *= self.scaling", "q = q * self.scaling"])
+def test_a_data_ptr_test_of_one_tensor_passed_three_times(scale: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = SAME_STORAGE.replace("SCALE", scale)
+    script = tmp_path / "attention.py"
+    script.write_text(text, encoding="utf-8")
+    refused = "is a view and is being modified inplace" in _run(script).stderr
+    assert refused == ("*=" in scale)
+    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
+    assert [(f.code, f.severity, f.span.line) for f in found] == (
+        [("IPL009", Severity.ERROR, 18)] if refused else []
+    )

@@ -1750,6 +1750,9 @@ class Interpreter(Objects):
                 return scalar()
         if any(v.kind == "tensor" for v in values):
             return Value("tensor", frozenset({new_id()}), True, False)
+        same = self._same_storage(node, frame)
+        if same is not None:
+            return constant(same)
         if len(values) == 2 and all(v.has_const for v in values):
             left, right = values[0].const, values[1].const
             try:
@@ -2258,6 +2261,37 @@ class Interpreter(Objects):
         return self.inline(
             method, owner.start_of(method), [this, *args], kwargs, node, frame, owner
         )
+
+    def _same_storage(self, node: ast.Compare, frame: Frame) -> bool | None:
+        """`query.data_ptr() == key.data_ptr() == value.data_ptr()` (fairseq's self-attention
+        test): true where each is the same tensor object, false where they are tensors of
+        version groups apart (no view of one another); None otherwise."""
+        receivers = [
+            p.func.value
+            for p in (node.left, *node.comparators)
+            if isinstance(p, ast.Call)
+            and isinstance(p.func, ast.Attribute)
+            and p.func.attr == "data_ptr"
+            and not p.args
+            and not p.keywords
+        ]
+        if len(receivers) != len(node.ops) + 1 or not all(
+            isinstance(op, ast.Eq) for op in node.ops
+        ):
+            return None
+        tensors = [self.eval(receiver, frame) for receiver in receivers]
+        if any(t.kind != "tensor" for t in tensors):
+            return None
+        if all(t is tensors[0] for t in tensors):
+            return True  # (one object: whichever tensor it is on this path)
+        if any(t.joined or t.origin.startswith("argument") for t in tensors):
+            return None  # (a caller may pass one tensor for both)
+        groups = [t.groups for t in tensors]
+        if all(groups) and all(
+            a.isdisjoint(b) for i, a in enumerate(groups) for b in groups[i + 1 :]
+        ):
+            return False
+        return None
 
     def _truth(self, value: Value, test: ast.expr, frame: Frame) -> bool | None:
         """`if self.norm:` where `__init__` built a module there for this object's

@@ -193,15 +193,19 @@ def discarding_call(ctx: DocContext, mutation: Mutation) -> tuple[int, str, str]
     (document line, call text, the argument it writes), or None."""
     if mutation.kind != "inplace_module" or mutation.path is not None:
         return None
-    for info in ctx.model.classes.values():
+    # (the classes are looked through without noting a read of each: what this depends on is
+    # the one class whose constructor holds the flag, read by name once found, so that an
+    # edit of another class does not undo the analysis that asked)
+    for name, info in dict.items(ctx.model.classes):
         if info.owner is not None and info.owner is not ctx.model:
             continue
-        options = [s for subs in info.submodule_options.values() for s in subs]
-        for attr, sub in [*info.submodules.items(), *((s.name, s) for s in options)]:
+        options = [s for subs in dict.values(info.submodule_options) for s in subs]
+        for attr, sub in [*dict.items(info.submodules), *((s.name, s) for s in options)]:
             first = info.block_start + sub.call.lineno - 1
             last = info.block_start + (sub.call.end_lineno or sub.call.lineno) - 1
             if not first <= mutation.loc[0] <= last:  # the flag is inside this constructor
                 continue
+            ctx.model.classes.get(name)
             for method in info.methods.values():
                 for stmt in ast.walk(method):
                     if (
