@@ -3402,8 +3402,9 @@ def _iterated(iterable: Value) -> list[Value] | None:
     if iterable.kind == "container" and iterable.keys is None and iterable.origin != UNSIZED:
         if iterable.items is not None:
             return list(iterable.items)
-        if isinstance(iterable.const, range) and len(iterable.const) <= _MAPPED_ITEMS:
-            return [constant(i) for i in iterable.const]
+        numbers = small_range(iterable.const) if isinstance(iterable.const, range) else None
+        if numbers is not None:  # (a few, as a loop over them runs pass by pass)
+            return [constant(i) for i in numbers]
         return None
     if iterable.kind != "zip" or not iterable.items:
         return None
