@@ -1814,7 +1814,7 @@ class Interpreter(Objects):
         inner = dict(frame.env)
         for at, gen in enumerate(node.generators):
             it = first_iter if at == 0 else self.eval(gen.iter, frame)
-            element = self.element_of(it, gen.iter, frame)
+            element = self.element_of(it, gen.iter, frame, gathered=True)
             saved_env = frame.env
             frame.env = inner
             self.assign(gen.target, element, frame, frame.stmt or ast.Pass())
@@ -1884,14 +1884,23 @@ class Interpreter(Objects):
     def expr_Await(self, node: ast.Await, frame: Frame) -> Value:
         return self.eval(node.value, frame)
 
-    def element_of(self, iterable: Value, node: ast.expr, frame: Frame) -> Value:
+    def element_of(
+        self, iterable: Value, node: ast.expr, frame: Frame, gathered: bool = False
+    ) -> Value:
+        """An element of what a loop or a comprehension iterates (`gathered`: a comprehension,
+        whose results are taken together, `sum(o.pow(2).mean() for o in outs)`)."""
         if iterable.keys is not None:
             return python_value()  # iterating a dict gives its keys
         element = iterable.element
         if element is not None:
-            if iterable.items is None and element.tensorish and not iterable.graph <= element.graph:
+            if (
+                gathered
+                and iterable.items is None
+                and element.tensorish
+                and not iterable.graph <= element.graph
+            ):
                 # (what was put in it since, `pathtd[i] = ...` in a callee, is in its graph
-                # and in no element the analysis holds: any element may carry it)
+                # and in no element the analysis holds: the elements together carry it)
                 return replace(element, graph=element.graph | iterable.graph)
             return element
         if iterable.kind == "zip" and iterable.items is not None:
@@ -2961,7 +2970,7 @@ class Interpreter(Objects):
         outer_cells = self.recorder[0]
         cells: set[Cell] = set()
         self.recorder[0] = cells if outer_cells is not None else None
-        root = Ctx()
+        root = inputs.root = Ctx()
         callee = Frame({}, start, grad_enabled, root, path=self.model.path)
         self._bind_arguments(fn, callee, stand_ins, stand_in_kwargs)
         self.call_stack.append(fn)

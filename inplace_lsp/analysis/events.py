@@ -733,7 +733,9 @@ class Events:
         """An op builds on this graph: where it holds saves a backward() freed, a later
         backward() through the result goes through them again (inexact: a call, one of whose
         ops does)."""
-        self.carry_at(graph, self.loc(node, frame), frame.path, inexact or self.later_pass > 0)
+        self.carry_at(
+            graph, self.loc(node, frame), frame.path, inexact or self.later_pass > 0, ctx=frame.ctx
+        )
 
     def carry_at(
         self,
@@ -742,15 +744,18 @@ class Events:
         path: str | None,
         inexact: bool,
         instead_of: Loc | None = None,
+        ctx: Ctx | None = None,
     ) -> None:
         """carry() at a known place (`instead_of`: the call whose inexact use this one, an op
-        inside it, replaces)."""
+        inside it, replaces; `ctx`: the branch the op is on)."""
         inputs = self.inputs
         if inputs is not None and graph:
             first = frozenset(g for g in graph if g in inputs.graphs and g not in inputs.carried)
             if first:
                 inputs.carried |= first
-                self.events.append(CarryEvent(first, loc, path, inexact))
+                # (an op on one path of a branch of the function may not be the one that runs)
+                branched = ctx is not None and ctx is not inputs.root
+                self.events.append(CarryEvent(first, loc, path, inexact or branched))
         freed = self.heap.freed
         if not freed or not graph or freed.isdisjoint(graph):
             return

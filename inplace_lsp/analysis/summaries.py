@@ -250,6 +250,7 @@ class Inputs:
         self._globals: dict[str, Value | None] = {}  # module-level variables read
         self.calls: list[Call] = []  # the document's functions the run called
         self.carried: set[int] = set()  # stand-in graphs an op of the run built on
+        self.root: Ctx | None = None  # the context the function's body starts in
 
     # making stand-ins ------------------------------------------------------------
     def symbolize(self, real: Value, path: Path, name: str | None = None) -> Value:
