@@ -2589,3 +2589,36 @@ def test_a_data_ptr_test_of_one_tensor_passed_three_times(scale: str, tmp_path: 
     assert [(f.code, f.severity, f.span.line) for f in found] == (
         [("IPL009", Severity.ERROR, 18)] if refused else []
     )
+
+
+# `self.gate = None` set once in `__init__`: `if self.gate:` takes its else path, as Python
+# does; the write on the other path never runs (torch runs the program).
+NONE_TEST = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.gate = None
+
+    def forward(self, x):
+        y = torch.sigmoid(self.fc(x))
+        if self.gate:
+            y.mul_(2)
+        return y
+
+
+Net()(torch.randn(2, 4)).sum().backward()
+"""
+
+
+@pytest.mark.torch
+def test_an_if_on_an_attribute_known_to_be_none(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    script = tmp_path / "gate.py"
+    script.write_text(NONE_TEST, encoding="utf-8")
+    assert _run(script).returncode == 0
+    assert not [f for f in analyze(NONE_TEST, str(script)) if f.severity is not Severity.HINT]

@@ -96,7 +96,7 @@ from inplace_lsp.analysis.model import (
     spelled_template,
 )
 from inplace_lsp.analysis.model import submodule as submodule_of
-from inplace_lsp.analysis.objects import Objects, element_module, twin_module
+from inplace_lsp.analysis.objects import Objects, element_module, guards_hold, twin_module
 from inplace_lsp.analysis.summaries import (
     Application,
     BackwardEvent,
@@ -671,7 +671,7 @@ class Interpreter(Objects):
 
     def stmt_If(self, stmt: ast.If, frame: Frame) -> None:
         test = self.eval(stmt.test, frame)
-        truth = test.const if test.has_const else self._truth(test, stmt.test, frame)
+        truth = self._truth(test, stmt.test, frame)
         if truth is not None:  # `if self.use_gate:` with the constructor's flag known
             self.exec_body(stmt.body if truth else stmt.orelse, frame)
             return
@@ -1646,7 +1646,7 @@ class Interpreter(Objects):
 
     def expr_IfExp(self, node: ast.IfExp, frame: Frame) -> Value:
         test = self.eval(node.test, frame)
-        truth = test.const if test.has_const else self._truth(test, node.test, frame)
+        truth = self._truth(test, node.test, frame)
         if truth is not None:
             return self.eval(node.body if truth else node.orelse, frame)
         return join_values(self.eval(node.body, frame), self.eval(node.orelse, frame))
@@ -2303,11 +2303,15 @@ class Interpreter(Objects):
         return None
 
     def _truth(self, value: Value, test: ast.expr, frame: Frame) -> bool | None:
-        """`if self.norm:` where `__init__` built a module there for this object's
+        """Whether a test is true, where that is known: a constant's truth (`if
+        self.use_gate:` with the constructor's flag known);
+        `if self.norm:` where `__init__` built a module there for this object's
         arguments (`if norm == "in": self.norm = nn.InstanceNorm2d(d)` / `elif norm == "none":
         self.norm = None`, with `norm` known): a layer, or an object of a class of the code
         that defines neither `__bool__` nor `__len__`, is true; None where that cannot be told
         (a ModuleList may be empty, another path may have left None)."""
+        if value.has_const:
+            return bool(value.const)
         ref = value.module
         if value.kind != "module" or ref is None or value.joined or ref.conditional:
             return None
@@ -3344,19 +3348,12 @@ def _built_for(node: ast.expr, frame: Frame) -> bool:
     if ref is None or ref.cls is None:
         return False
     cls, attr, consts = ref.cls, node.attr, ref.consts
-
-    def holds(guards: tuple[tuple[ast.expr, bool], ...]) -> bool | None:
-        try:
-            return all(bool(evaluate(test, consts)) == polarity for test, polarity in guards)
-        except Undecidable:
-            return None
-
     options = cls.submodule_options.get(attr) or (
         [cls.submodules[attr]] if attr in cls.submodules else []
     )
-    if not any(holds(option.guards) for option in options):
+    if not any(guards_hold(option.guards, consts) for option in options):
         return False
-    return all(holds(guards) is False for _, guards in cls.plain_values.get(attr, []))
+    return all(guards_hold(guards, consts) is False for _, guards in cls.plain_values.get(attr, []))
 
 
 def _boolean(node: ast.expr) -> bool:

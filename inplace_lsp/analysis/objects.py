@@ -949,31 +949,34 @@ def _init_consts(
     return consts
 
 
+def guards_hold(
+    guards: tuple[tuple[ast.expr, bool], ...], consts: dict[str, object]
+) -> bool | None:
+    """Whether the `if` tests of `__init__` that lead to an assignment pass for these
+    constructor constants; None where one cannot be told."""
+    try:
+        return all(bool(evaluate(test, consts)) == polarity for test, polarity in guards)
+    except Undecidable:
+        return None
+
+
 def _choose(options: list[Submodule], consts: dict[str, object]) -> tuple[Submodule, bool]:
     """The constructor that runs for these constants; conditional when it cannot be told."""
     if len(options) == 1:
         return options[0], False
     for option in options:
-        try:
-            if all(bool(evaluate(test, consts)) == polarity for test, polarity in option.guards):
-                return option, False
-        except Undecidable:
+        holds = guards_hold(option.guards, consts)
+        if holds is None:
             return option, True
+        if holds:
+            return option, False
     return options[0], True
 
 
 def _none_runs(options: list[Submodule], consts: dict[str, object]) -> bool:
     """Whether these constants decide that none of the constructors runs (each under an
     `if` whose tests they answer, none all true)."""
-    for option in options:
-        if not option.guards:
-            return False
-        try:
-            if all(bool(evaluate(test, consts)) == polarity for test, polarity in option.guards):
-                return False
-        except Undecidable:
-            return False
-    return True
+    return all(option.guards and guards_hold(option.guards, consts) is False for option in options)
 
 
 def _parameter_here(cls: ClassInfo, attr: str, ref: ModuleRef) -> bool:
@@ -988,11 +991,11 @@ def _parameter_here(cls: ClassInfo, attr: str, ref: ModuleRef) -> bool:
     for expr, guards in assigned:
         if expr is not parameter or not guards:
             continue
-        try:
-            if not all(bool(evaluate(test, ref.consts)) == polarity for test, polarity in guards):
-                return False  # the parameter's branch does not run for these arguments
-        except Undecidable:
+        holds = guards_hold(guards, ref.consts)
+        if holds is None:
             return True
+        if not holds:
+            return False  # the parameter's branch does not run for these arguments
     return True
 
 
