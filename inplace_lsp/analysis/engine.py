@@ -774,7 +774,10 @@ class DocumentAnalysis:
             frag = self._fragments.get(key)
             if frag is None:
                 assert block.tree is not None
-                said = functools.partial(self._said, block, imports_key)
+                # (what __init__ gives a class is compared only across updates)
+                said = (
+                    functools.partial(self._said, block, imports_key) if self.incremental else None
+                )
                 frag = model_mod.fragment(block.tree, block.start, model, self._box, said)
                 # A block parsed again at the same place, its classes' shapes unchanged (a
                 # keystroke in a method body): each class keeps its ClassInfo, with the new

@@ -355,6 +355,11 @@ class Interpreter(Objects):
 
         args: list[Value] = []
         for i, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
+            if i == 0 and is_method and owner is not None and fn.name == "__init__":
+                # `__init__` itself runs on the new object as Python makes it: bare (built
+                # first, it would run twice, the second time on what the first had built).
+                args.append(self.bare_object(owner, owner.name, [], {}, frame))
+                continue
             if i == 0 and is_method and owner is not None:
                 # An object of the class as its __init__ leaves it (its models, optimizers
                 # and tensors), from arguments the analysis does not know.

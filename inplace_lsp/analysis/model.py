@@ -119,7 +119,8 @@ class ClassInfo:
     own: tuple[object, ...] | None = None
     # What its `__init__` gives it (init_params to forward_methods, with where each node is),
     # as one hash (init_digest): with its text but its methods' bodies, the class's shape
-    # (units.Table): an edit in `__init__` that changes none of it keeps the shape.
+    # (units.Table): an edit in `__init__` that changes none of it keeps the shape. 0 in a
+    # model no later text is compared with (a one-shot analysis, another file's).
     init_said: int = 0
 
     def is_forward(self, name: str) -> bool:
@@ -666,11 +667,12 @@ def fragment(
     start: int,
     model: ModuleModel,
     box: list[set[tuple[object, str]] | None] | None = None,
-    said: Callable[[ClassInfo], int] = init_digest,
+    said: Callable[[ClassInfo], int] | None = None,
 ) -> Fragment:
     """The definitions of one block; `model` supplies the imports used to resolve names.
     `box`: record the lookups of each class's methods in it (see Recorded); `said`: how each
-    class's init_said is found (a caller may know it from an earlier text of `__init__`)."""
+    class's init_said is found (a caller may know it from an earlier text of `__init__`;
+    None: not at all, for a model no later text of the file is compared with)."""
     frag = Fragment()
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -692,7 +694,8 @@ def fragment(
             if init is not None:
                 _scan_init(model, info, init)
             _scan_class_constants(info, stmt)
-            info.init_said = said(info)
+            if said is not None:
+                info.init_said = said(info)
         else:
             frag.kernels |= _kernels_registered(stmt, model)
     return frag

@@ -89,9 +89,9 @@ class Objects(TorchOps):
     ) -> Value:
         """A new object of a class that is not an nn.Module (a Trainer, an Agent, a replay
         buffer): its `__init__` run on it, so it holds what `__init__` set."""
-        ref = ModuleRef(qualname, cls, new_id(), site_start=frame.start)
-        ref.consts = bind_consts(cls, args, kwargs)
-        value = Value("object", tensor=False, grad=False, module=ref)
+        value = self.bare_object(cls, qualname, args, kwargs, frame)
+        ref = value.module
+        assert ref is not None
         found = self.model.find_method(cls, "__init__")
         if found is not None:
             where = found[0].owner or self.model
@@ -168,11 +168,20 @@ class Objects(TorchOps):
         constants, the branch a flag chooses); `__init__` also runs on it, for what its text
         alone does not say: modules built in local variables and added with `add_module`,
         optimizers, lists filled in loops."""
-        ref = ModuleRef(qualname, cls, new_id(), site_start=frame.start)
-        ref.consts = bind_consts(cls, args, kwargs)
-        value = Value("module", tensor=False, grad=False, module=ref)
+        value = self.bare_object(cls, qualname, args, kwargs, frame)
         self._run_init(value, cls, args, kwargs, node, frame)
         return value
+
+    @staticmethod
+    def bare_object(
+        cls: ClassInfo, qualname: str, args: list[Value], kwargs: dict[str, Value], frame: Frame
+    ) -> Value:
+        """A new object of a class of the code before its `__init__` runs, knowing the
+        constructor's constant arguments."""
+        ref = ModuleRef(qualname, cls, new_id(), site_start=frame.start)
+        ref.consts = bind_consts(cls, args, kwargs)
+        kind = "module" if cls.is_module else "object"
+        return Value(kind, tensor=False, grad=False, module=ref)
 
     def _run_init(
         self,
