@@ -2622,3 +2622,57 @@ def test_an_if_on_an_attribute_known_to_be_none(tmp_path: Path) -> None:
     script.write_text(NONE_TEST, encoding="utf-8")
     assert _run(script).returncode == 0
     assert not [f for f in analyze(NONE_TEST, str(script)) if f.severity is not Severity.HINT]
+
+
+# A training loop inside a function (Dive-into-DL's RNN from scratch, its parameters in an
+# nn.ParameterList unpacked by the step): the hidden state one batch's backward() went
+# through, fed to the next batch, is the retention torch refuses; detached, it runs.
+LOOP_IN_A_FUNCTION = """\
+import torch
+from torch import nn
+
+
+def get_params():
+    W_xh = nn.Parameter(torch.randn(3, 3))
+    W_hh = nn.Parameter(torch.randn(3, 3))
+    return nn.ParameterList([W_xh, W_hh])
+
+
+def rnn(inputs, state, params):
+    W_xh, W_hh = params
+    H, = state
+    outputs = []
+    for X in inputs:
+        H = torch.tanh(torch.matmul(X, W_xh) + torch.matmul(H, W_hh))
+        outputs.append(H)
+    return outputs, (H,)
+
+
+def train(rnn, get_params):
+    params = get_params()
+    state = (torch.zeros(2, 3),)
+    for step in range(3):
+        CARRY
+        inputs = [torch.randn(2, 3) for _ in range(2)]
+        outputs, state = rnn(inputs, state, params)
+        loss = torch.cat(outputs, dim=0).sum()
+        loss.backward()
+
+
+train(rnn, get_params)
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("carry", ["pass", "state = tuple(s.detach() for s in state)"])
+def test_a_hidden_state_carried_by_a_loop_in_a_function(carry: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = LOOP_IN_A_FUNCTION.replace("CARRY", carry)
+    script = tmp_path / "rnn.py"
+    script.write_text(text, encoding="utf-8")
+    freed = "backward through the graph a second time" in _run(script).stderr
+    assert freed == (carry == "pass")
+    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
+    assert [(f.code, f.severity, f.span.line) for f in found] == (
+        [("IPL004", Severity.ERROR, 16)] if freed else []
+    )

@@ -520,6 +520,10 @@ class Facts:
         self.conflicts += other.conflicts
         self.leaf_writes += other.leaf_writes
         self.accumulations += other.accumulations
+        # A function's own backward() calls, freeing what its own ops saved, are a proof in
+        # any caller where they are definite; where the use rests on a later pass of a loop
+        # or a call's op (a recursive helper whose result is not known), they stay unsaid.
+        self.retentions += [kept for kept in other.retentions if kept.definite]
         self.alias_reads += other.alias_reads
         self.detached_writes += other.detached_writes
         self.activation_reads += other.activation_reads

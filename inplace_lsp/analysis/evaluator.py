@@ -2698,6 +2698,15 @@ class Interpreter(Objects):
                 if children:
                     made.children = children
                     made.uncounted = not exact
+            if (
+                qual == "torch.nn.ParameterList"
+                and args
+                and args[0].items is not None
+                and all(item.tensorish for item in args[0].items)
+            ):
+                # `nn.ParameterList([W_xh, W_hh])` holds those parameters themselves, in
+                # order: unpacking it, indexing it or looping over it gives them back.
+                return replace(built, items=args[0].items)
             return built
         op = self.kb.op(qual)
         if op is not None or qual.startswith("torch."):

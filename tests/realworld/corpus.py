@@ -109,7 +109,8 @@ def problems(case: Case) -> list[str]:
     return found
 
 
-_CASE_NAME = re.compile(r"b?\d{3}_.+\.py")  # nnn_slug.py; the blind split's bnnn_slug.py
+# nnn_slug.py (nnnn_slug.py past 999); the blind split's bnnn_slug.py
+_CASE_NAME = re.compile(r"b?\d{3,4}_.+\.py")
 
 
 def discover(directory: Path = HERE) -> list[Case]:
