@@ -796,10 +796,11 @@ class DocumentAnalysis:
     def _said(self, block: Block, imports_key: int, info: ClassInfo) -> int:
         """model.init_digest of a class of `block`, kept by what it rests on (see _init_said)."""
         init = dict.get(info.methods, "__init__")
+        lines = split_lines(block.text)
         if init is None:
-            return model_mod.init_digest(info)
+            return model_mod.init_digest(info, lines, block.tree_line0)
         key = (
-            _def_text(block, split_lines(block.text), init),
+            _def_text(block, lines, init),
             init.lineno - info.node.lineno,
             init.col_offset,
             imports_key,
@@ -808,7 +809,7 @@ class DocumentAnalysis:
         if said is None:
             if len(self._init_said) > 4 * len(self._units) + 64:
                 self._init_said.clear()
-            said = self._init_said[key] = model_mod.init_digest(info)
+            said = self._init_said[key] = model_mod.init_digest(info, lines, block.tree_line0)
         return said
 
     def _wanted_entries(

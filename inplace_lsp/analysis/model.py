@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -619,14 +619,22 @@ class Fragment:
     kernels: set[str] = field(default_factory=set)  # functions registered as an op's kernel
 
 
-def init_digest(info: ClassInfo) -> int:
+def init_digest(info: ClassInfo, lines: Sequence[str] = (), line0: int = 1) -> int:
     """A hash of what `__init__` gave a class (before finalize adds its bases'), its nodes
     with their places from the `class` line (its block is numbered from the file's first line
     when parsed with the whole text, from its own alone): equal for two texts of `__init__`
-    that give the same."""
+    that give the same. `lines`: the text the class was parsed from (tree line `line0` first),
+    where a node is its source text and where it starts (which gives the places of all its
+    parts); without them, its syntax tree and every part's place."""
     first = info.node.lineno
 
     def node(expr: ast.AST) -> tuple[object, ...]:
+        start = getattr(expr, "lineno", None)
+        end = getattr(expr, "end_lineno", None)
+        if start is not None and end is not None and line0 <= start and end - line0 < len(lines):
+            text = _segment(lines, expr, line0)
+            if text is not None:
+                return text, start - first, expr.col_offset  # type: ignore[attr-defined]
         places = tuple(
             (n.lineno - first, n.col_offset, (n.end_lineno or n.lineno) - first, n.end_col_offset)
             for n in ast.walk(expr)
@@ -660,6 +668,23 @@ def init_digest(info: ClassInfo) -> int:
             tuple(sorted(info.forward_methods)),
         )
     )
+
+
+def _segment(lines: Sequence[str], node: ast.AST, line0: int) -> str | None:
+    """The source text of a node (its columns count UTF-8 bytes), None where they do not fit."""
+    start, end = node.lineno - line0, node.end_lineno - line0  # type: ignore[attr-defined]
+    col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+    if end_col is None:
+        return None
+    if all(lines[i].isascii() for i in range(start, end + 1)):
+        if start == end:
+            return lines[start][col:end_col]
+        return "\n".join((lines[start][col:], *lines[start + 1 : end], lines[end][:end_col]))
+    encoded = [line.encode("utf-8") for line in lines[start : end + 1]]
+    if start == end:
+        return encoded[0][col:end_col].decode("utf-8", "replace")
+    parts = (encoded[0][col:], *encoded[1:-1], encoded[-1][:end_col])
+    return b"\n".join(parts).decode("utf-8", "replace")
 
 
 def fragment(
