@@ -2676,3 +2676,44 @@ def test_a_hidden_state_carried_by_a_loop_in_a_function(carry: str, tmp_path: Pa
     assert [(f.code, f.severity, f.span.line) for f in found] == (
         [("IPL004", Severity.ERROR, 16)] if freed else []
     )
+
+
+# A model class defined inside the training function (SPQ's quantization head): the class is
+# known where the function builds it, so what its forward writes is judged as torch runs it.
+LOCAL_CLASS = """\
+import torch
+import torch.nn as nn
+
+
+def train():
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = torch.sigmoid(self.fc(x))
+            WRITE
+            return y
+
+    head = Head()
+    head(torch.randn(2, 4)).sum().backward()
+
+
+train()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("write", ["y += 1", "y = y + 1"])
+def test_a_class_a_function_defines(write: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = LOCAL_CLASS.replace("WRITE", write)
+    script = tmp_path / "train.py"
+    script.write_text(text, encoding="utf-8")
+    broken = "modified by an inplace operation" in _run(script).stderr
+    assert broken == ("+=" in write)
+    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
+    assert [(f.code, f.severity, f.span.line) for f in found] == (
+        [("IPL001", Severity.ERROR, 13)] if broken else []
+    )

@@ -1197,10 +1197,11 @@ class Interpreter(Objects):
     stmt_AsyncFunctionDef = stmt_FunctionDef
 
     def stmt_ClassDef(self, stmt: ast.ClassDef, frame: Frame) -> None:
-        if frame is self.module_frame and self.model.classes.get(stmt.name) is not None:
-            if self.model.classes[stmt.name].node is stmt:
-                frame.env.pop(stmt.name, None)  # the class of the file (a symbol) from here on
-                return
+        info = self.model.classes.get(stmt.name)
+        if info is not None and info.node is stmt:
+            # the class of the file (a symbol) from here on; a function's own class too
+            frame.env.pop(stmt.name, None)
+            return
         frame.env[stmt.name] = unknown()
 
     def stmt_Import(self, stmt: ast.stmt, frame: Frame) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -143,6 +144,7 @@ class ModuleModel:
     path: str | None = None  # None: the document being analysed
     mentions_training: bool = True  # the text calls backward() or step() somewhere
     kernels: set[str] = field(default_factory=set)  # functions registered as an op's kernel
+    local_classes: list[ClassInfo] = field(default_factory=list)  # (see Fragment)
     lines: list[str] = field(default_factory=list)
     # Resolves an imported qualified name to the model of the file defining it.
     resolver: Callable[[str], ModuleModel | None] | None = None
@@ -617,6 +619,8 @@ class Fragment:
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     block_starts: dict[int, int] = field(default_factory=dict)
     kernels: set[str] = field(default_factory=set)  # functions registered as an op's kernel
+    # Classes a function defines in its body (`def train(): class Head(nn.Module): ...`).
+    local_classes: list[ClassInfo] = field(default_factory=list)
 
 
 def init_digest(info: ClassInfo, lines: Sequence[str] = (), line0: int = 1) -> int:
@@ -699,31 +703,49 @@ def fragment(
     class's init_said is found (a caller may know it from an earlier text of `__init__`;
     None: not at all, for a model no later text of the file is compared with)."""
     frag = Fragment()
+
+    def class_info(stmt: ast.ClassDef) -> ClassInfo:
+        info = ClassInfo(
+            stmt.name, stmt, [model.qualify(b) or ast.unparse(b) for b in stmt.bases], start
+        )
+        if box is not None:
+            info.methods = Recorded(("m", stmt.name), box)
+        frag.block_starts[id(stmt)] = start
+        for sub in stmt.body:
+            frag.block_starts[id(sub)] = start
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                info.methods[sub.name] = sub
+        init = info.methods.get("__init__")
+        if init is not None:
+            _scan_init(model, info, init)
+        _scan_class_constants(info, stmt)
+        return info
+
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             frag.functions[stmt.name] = stmt
             frag.block_starts[id(stmt)] = start
+            frag.local_classes.extend(class_info(local) for local in _local_classes(stmt.body))
         elif isinstance(stmt, ast.ClassDef):
-            info = ClassInfo(
-                stmt.name, stmt, [model.qualify(b) or ast.unparse(b) for b in stmt.bases], start
-            )
-            if box is not None:
-                info.methods = Recorded(("m", stmt.name), box)
-            frag.classes[stmt.name] = info
-            frag.block_starts[id(stmt)] = start
-            for sub in stmt.body:
-                frag.block_starts[id(sub)] = start
-                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    info.methods[sub.name] = sub
-            init = info.methods.get("__init__")
-            if init is not None:
-                _scan_init(model, info, init)
-            _scan_class_constants(info, stmt)
+            info = frag.classes[stmt.name] = class_info(stmt)
             if said is not None:
                 info.init_said = said(info)
         else:
             frag.kernels |= _kernels_registered(stmt, model)
     return frag
+
+
+def _local_classes(body: list[ast.stmt]) -> Iterator[ast.ClassDef]:
+    """The classes a function's body defines (in its `if`, `with`, `for` and `try` blocks
+    too; not those of the functions and classes it defines)."""
+    for stmt in body:
+        if isinstance(stmt, ast.ClassDef):
+            yield stmt
+        elif not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for field_name in ("body", "orelse", "finalbody"):
+                yield from _local_classes(getattr(stmt, field_name, []))
+            for handler in getattr(stmt, "handlers", []):
+                yield from _local_classes(handler.body)
 
 
 def keep_classes(
@@ -805,10 +827,22 @@ def add_fragment(model: ModuleModel, frag: Fragment) -> None:
     model.functions.update(frag.functions)
     model.block_starts.update(frag.block_starts)
     model.kernels |= frag.kernels
+    model.local_classes.extend(frag.local_classes)
 
 
 def finalize(model: ModuleModel) -> None:
-    """Facts that need every class: nn.Module subclasses, attributes from local base classes."""
+    """Facts that need every class: nn.Module subclasses, attributes from local base classes.
+    A class a function defines is known by its name where no other definition or import of
+    the file has that name (the function that defines it is where the name means it)."""
+    names = Counter(info.name for info in model.local_classes)
+    for info in model.local_classes:
+        name = info.name
+        if names[name] == 1 and not any(
+            dict.__contains__(table, name)
+            for table in (model.classes, model.functions, model.imports)
+        ):
+            info.owner = model
+            dict.__setitem__(model.classes, name, info)
     model.mentions_torch = any(
         q == "torch" or q.startswith("torch.") for q in model.imports.values()
     )
