@@ -2717,3 +2717,60 @@ def test_a_class_a_function_defines(write: str, tmp_path: Path) -> None:
     assert [(f.code, f.severity, f.span.line) for f in found] == (
         [("IPL001", Severity.ERROR, 13)] if broken else []
     )
+
+
+# lucidrains' helpers decide which module __init__ builds (`nn.Linear(dim_in, dim) if
+# exists(dim_in) else nn.Identity()`, x-transformers' ContinuousTransformerWrapper): a function
+# of the file that returns one expression is called with the constructor's constants.
+HELPER_CHOOSES = """\
+import torch
+import torch.nn as nn
+
+
+def exists(val):
+    return val is not None
+
+
+def default(val, d):
+    return val if exists(val) else d
+
+
+class Wrapper(nn.Module):
+    def __init__(self, dim, dim_in=None):
+        super().__init__()
+        self.project_in = nn.Linear(dim_in, dim) if exists(dim_in) else nn.Identity()
+        self.pos = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        x = self.project_in(x)
+        x += self.pos
+        return x
+
+
+class Model(nn.Module):
+    def __init__(self, dim_in=DIM_IN):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.wrap = Wrapper(4, dim_in=default(dim_in, None))
+
+    def forward(self, x):
+        return self.wrap(torch.sigmoid(self.fc(x)))
+
+
+Model()(torch.randn(2, 4)).sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dim_in", ["None", "4"])
+def test_a_helper_of_the_file_decides_what_init_builds(dim_in: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = HELPER_CHOOSES.replace("DIM_IN", dim_in)
+    script = tmp_path / "wrapper.py"
+    script.write_text(text, encoding="utf-8")
+    broken = "modified by an inplace operation" in _run(script).stderr
+    assert broken == (dim_in == "None")
+    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
+    assert [(f.code, f.severity, f.span.line) for f in found] == (
+        [("IPL001", Severity.ERROR, 21)] if broken else []
+    )

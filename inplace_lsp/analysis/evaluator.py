@@ -3366,9 +3366,12 @@ def _built_for(node: ast.expr, frame: Frame) -> bool:
     options = cls.submodule_options.get(attr) or (
         [cls.submodules[attr]] if attr in cls.submodules else []
     )
-    if not any(guards_hold(option.guards, consts) for option in options):
+    if not any(guards_hold(option.guards, consts, cls.owner) for option in options):
         return False
-    return all(guards_hold(guards, consts) is False for _, guards in cls.plain_values.get(attr, []))
+    return all(
+        guards_hold(guards, consts, cls.owner) is False
+        for _, guards in cls.plain_values.get(attr, [])
+    )
 
 
 def _boolean(node: ast.expr) -> bool:

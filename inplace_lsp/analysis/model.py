@@ -925,7 +925,89 @@ def calls_backward(fn: ast.AST) -> bool:
 Undecidable = NotConstant
 
 
-def evaluate(node: ast.expr, consts: Mapping[str, object]) -> object:
+def evaluate(
+    node: ast.expr, consts: Mapping[str, object], model: ModuleModel | None = None
+) -> object:
     """The value of a constant expression where only `consts` (name -> value) are known:
-    constructor-argument tests in __init__ (`if norm == "batch":`); Undecidable otherwise."""
-    return constants.evaluate(node, constants.Scope(consts))
+    constructor-argument tests in __init__ (`if norm == "batch":`); Undecidable otherwise.
+    With the `model` of the code it is in, it calls that code's functions whose body
+    returns one expression (`exists(dim_in)`, `default(heads, 8)`)."""
+    scope = constants.Scope(consts) if model is None else _CodeScope(consts, model)
+    return constants.evaluate(node, scope)
+
+
+_CALL_DEPTH = 8  # the most nested calls of the code's functions one evaluation follows
+
+
+class _CodeScope(constants.Scope):
+    """Constants, and the functions of the code whose body is one `return` of an expression
+    of their parameters (`def exists(val): return val is not None`)."""
+
+    def __init__(self, names: Mapping[str, object], model: ModuleModel, depth: int = 0) -> None:
+        super().__init__(names)
+        self.model = model
+        self.depth = depth
+
+    def call(self, node: ast.Call) -> object:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id not in self.names and self.depth < _CALL_DEPTH:
+            found = self.model.lookup_function(self.model.qualify(func) or func.id)
+            body = _returned_expression(found[1]) if found is not None else None
+            if found is not None and body is not None:
+                bound = _bound_arguments(found[1], node, self)
+                if bound is not None:
+                    inner = _CodeScope(bound, found[0], self.depth + 1)
+                    return constants.evaluate(body, inner)
+        return super().call(node)
+
+
+def _returned_expression(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
+    """The expression a plain function returns when its body is that one `return` (after a
+    docstring); None for any other function."""
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if (
+        isinstance(fn, ast.AsyncFunctionDef)
+        or fn.decorator_list
+        or len(body) != 1
+        or not isinstance(body[0], ast.Return)
+        or body[0].value is None
+    ):
+        return None
+    return body[0].value
+
+
+def _bound_arguments(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.Call, scope: constants.Scope
+) -> dict[str, object] | None:
+    """The parameters of `fn` bound to the constant arguments of a call of it (defaults
+    that are constants filling the rest); None where the call does not fit its parameters
+    plainly (`*args`, `**kwargs`, keyword-only parameters, a starred argument)."""
+    arguments = fn.args
+    if arguments.vararg or arguments.kwarg or arguments.kwonlyargs or arguments.posonlyargs:
+        return None
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(
+        k.arg is None for k in node.keywords
+    ):
+        return None
+    names = [a.arg for a in arguments.args]
+    if len(node.args) > len(names):
+        return None
+    bound: dict[str, object] = {
+        name: constants.evaluate(arg, scope) for name, arg in zip(names, node.args, strict=False)
+    }
+    for keyword in node.keywords:
+        if keyword.arg not in names or keyword.arg in bound:
+            return None
+        bound[keyword.arg] = constants.evaluate(keyword.value, scope)
+    defaults = dict(
+        zip(names[len(names) - len(arguments.defaults) :], arguments.defaults, strict=True)
+    )
+    for name in names:
+        if name not in bound:
+            default = defaults.get(name)
+            if not isinstance(default, ast.Constant):
+                return None
+            bound[name] = default.value
+    return bound

@@ -214,9 +214,9 @@ class Objects(TorchOps):
             # took that path, and what else it built holds that module (an optimizer over
             # its parameters, `if dist: self.net = DDP(self.net)` not taken).
             conditional = (len(options) > 1 or any(sub.guards for sub in options)) and (
-                ref.attrs[attr].module is None or _choose(options, ref.consts)[1]
+                ref.attrs[attr].module is None or _choose(options, ref.consts, cls.owner)[1]
             )
-            if ref.attrs[attr].module is None and _none_runs(options, ref.consts):
+            if ref.attrs[attr].module is None and _none_runs(options, ref.consts, cls.owner):
                 # (`elif activation == "none": self.activation = None` taken: no module of
                 # the text is built for these arguments, and the run's value stands)
                 conditional = False
@@ -314,7 +314,7 @@ class Objects(TorchOps):
             value = Value("unknown", frozenset({new_id()}), None, None, grad_from=f"self.{attr}")
         elif cls is not None and attr in cls.submodules:
             sub, conditional = _choose(
-                cls.submodule_options.get(attr) or [cls.submodules[attr]], ref.consts
+                cls.submodule_options.get(attr) or [cls.submodules[attr]], ref.consts, cls.owner
             )
             owner = cls.owner or self.model
             if self._builds_module(sub, owner):
@@ -950,31 +950,37 @@ def _init_consts(
         return consts
     pairs = list(zip(cls.init_params, call.args, strict=False))
     pairs += [(kw.arg, kw.value) for kw in call.keywords if kw.arg]
+    code = owner.cls.owner if owner is not None and owner.cls is not None else None
     for name, expr in pairs:
         try:
-            consts[name] = evaluate(expr, outer)
+            consts[name] = evaluate(expr, outer, code)
         except Undecidable:
             consts.pop(name, None)
     return consts
 
 
 def guards_hold(
-    guards: tuple[tuple[ast.expr, bool], ...], consts: dict[str, object]
+    guards: tuple[tuple[ast.expr, bool], ...],
+    consts: dict[str, object],
+    model: ModuleModel | None = None,
 ) -> bool | None:
     """Whether the `if` tests of `__init__` that lead to an assignment pass for these
-    constructor constants; None where one cannot be told."""
+    constructor constants (`model`: the code whose functions the tests may call); None where
+    one cannot be told."""
     try:
-        return all(bool(evaluate(test, consts)) == polarity for test, polarity in guards)
+        return all(bool(evaluate(test, consts, model)) == polarity for test, polarity in guards)
     except Undecidable:
         return None
 
 
-def _choose(options: list[Submodule], consts: dict[str, object]) -> tuple[Submodule, bool]:
+def _choose(
+    options: list[Submodule], consts: dict[str, object], model: ModuleModel | None
+) -> tuple[Submodule, bool]:
     """The constructor that runs for these constants; conditional when it cannot be told."""
     if len(options) == 1:
         return options[0], False
     for option in options:
-        holds = guards_hold(option.guards, consts)
+        holds = guards_hold(option.guards, consts, model)
         if holds is None:
             return option, True
         if holds:
@@ -982,10 +988,14 @@ def _choose(options: list[Submodule], consts: dict[str, object]) -> tuple[Submod
     return options[0], True
 
 
-def _none_runs(options: list[Submodule], consts: dict[str, object]) -> bool:
+def _none_runs(
+    options: list[Submodule], consts: dict[str, object], model: ModuleModel | None
+) -> bool:
     """Whether these constants decide that none of the constructors runs (each under an
     `if` whose tests they answer, none all true)."""
-    return all(option.guards and guards_hold(option.guards, consts) is False for option in options)
+    return all(
+        option.guards and guards_hold(option.guards, consts, model) is False for option in options
+    )
 
 
 def _parameter_here(cls: ClassInfo, attr: str, ref: ModuleRef) -> bool:
@@ -1000,7 +1010,7 @@ def _parameter_here(cls: ClassInfo, attr: str, ref: ModuleRef) -> bool:
     for expr, guards in assigned:
         if expr is not parameter or not guards:
             continue
-        holds = guards_hold(guards, ref.consts)
+        holds = guards_hold(guards, ref.consts, cls.owner)
         if holds is None:
             return True
         if not holds:
@@ -1018,13 +1028,13 @@ def _plain_value(cls: ClassInfo, attr: str, consts: dict[str, object]) -> Value:
     ]
     if len(assigned) == 1 and not assigned[0][1]:
         try:
-            return constant(evaluate(assigned[0][0], consts))
+            return constant(evaluate(assigned[0][0], consts, cls.owner))
         except Undecidable:
             pass
     for expr, guards in assigned:  # the one whose `if` tests these arguments pass
         try:
-            if guards and all(bool(evaluate(t, consts)) == p for t, p in guards):
-                return constant(evaluate(expr, consts))
+            if guards and all(bool(evaluate(t, consts, cls.owner)) == p for t, p in guards):
+                return constant(evaluate(expr, consts, cls.owner))
         except Undecidable:
             break
     return scalar()
@@ -1066,7 +1076,8 @@ def _qualname(sub: Submodule, model: ModuleModel) -> str | None:
 def _known(expr: ast.expr, parent: ModuleRef | None) -> Value:
     """A constructor argument written in a parent's `__init__`, where its constants tell."""
     owner = owning_instance(parent)
+    code = owner.cls.owner if owner is not None and owner.cls is not None else None
     try:
-        return constant(evaluate(expr, owner.consts if owner is not None else {}))
+        return constant(evaluate(expr, owner.consts if owner is not None else {}, code))
     except Undecidable:
         return unknown()
