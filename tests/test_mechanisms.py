@@ -2774,3 +2774,55 @@ def test_a_helper_of_the_file_decides_what_init_builds(dim_in: str, tmp_path: Pa
     assert [(f.code, f.severity, f.span.line) for f in found] == (
         [("IPL001", Severity.ERROR, 21)] if broken else []
     )
+
+
+# A layer class a decorator factory makes from the torch layer it is given (second.pytorch's
+# change_default_args, VoxelNet 995): `Linear(4, 4)` is an nn.Linear, which saves its input.
+FACTORY_LAYER = """\
+import torch
+import torch.nn as nn
+
+
+def change_default_args(**kwargs):
+    def layer_wrapper(layer_class):
+        class DefaultArgLayer(layer_class):
+            def __init__(self, *args, **kw):
+                for key, val in kwargs.items():
+                    kw.setdefault(key, val)
+                super().__init__(*args, **kw)
+
+        return DefaultArgLayer
+
+    return layer_wrapper
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        Linear = change_default_args(bias=False)(nn.Linear)
+        self.fc = Linear(4, 4)
+
+    def forward(self, x):
+        h = x * 2
+        out = self.fc(h)
+        WRITE
+        return out + h
+
+
+Net()(torch.randn(2, 4, requires_grad=True)).sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("write", ["h += 1", "h = h + 1"])
+def test_a_layer_class_a_decorator_factory_makes(write: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = FACTORY_LAYER.replace("WRITE", write)
+    script = tmp_path / "net.py"
+    script.write_text(text, encoding="utf-8")
+    broken = "modified by an inplace operation" in _run(script).stderr
+    assert broken == ("+=" in write)
+    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
+    assert [(f.code, f.severity, f.span.line) for f in found] == (
+        [("IPL001", Severity.ERROR, 27)] if broken else []
+    )

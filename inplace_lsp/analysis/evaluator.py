@@ -96,7 +96,13 @@ from inplace_lsp.analysis.model import (
     spelled_template,
 )
 from inplace_lsp.analysis.model import submodule as submodule_of
-from inplace_lsp.analysis.objects import Objects, element_module, guards_hold, twin_module
+from inplace_lsp.analysis.objects import (
+    INPLACE_LAYERS,
+    Objects,
+    element_module,
+    guards_hold,
+    twin_module,
+)
 from inplace_lsp.analysis.summaries import (
     Application,
     BackwardEvent,
@@ -1202,7 +1208,28 @@ class Interpreter(Objects):
             # the class of the file (a symbol) from here on; a function's own class too
             frame.env.pop(stmt.name, None)
             return
-        frame.env[stmt.name] = unknown()
+        layer = self._layer_subclass(stmt, frame)
+        frame.env[stmt.name] = layer if layer is not None else unknown()
+
+    def _layer_subclass(self, stmt: ast.ClassDef, frame: Frame) -> Value | None:
+        """A class a function makes at run time from the torch layer it is given, with no
+        forward of its own (second.pytorch's `change_default_args(eps=1e-3)(nn.BatchNorm1d)`:
+        `class DefaultArgLayer(layer_class)` whose `__init__` passes its arguments on with
+        other defaults): that layer. Not for a layer that takes `inplace` (a default changed
+        there would decide what it overwrites)."""
+        if len(stmt.bases) != 1 or stmt.keywords:
+            return None
+        if any(
+            isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and sub.name not in ("__init__", "extra_repr")
+            for sub in stmt.body
+        ):
+            return None
+        base = self.eval(stmt.bases[0], frame)
+        qual = base.qualname if base.kind == "symbol" else None
+        if qual is None or self.kb.module(qual) is None or qual in INPLACE_LAYERS:
+            return None
+        return base
 
     def stmt_Import(self, stmt: ast.stmt, frame: Frame) -> None:
         return

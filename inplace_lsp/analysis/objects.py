@@ -265,7 +265,7 @@ class Objects(TorchOps):
             for child in ref.children:
                 x = self.module_call(child, [x], node, frame)
             return x
-        flag = self.module_attr(ref, "inplace") if ref.qualname in _INPLACE_LAYERS else None
+        flag = self.module_attr(ref, "inplace") if ref.qualname in INPLACE_LAYERS else None
         set_inplace = flag.const if flag is not None and isinstance(flag.const, bool) else None
         return self.layer_call(ref, args, node, frame, set_inplace)
 
@@ -1062,7 +1062,7 @@ _HOOKS = frozenset(
 )
 _TREE = 512  # the modules of a tree that modules() lists
 # The torch.nn layers that take `inplace` (their attribute of that name decides).
-_INPLACE_LAYERS = frozenset(
+INPLACE_LAYERS = frozenset(
     name for name, info in load_knowledge().modules.items() if info.inplace_position is not None
 )
 
