@@ -2826,3 +2826,46 @@ def test_a_layer_class_a_decorator_factory_makes(write: str, tmp_path: Path) -> 
     assert [(f.code, f.severity, f.span.line) for f in found] == (
         [("IPL001", Severity.ERROR, 27)] if broken else []
     )
+
+
+# A recurrent state kept in a NamedTuple (norse's LIFState): its fields are what it was built
+# from, so the next step reading `state.h` builds on the graph the last backward() freed.
+NAMED_TUPLE_STATE = """\
+from typing import NamedTuple
+
+import torch
+import torch.nn as nn
+
+
+class State(NamedTuple):
+    h: torch.Tensor
+    c: torch.Tensor
+
+
+def step(x, state, w):
+    h = torch.tanh(x @ w + state.h)
+    return State(h, state.c + h)
+
+
+w = nn.Parameter(torch.randn(3, 3))
+s = State(torch.zeros(2, 3), torch.zeros(2, 3))
+for i in range(3):
+    CARRY
+    s = step(torch.randn(2, 3), s, w)
+    s.h.sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("carry", ["pass", "s = State(s.h.detach(), s.c.detach())"])
+def test_a_state_kept_in_a_named_tuple(carry: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = NAMED_TUPLE_STATE.replace("CARRY", carry)
+    script = tmp_path / "state.py"
+    script.write_text(text, encoding="utf-8")
+    freed = "backward through the graph a second time" in _run(script).stderr
+    assert freed == (carry == "pass")
+    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
+    assert [(f.code, f.severity, f.span.line) for f in found] == (
+        [("IPL004", Severity.ERROR, 13)] if freed else []
+    )

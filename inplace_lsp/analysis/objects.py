@@ -113,6 +113,9 @@ class Objects(TorchOps):
             if post is not None:
                 where = post[0].owner or self.model
                 self.inline(post[1], where.start_of(post[1]), [value], {}, node, frame, where)
+            if _NAMED_TUPLE & set(cls.bases) and order and all(n in ref.attrs for n in order):
+                # a NamedTuple is the tuple of its fields: unpacked or indexed, they come back
+                value = replace(value, items=tuple(ref.attrs[n] for n in order))
         return value
 
     def _dataclass_fields(self, cls: ClassInfo) -> tuple[dict[str, Value | None], list[str]] | None:
@@ -127,7 +130,9 @@ class Objects(TorchOps):
             chain.append(current)
             owner = current.owner or self.model
             base = owner.base_of(current)
-            if base is None and any(b not in ("object", "Generic") for b in current.bases):
+            if base is None and any(
+                b not in ("object", "Generic", *_NAMED_TUPLE) for b in current.bases
+            ):
                 readable = False  # a base class the analysis cannot read
             current = base
         fields: dict[str, Value | None] = {}
@@ -135,7 +140,8 @@ class Objects(TorchOps):
         is_dataclass = False
         for info in reversed(chain):
             owner = info.owner or self.model
-            generated = _generated_init(info.node, owner)
+            # (a `class State(NamedTuple)` gets the same __init__ as a dataclass)
+            generated = bool(_NAMED_TUPLE & set(info.bases)) or _generated_init(info.node, owner)
             if generated is None:
                 continue
             if not generated:
@@ -1040,6 +1046,7 @@ def _plain_value(cls: ClassInfo, attr: str, consts: dict[str, object]) -> Value:
     return scalar()
 
 
+_NAMED_TUPLE = frozenset({"typing.NamedTuple", "NamedTuple", "typing_extensions.NamedTuple"})
 _LISTS = ("torch.nn.ModuleList", "torch.nn.Sequential")
 # Bases that give a subclass no parameters of their own.
 _PLAIN_BASES = frozenset(
