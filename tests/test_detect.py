@@ -1055,3 +1055,24 @@ def test_a_scripts_own_torch_function_mode_does_not_move_the_lines(tmp_path: Pat
     assert done.returncode == 1
     assert "  written at  mode.py:9 by mul_" in done.stderr.splitlines(), done.stderr
     assert "  saved by    SigmoidBackward0 at mode.py:8" in done.stderr.splitlines()
+
+
+def _view_made_under_no_grad() -> float:
+    weight = torch.ones(4, requires_grad=True)
+    (weight * 2).sum().backward()
+    image = weight.clone()
+    with torch.no_grad():
+        channel = image[:2]  # a view made under no_grad ...
+    image.mul_(2)  # ... whose base is written with grad on: torch refuses its grad_fn
+    with torch.no_grad():
+        return float(torch.add(channel, 1).sum())
+
+
+def test_a_view_whose_grad_fn_torch_refuses_runs_as_it_does_plainly() -> None:
+    """The style-transfer postprocess under no_grad (Modern Computer Vision with PyTorch):
+    reading grad_fn of such a view raises in torch; the detector, which reads the grad_fn of
+    each call's arguments after a backward(), must not make the program fail."""
+    plain = _view_made_under_no_grad()
+    with inplace_lsp.detect(retention=True) as detector:
+        assert _view_made_under_no_grad() == plain
+    assert not detector.findings

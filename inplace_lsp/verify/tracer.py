@@ -468,7 +468,7 @@ def _call_info(func: Callable[..., object]) -> tuple[str, bool, int | None]:
 def _call_nodes(result: object) -> list[Any]:
     """grad_fns of a call's outputs, then (through view nodes only) the nodes below them."""
     nodes: list[Any] = []
-    todo = [t.grad_fn for t in tensors(result) if t.grad_fn is not None]
+    todo = [node for t in tensors(result) if (node := grad_fn_of(t)) is not None]
     while todo and len(nodes) < 32:
         node = todo.pop(0)
         if any(node is seen for seen in nodes):
@@ -579,7 +579,7 @@ class Tracer:
                 self.memo = (caller, caller.f_lasti, site)
         with torch._C.DisableTorchFunction():
             alias = tensor.detach()
-            grad_fn = tensor.grad_fn
+            grad_fn = grad_fn_of(tensor)
             record = Saved(
                 alias,
                 tensor._version,
@@ -878,7 +878,7 @@ class Tracer:
         if retain:
             return
         freed: dict[int, object] = {}
-        todo = [t.grad_fn for t in tensors(args[:1]) if t.grad_fn is not None]
+        todo = [node for t in tensors(args[:1]) if (node := grad_fn_of(t)) is not None]
         while todo:
             node = todo.pop()
             if id(node) in freed:
@@ -899,7 +899,7 @@ class Tracer:
         an accumulator keeps every step's graph alive, a reused tensor fails the next backward."""
         freed = self.freed
         for tensor in tensors(args, 6):  # the arguments, and the tensors of lists among them
-            node = tensor.grad_fn
+            node = grad_fn_of(tensor)
             if node is None:
                 continue
             if id(node) in freed or any(
@@ -918,6 +918,16 @@ _DATA_WRITE = ".data"
 # In-place calls that may give the tensor other memory: a scan after them looks at every
 # saved tensor, not only those in the memory the tensor has now.
 _NEW_MEMORY = frozenset(("set_", "resize_", "resize_as_", "_set_", "swap_", "set_data"))
+
+
+def grad_fn_of(tensor: torch.Tensor) -> Any:
+    """A tensor's grad_fn, None where torch refuses to give it: a view made under no_grad
+    whose base was since written in place with grad on raises when its grad_fn is read (the
+    user's code, which never reads it, runs)."""
+    try:
+        return tensor.grad_fn
+    except RuntimeError:
+        return None
 
 
 def _storage_of(tensor: torch.Tensor) -> int:
@@ -984,8 +994,9 @@ def _version_error(record: Saved, current: int) -> str:
     original = record.original
     if isinstance(original, weakref.ref):
         original = original()
-    if original is not None and original.grad_fn is not None:
-        producer = original.grad_fn.name()
+    node = grad_fn_of(original) if original is not None else None
+    if node is not None:
+        producer = node.name()
     if not record.is_leaf and producer is not None:
         if not torch_keeps_backward_suffix():
             producer = _BACKWARD_SUFFIX.sub("", producer)
