@@ -2869,3 +2869,70 @@ def test_a_state_kept_in_a_named_tuple(carry: str, tmp_path: Path) -> None:
     assert [(f.code, f.severity, f.span.line) for f in found] == (
         [("IPL004", Severity.ERROR, 13)] if freed else []
     )
+
+
+# SSD's forward walks its backbone's and its extra layers' `_modules` by name and normalises
+# the tap named in a list (uoip/SSD-variants, 1017): the names are the attributes' and the
+# OrderedDict's keys, so the L2Norm call runs on that pass, and its `x /=` is judged there.
+NAMED_LAYERS = """\
+import itertools
+from collections import OrderedDict
+
+import torch
+import torch.nn as nn
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1)
+
+
+class L2Norm(nn.Module):
+    def forward(self, x):
+        WRITE
+        return x
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.base = Base()
+        self.extra = nn.Sequential(OrderedDict([("extra1", nn.Conv2d(4, 4, 1))]))
+        self.taps = ["conv1", "extra1"]
+        self.norm = L2Norm()
+
+    def forward(self, x):
+        outs = []
+        for name, m in itertools.chain(self.base._modules.items(), self.extra._modules.items()):
+            x = m(x)
+            if name in self.taps:
+                outs.append(self.norm(x) if name == "conv1" else x)
+        return outs[0].mean() + outs[1].mean()
+
+
+Net()(torch.randn(1, 3, 8, 8)).backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "write",
+    [
+        "x /= x.pow(2).sum(dim=1, keepdim=True).sqrt() + 1e-10",
+        "x = x / (x.pow(2).sum(dim=1, keepdim=True).sqrt() + 1e-10)",
+    ],
+)
+def test_layers_walked_by_their_names(write: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = NAMED_LAYERS.replace("WRITE", write)
+    script = tmp_path / "ssd.py"
+    script.write_text(text, encoding="utf-8")
+    broken = "modified by an inplace operation" in _run(script).stderr
+    assert broken == ("/=" in write)
+    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
+    assert [(f.code, f.severity, f.span.line) for f in found] == (
+        [("IPL001", Severity.ERROR, 18)] if broken else []
+    )

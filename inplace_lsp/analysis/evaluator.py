@@ -2633,6 +2633,17 @@ class Interpreter(Objects):
                 # `chain(G.parameters(), D.parameters())`: both models' parameters.
                 groups = frozenset().union(*(a.groups for a in args))
                 return Value("params", groups, tensor=False, grad=True)
+            if (
+                qual == "itertools.chain"
+                and args
+                and not kwargs
+                and not any(isinstance(a, ast.Starred) for a in node.args)
+                and all(a.kind == "container" and a.items is not None for a in args)
+                and not any(a.keys for a in args)
+            ):
+                # `chain(base.named_children(), extra.named_children())`: one after the other
+                items = tuple(item for a in args for item in a.items or ())
+                return Value("container", tensor=False, grad=False, items=items)
             # A function of another file: only tensor code that can write in place is worth
             # interpreting (model factories and config helpers are not).
             if any(v.kind == "tensor" for v in (*args, *kwargs.values())):
@@ -2726,6 +2737,16 @@ class Interpreter(Objects):
                 if children:
                     made.children = children
                     made.uncounted = not exact
+            if made is not None and held and exact and len(made.children or ()) == len(held):
+                # The names `_modules` gives them: a dict's keys, else their positions.
+                keys = args[0].keys if len(args) == 1 and args[0].module is None else None
+                made.child_names = (
+                    tuple(str(key) for key in keys)
+                    if keys is not None and len(keys) == len(held)
+                    else tuple(str(i) for i in range(len(held)))
+                    if keys is None
+                    else None
+                )
             if (
                 qual == "torch.nn.ParameterList"
                 and args

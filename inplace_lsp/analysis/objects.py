@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from abc import abstractmethod
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from inplace_lsp.analysis.binder import is_static
 from inplace_lsp.analysis.domain import (
@@ -290,6 +290,20 @@ class Objects(TorchOps):
         found = ref.attributes().get(attr)
         if found is not None:
             return found
+        if attr == "_modules" and ref.is_module and (ref.cls or ref.children is not None):
+            # `for name, m in self.base._modules.items()`: its children by name, where each
+            # has one (an attribute of the class); a dict of keys not known otherwise.
+            named = self.named_children(ref)
+            modules = [Value("module", tensor=False, grad=False, module=m) for _, m in named]
+            names = [name for name, _ in named]
+            known = None if None in names else names
+            return Value(
+                "container",
+                tensor=False,
+                grad=False,
+                items=tuple(modules) if known is not None else None,
+                keys=tuple(known) if known is not None else None,
+            )
         if attr == "module" and ref.wrapped:
             # `model = nn.DataParallel(model)` is followed as the model: `model.module` too
             return Value("module", tensor=False, grad=False, module=ref)
@@ -417,15 +431,34 @@ class Objects(TorchOps):
                 found.append(Value("module", tensor=False, grad=False, module=current))
             if current is not ref and not deep:
                 continue
-            below: list[ModuleRef] = list(current.children or [])
-            if current.cls is not None and current.is_module:
-                for attr in current.cls.submodules:
-                    value = self.module_attr(current, attr)
-                    if value.module is not None:
-                        below.append(value.module)
-            below += [v.module for v in current.attributes().values() if v.module is not None]
-            todo += [b for b in below if b.is_module]
+            todo += [child for _, child in self.named_children(current)]
         return found
+
+    def named_children(self, ref: ModuleRef) -> list[tuple[str | None, ModuleRef]]:
+        """The modules directly under `ref`, each with the name its `_modules` gives it: an
+        attribute's name, a Sequential's position or OrderedDict key where the analysis built
+        it (None where not known); in `_modules`' order where `__init__` assigns them in its
+        text's order."""
+        children = ref.children or []
+        names: Sequence[str | None] = (
+            ref.child_names
+            if ref.child_names is not None and len(ref.child_names) == len(children)
+            else [None] * len(children)
+        )
+        below: list[tuple[str | None, ModuleRef]] = list(zip(names, children, strict=True))
+        if ref.cls is not None and ref.is_module:
+            for attr in ref.cls.submodules:
+                value = self.module_attr(ref, attr)
+                if value.module is not None:
+                    below.append((attr, value.module))
+        below += [(a, v.module) for a, v in ref.attributes().items() if v.module is not None]
+        named: list[tuple[str | None, ModuleRef]] = []
+        seen: set[int] = set()
+        for name, child in below:
+            if child.is_module and id(child) not in seen:
+                seen.add(id(child))
+                named.append((name, child))
+        return named
 
     def list_kind(self, ref: ModuleRef) -> str:
         """ "torch.nn.ModuleList" or "torch.nn.Sequential" for those and their subclasses in
@@ -670,6 +703,21 @@ class Objects(TorchOps):
         if name in ("modules", "children", "named_modules", "named_children"):
             # Every module of the tree (each child, for children()), as a list the loop
             # over it visits one by one (`for m in self.modules(): if isinstance(m, ...)`).
+            if name == "named_children":
+                # `for name, m in self.features.named_children(): if name in self.taps:`
+                pairs = [
+                    Value(
+                        "container",
+                        tensor=False,
+                        grad=False,
+                        items=(
+                            scalar() if child is None else constant(child),
+                            Value("module", tensor=False, grad=False, module=module),
+                        ),
+                    )
+                    for child, module in self.named_children(ref)
+                ]
+                return Value("container", tensor=False, grad=False, items=tuple(pairs))
             tree = self.submodules_of(ref, deep=name.endswith("modules"))
             if name.startswith("named"):
                 tree = [

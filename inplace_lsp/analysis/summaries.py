@@ -454,6 +454,7 @@ def module_facts(
         tuple(sorted((k, _hashable(v)) for k, v in ref.layer_args.items())),
         tuple((hook.kind, id(hook.function.node)) for hook in ref.hooks),
         len(ref.children) if ref.children is not None else None,
+        ref.child_names,
         module_facts(ref.parent, depth + 1, memo)
         if ref.parent is not None and depth < _DEPTH
         else None,
