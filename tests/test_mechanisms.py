@@ -109,6 +109,25 @@ def _errors(findings: list[Finding]) -> set[int]:
     return {f.span.line for f in findings if f.severity is Severity.ERROR}
 
 
+MODIFIED = "modified by an inplace operation"
+SECOND_TIME = "backward through the graph a second time"
+
+
+def _ran_and_found(
+    text: str, script: Path, error: str
+) -> tuple[bool, list[tuple[str, Severity, int]]]:
+    """Whether torch stops with `error` running `text` as `script`, and what the analysis
+    finds there but Hints, as (code, severity, line)."""
+    script.write_text(text, encoding="utf-8")
+    failed = error in _run(script).stderr
+    found: list[tuple[str, Severity, int]] = [
+        (f.code, f.severity, f.span.line)
+        for f in analyze(text, str(script))
+        if f.severity is not Severity.HINT
+    ]
+    return failed, found
+
+
 @pytest.mark.torch
 def test_losses_in_a_dict_from_a_helper_of_another_file(tmp_path: Path) -> None:
     """The write into the dict the forward returned is an Error with the sigmoid in model.py
@@ -2668,14 +2687,9 @@ train(rnn, get_params)
 def test_a_hidden_state_carried_by_a_loop_in_a_function(carry: str, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     text = LOOP_IN_A_FUNCTION.replace("CARRY", carry)
-    script = tmp_path / "rnn.py"
-    script.write_text(text, encoding="utf-8")
-    freed = "backward through the graph a second time" in _run(script).stderr
+    freed, found = _ran_and_found(text, tmp_path / "rnn.py", SECOND_TIME)
     assert freed == (carry == "pass")
-    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
-    assert [(f.code, f.severity, f.span.line) for f in found] == (
-        [("IPL004", Severity.ERROR, 16)] if freed else []
-    )
+    assert found == ([("IPL004", Severity.ERROR, 16)] if freed else [])
 
 
 # A model class defined inside the training function (SPQ's quantization head): the class is
@@ -2709,14 +2723,9 @@ train()
 def test_a_class_a_function_defines(write: str, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     text = LOCAL_CLASS.replace("WRITE", write)
-    script = tmp_path / "train.py"
-    script.write_text(text, encoding="utf-8")
-    broken = "modified by an inplace operation" in _run(script).stderr
+    broken, found = _ran_and_found(text, tmp_path / "train.py", MODIFIED)
     assert broken == ("+=" in write)
-    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
-    assert [(f.code, f.severity, f.span.line) for f in found] == (
-        [("IPL001", Severity.ERROR, 13)] if broken else []
-    )
+    assert found == ([("IPL001", Severity.ERROR, 13)] if broken else [])
 
 
 # lucidrains' helpers decide which module __init__ builds (`nn.Linear(dim_in, dim) if
@@ -2766,14 +2775,9 @@ Model()(torch.randn(2, 4)).sum().backward()
 def test_a_helper_of_the_file_decides_what_init_builds(dim_in: str, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     text = HELPER_CHOOSES.replace("DIM_IN", dim_in)
-    script = tmp_path / "wrapper.py"
-    script.write_text(text, encoding="utf-8")
-    broken = "modified by an inplace operation" in _run(script).stderr
+    broken, found = _ran_and_found(text, tmp_path / "wrapper.py", MODIFIED)
     assert broken == (dim_in == "None")
-    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
-    assert [(f.code, f.severity, f.span.line) for f in found] == (
-        [("IPL001", Severity.ERROR, 21)] if broken else []
-    )
+    assert found == ([("IPL001", Severity.ERROR, 21)] if broken else [])
 
 
 # A layer class a decorator factory makes from the torch layer it is given (second.pytorch's
@@ -2818,14 +2822,9 @@ Net()(torch.randn(2, 4, requires_grad=True)).sum().backward()
 def test_a_layer_class_a_decorator_factory_makes(write: str, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     text = FACTORY_LAYER.replace("WRITE", write)
-    script = tmp_path / "net.py"
-    script.write_text(text, encoding="utf-8")
-    broken = "modified by an inplace operation" in _run(script).stderr
+    broken, found = _ran_and_found(text, tmp_path / "net.py", MODIFIED)
     assert broken == ("+=" in write)
-    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
-    assert [(f.code, f.severity, f.span.line) for f in found] == (
-        [("IPL001", Severity.ERROR, 27)] if broken else []
-    )
+    assert found == ([("IPL001", Severity.ERROR, 27)] if broken else [])
 
 
 # A recurrent state kept in a NamedTuple (norse's LIFState): its fields are what it was built
@@ -2861,14 +2860,9 @@ for i in range(3):
 def test_a_state_kept_in_a_named_tuple(carry: str, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     text = NAMED_TUPLE_STATE.replace("CARRY", carry)
-    script = tmp_path / "state.py"
-    script.write_text(text, encoding="utf-8")
-    freed = "backward through the graph a second time" in _run(script).stderr
+    freed, found = _ran_and_found(text, tmp_path / "state.py", SECOND_TIME)
     assert freed == (carry == "pass")
-    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
-    assert [(f.code, f.severity, f.span.line) for f in found] == (
-        [("IPL004", Severity.ERROR, 13)] if freed else []
-    )
+    assert found == ([("IPL004", Severity.ERROR, 13)] if freed else [])
 
 
 # SSD's forward walks its backbone's and its extra layers' `_modules` by name and normalises
@@ -2928,11 +2922,6 @@ Net()(torch.randn(1, 3, 8, 8)).backward()
 def test_layers_walked_by_their_names(write: str, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     text = NAMED_LAYERS.replace("WRITE", write)
-    script = tmp_path / "ssd.py"
-    script.write_text(text, encoding="utf-8")
-    broken = "modified by an inplace operation" in _run(script).stderr
+    broken, found = _ran_and_found(text, tmp_path / "ssd.py", MODIFIED)
     assert broken == ("/=" in write)
-    found = [f for f in analyze(text, str(script)) if f.severity is not Severity.HINT]
-    assert [(f.code, f.severity, f.span.line) for f in found] == (
-        [("IPL001", Severity.ERROR, 18)] if broken else []
-    )
+    assert found == ([("IPL001", Severity.ERROR, 18)] if broken else [])
