@@ -291,8 +291,8 @@ class Objects(TorchOps):
         if found is not None:
             return found
         if attr == "_modules" and ref.is_module and (ref.cls or ref.children is not None):
-            # `for name, m in self.base._modules.items()`: its children by name, where each
-            # has one (an attribute of the class); a dict of keys not known otherwise.
+            # `for name, m in self.base._modules.items()`: its children by name where every
+            # one's is known (named_children); a dict of keys not known otherwise.
             named = self.named_children(ref)
             modules = [Value("module", tensor=False, grad=False, module=m) for _, m in named]
             names = [name for name, _ in named]
