@@ -711,12 +711,18 @@ class DocumentAnalysis:
                 )
                 for stmt in block.tree.body
             )
+            # (from the text of those statements: every name before a `(`, a few more than
+            # the calls, keywords and words in strings; walking a model zoo's registry of
+            # configs node by node cost each keystroke in it milliseconds)
+            lines = split_lines(block.text)
+            first = block.tree_line0
             calls = frozenset(
                 name
                 for stmt in block.tree.body
                 if not isinstance(stmt, _NOT_RUN)
-                for node in ast.walk(stmt)
-                if isinstance(node, ast.Call) and (name := _called_name(node.func)) is not None
+                for name in _names_called(
+                    "\n".join(lines[stmt.lineno - first : (stmt.end_lineno or 0) - first + 1])
+                )
             )
             facts = _TextFacts(
                 is_candidate(block.text),
@@ -895,10 +901,22 @@ class _TextFacts:
     calls: frozenset[str] = frozenset()
 
 
-def _called_name(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    return func.attr if isinstance(func, ast.Attribute) else None
+def _names_called(text: str) -> set[str]:
+    """The words right before a `(` (`Trainer(`, `t.train_step (`): the names a statement
+    calls, with the keywords and words in strings that stand there too."""
+    names: set[str] = set()
+    at = text.find("(")
+    while at != -1:
+        end = at
+        while end > 0 and text[end - 1] in " \t\n\\":
+            end -= 1
+        start = end
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        if start < end and not text[start].isdigit():
+            names.add(text[start:end])
+        at = text.find("(", at + 1)
+    return names
 
 
 def _candidate_defs(

@@ -628,14 +628,14 @@ def init_digest(info: ClassInfo, lines: Sequence[str] = (), line0: int = 1) -> i
     with their places from the `class` line (its block is numbered from the file's first line
     when parsed with the whole text, from its own alone): equal for two texts of `__init__`
     that give the same. `lines`: the text the class was parsed from (tree line `line0` first),
-    where a node is its source text and where it starts (which gives the places of all its
-    parts); without them, its syntax tree and every part's place."""
+    where a node on one line is its source text and where it starts (which gives the places
+    of all its parts); one on several lines (a comment may sit between them), and any node
+    without them, is its syntax tree and every part's place."""
     first = info.node.lineno
 
     def node(expr: ast.AST) -> tuple[object, ...]:
         start = getattr(expr, "lineno", None)
-        end = getattr(expr, "end_lineno", None)
-        if start is not None and end is not None and line0 <= start and end - line0 < len(lines):
+        if start is not None and start == getattr(expr, "end_lineno", None):
             text = _segment(lines, expr, line0)
             if text is not None:
                 return text, start - first, expr.col_offset  # type: ignore[attr-defined]
@@ -675,20 +675,16 @@ def init_digest(info: ClassInfo, lines: Sequence[str] = (), line0: int = 1) -> i
 
 
 def _segment(lines: Sequence[str], node: ast.AST, line0: int) -> str | None:
-    """The source text of a node (its columns count UTF-8 bytes), None where they do not fit."""
-    start, end = node.lineno - line0, node.end_lineno - line0  # type: ignore[attr-defined]
+    """The source text of a node on one line (its columns count UTF-8 bytes); None where
+    the lines do not hold it."""
+    index = node.lineno - line0  # type: ignore[attr-defined]
     col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
-    if end_col is None:
+    if end_col is None or not 0 <= index < len(lines):
         return None
-    if all(lines[i].isascii() for i in range(start, end + 1)):
-        if start == end:
-            return lines[start][col:end_col]
-        return "\n".join((lines[start][col:], *lines[start + 1 : end], lines[end][:end_col]))
-    encoded = [line.encode("utf-8") for line in lines[start : end + 1]]
-    if start == end:
-        return encoded[0][col:end_col].decode("utf-8", "replace")
-    parts = (encoded[0][col:], *encoded[1:-1], encoded[-1][:end_col])
-    return b"\n".join(parts).decode("utf-8", "replace")
+    line = lines[index]
+    if line.isascii():
+        return line[col:end_col]
+    return line.encode("utf-8")[col:end_col].decode("utf-8", "replace")
 
 
 def fragment(
