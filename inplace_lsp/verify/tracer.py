@@ -468,7 +468,7 @@ def _call_info(func: Callable[..., object]) -> tuple[str, bool, int | None]:
 def _call_nodes(result: object) -> list[Any]:
     """grad_fns of a call's outputs, then (through view nodes only) the nodes below them."""
     nodes: list[Any] = []
-    todo = [node for t in tensors(result) if (node := grad_fn_of(t)) is not None]
+    todo = [node for t in tensors(result) if (node := _grad_fn_of(t)) is not None]
     while todo and len(nodes) < 32:
         node = todo.pop(0)
         if any(node is seen for seen in nodes):
@@ -579,7 +579,7 @@ class Tracer:
                 self.memo = (caller, caller.f_lasti, site)
         with torch._C.DisableTorchFunction():
             alias = tensor.detach()
-            grad_fn = grad_fn_of(tensor)
+            grad_fn = _grad_fn_of(tensor)
             record = Saved(
                 alias,
                 tensor._version,
@@ -878,7 +878,7 @@ class Tracer:
         if retain:
             return
         freed: dict[int, object] = {}
-        todo = [node for t in tensors(args[:1]) if (node := grad_fn_of(t)) is not None]
+        todo = [node for t in tensors(args[:1]) if (node := _grad_fn_of(t)) is not None]
         while todo:
             node = todo.pop()
             if id(node) in freed:
@@ -899,7 +899,7 @@ class Tracer:
         an accumulator keeps every step's graph alive, a reused tensor fails the next backward."""
         freed = self.freed
         for tensor in tensors(args, 6):  # the arguments, and the tensors of lists among them
-            node = grad_fn_of(tensor)
+            node = _grad_fn_of(tensor)
             if node is None:
                 continue
             if id(node) in freed or any(
@@ -920,7 +920,7 @@ _DATA_WRITE = ".data"
 _NEW_MEMORY = frozenset(("set_", "resize_", "resize_as_", "_set_", "swap_", "set_data"))
 
 
-def grad_fn_of(tensor: torch.Tensor) -> Any:
+def _grad_fn_of(tensor: torch.Tensor) -> Any:
     """A tensor's grad_fn, None where torch refuses to give it: a view made under no_grad
     whose base was since written in place with grad on raises when its grad_fn is read (the
     user's code, which never reads it, runs)."""
@@ -994,7 +994,7 @@ def _version_error(record: Saved, current: int) -> str:
     original = record.original
     if isinstance(original, weakref.ref):
         original = original()
-    node = grad_fn_of(original) if original is not None else None
+    node = _grad_fn_of(original) if original is not None else None
     if node is not None:
         producer = node.name()
     if not record.is_leaf and producer is not None:
