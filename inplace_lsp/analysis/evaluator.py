@@ -2740,13 +2740,10 @@ class Interpreter(Objects):
             if made is not None and held and exact and len(made.children or ()) == len(held):
                 # The names `_modules` gives them: a dict's keys, else their positions.
                 keys = args[0].keys if len(args) == 1 and args[0].module is None else None
-                made.child_names = (
-                    tuple(str(key) for key in keys)
-                    if keys is not None and len(keys) == len(held)
-                    else tuple(str(i) for i in range(len(held)))
-                    if keys is None
-                    else None
-                )
+                if keys is None:
+                    made.child_names = tuple(str(i) for i in range(len(held)))
+                elif len(keys) == len(held):
+                    made.child_names = tuple(str(key) for key in keys)
             if (
                 qual == "torch.nn.ParameterList"
                 and args

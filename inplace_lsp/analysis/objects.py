@@ -995,7 +995,6 @@ def _init_consts(
 ) -> dict[str, object]:
     """Constants of a submodule's constructor call in its owner's __init__."""
     owner = owning_instance(parent)
-    outer = owner.consts if owner is not None else {}
     consts: dict[str, object] = {}
     for name, default in cls.init_defaults.items():
         if isinstance(default, ast.Constant):
@@ -1004,10 +1003,9 @@ def _init_consts(
         return consts
     pairs = list(zip(cls.init_params, call.args, strict=False))
     pairs += [(kw.arg, kw.value) for kw in call.keywords if kw.arg]
-    code = owner.cls.owner if owner is not None and owner.cls is not None else None
     for name, expr in pairs:
         try:
-            consts[name] = evaluate(expr, outer, code)
+            consts[name] = _evaluated_in(expr, owner)
         except Undecidable:
             consts.pop(name, None)
     return consts
@@ -1086,11 +1084,16 @@ def _plain_value(cls: ClassInfo, attr: str, consts: dict[str, object]) -> Value:
         except Undecidable:
             pass
     for expr, guards in assigned:  # the one whose `if` tests these arguments pass
-        try:
-            if guards and all(bool(evaluate(t, consts, cls.owner)) == p for t, p in guards):
-                return constant(evaluate(expr, consts, cls.owner))
-        except Undecidable:
+        if not guards:
+            continue
+        holds = guards_hold(guards, consts, cls.owner)
+        if holds is None:
             break
+        if holds:
+            try:
+                return constant(evaluate(expr, consts, cls.owner))
+            except Undecidable:
+                break
     return scalar()
 
 
@@ -1130,9 +1133,14 @@ def _qualname(sub: Submodule, model: ModuleModel) -> str | None:
 
 def _known(expr: ast.expr, parent: ModuleRef | None) -> Value:
     """A constructor argument written in a parent's `__init__`, where its constants tell."""
-    owner = owning_instance(parent)
-    code = owner.cls.owner if owner is not None and owner.cls is not None else None
     try:
-        return constant(evaluate(expr, owner.consts if owner is not None else {}, code))
+        return constant(_evaluated_in(expr, owning_instance(parent)))
     except Undecidable:
         return unknown()
+
+
+def _evaluated_in(expr: ast.expr, owner: ModuleRef | None) -> object:
+    """The value of an expression of `owner`'s `__init__` text, from its constructor's
+    constants and the functions of its class's code; Undecidable where they do not tell."""
+    code = owner.cls.owner if owner is not None and owner.cls is not None else None
+    return evaluate(expr, owner.consts if owner is not None else {}, code)
