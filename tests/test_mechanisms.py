@@ -966,8 +966,12 @@ def test_an_inference_branch_is_judged_in_the_mode_the_model_runs_in(tmp_path: P
     # The forward alone runs in training mode by assumption: the branch is not taken.
     assert not [f for f in analyze(DETECT, "detect.py") if f.code == "IPL001"]
     # Where the mode is not known, the write rests on it: a Warning that names the branch.
-    exported = DETECT.replace(
-        "self.training |= self.export", "self.training &= not torch.onnx.is_in_onnx_export()"
+    # (`torch.onnx.is_in_onnx_export()` is known: never while the program runs eagerly)
+    exported = DETECT.replace("import torch\n", "import os\nimport torch\n", 1).replace(
+        "\n\n\nclass", "\n\nclass", 1
+    )
+    exported = exported.replace(
+        "self.training |= self.export", 'self.training &= "EXPORT" not in os.environ'
     )
     (alone,) = [f for f in analyze(exported, "detect.py") if f.code == "IPL001"]
     assert alone.severity is Severity.WARNING and alone.span.line == 17
@@ -2925,3 +2929,309 @@ def test_layers_walked_by_their_names(write: str, tmp_path: Path) -> None:
     broken, found = _ran_and_found(text, tmp_path / "ssd.py", MODIFIED)
     assert broken == ("/=" in write)
     assert found == ([("IPL001", Severity.ERROR, 18)] if broken else [])
+
+
+# pytorch-auto-drive's SCNN passes messages row by row in place: each row's conv saves the
+# row above, a view of the same tensor, and the next row's `add_` writes that tensor (blind
+# split 1, b044). A write into a view is a write into its base, and gives the base the graph
+# of what it added: the backward() from the base goes through those convs.
+SPATIAL = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SpatialConv(nn.Module):
+    def __init__(self, c=4):
+        super().__init__()
+        self.conv_d = nn.Conv2d(c, c, (1, 3), padding=(0, 1))
+
+    def forward(self, x):
+        output = x
+        for i in range(1, output.shape[2]):
+            WRITE
+        return output
+
+
+stem = nn.Conv2d(3, 4, 1)
+SpatialConv()(stem(torch.randn(1, 3, 5, 5))).sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "write",
+    [
+        "output[:, :, i:i + 1, :].add_(F.relu(self.conv_d(output[:, :, i - 1:i, :])))",
+        "output[:, :, i].add_(F.relu(self.conv_d(output[:, :, i - 1:i, :]))[:, :, 0])",
+        "output = torch.cat([output[:, :, :i], output[:, :, i:i + 1] + "
+        "F.relu(self.conv_d(output[:, :, i - 1:i])), output[:, :, i + 1:]], dim=2)",
+    ],
+    ids=["slice-add_", "select-add_", "cat"],
+)
+def test_a_write_into_a_view_is_a_write_into_its_base(write: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = SPATIAL.replace("WRITE", write)
+    broken, found = _ran_and_found(text, tmp_path / "scnn.py", MODIFIED)
+    assert broken == ("add_" in write)
+    assert found == ([("IPL001", Severity.ERROR, 14)] if broken else [])
+
+
+# The same SCNN guards its export path with `if is_tracing():` (blind split 1, b044/b045):
+# torch is never tracing, scripting or compiling while the program runs eagerly, so only the
+# eager branch is judged.
+TRACING = """\
+import torch
+import torch.nn as nn
+
+
+def is_tracing():
+    if torch.__version__ >= "1.7.0":
+        return torch.jit.is_tracing()
+    return torch._C._get_tracing_state() is not None
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        y = torch.sigmoid(x)
+        if TEST:
+            y.mul_(2)
+        else:
+            y = y * 2
+        return y
+
+
+Gate()(torch.randn(3, requires_grad=True)).sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "test",
+    [
+        "is_tracing()",
+        "not is_tracing()",
+        "torch.jit.is_scripting()",
+        "torch.compiler.is_compiling()",
+    ],
+)
+def test_branches_on_tracing_and_scripting(test: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = TRACING.replace("TEST", test)
+    broken, found = _ran_and_found(text, tmp_path / "gate.py", MODIFIED)
+    assert broken == test.startswith("not ")
+    assert found == ([("IPL001", Severity.ERROR, 15)] if broken else [])
+
+
+# A style transfer (blind split 1, b042/b043) computes the content image's features once,
+# through a VGG it froze, from an image its stand-in transforms made (a value the analysis
+# does not know the grad of), and compares every step's output with them. A frozen layer
+# saves nothing for an input that does not require grad: no Error says the first backward
+# freed what the next one needs. Not frozen, the features carry the VGG's graph into every
+# step, and the second backward goes through what the first freed.
+FROZEN_FEATURES = """\
+import torch
+import torch.nn as nn
+
+
+class transforms:
+    class Compose:
+        def __init__(self, ts):
+            self.ts = ts
+
+        def __call__(self, x):
+            for t in self.ts:
+                x = t(x)
+            return x
+
+    class Normalize:
+        def __call__(self, x):
+            return (x - 0.5) / 0.25
+
+
+vgg = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 4, 3, padding=1))
+FREEZE
+net = nn.Conv2d(3, 3, 1)
+opt = torch.optim.Adam(net.parameters())
+content = transforms.Compose([transforms.Normalize()])(torch.rand(1, 3, 8, 8))
+content_features = vgg(content)
+for step in range(2):
+    loss = ((vgg(net(content)) - content_features) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "freeze", ["for p in vgg.parameters():\n    p.requires_grad_(False)", "pass"]
+)
+def test_a_frozen_layer_of_an_input_of_unknown_grad(freeze: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = FROZEN_FEATURES.replace("FREEZE", freeze)
+    freed, found = _ran_and_found(text, tmp_path / "style.py", SECOND_TIME)
+    assert freed == (freeze == "pass")
+    severities = [severity for code, severity, _ in found if code == "IPL004"]
+    # (frozen: whether the image requires grad is what is not known, a Warning at most)
+    assert severities == [Severity.ERROR] if freed else Severity.ERROR not in severities
+
+
+# torchmodels' BaseRNN zeroes the LSTM's outputs past each length in place (blind split 1,
+# b017), on an input masked with a helper its `utils` class holds as a staticmethod (the
+# input's grad is not known there): an LSTM saves its output for its weights' gradients
+# whatever its input, so the write is an Error.
+RNN_MASK = """\
+import torch
+import torch.nn as nn
+
+
+def mask(lens, max_len):
+    return lens.unsqueeze(1) > torch.arange(max_len).unsqueeze(0)
+
+
+class utils:
+    mask = staticmethod(mask)
+
+
+class BaseRNN(nn.Module):
+    def forward_cell(self, x, h0):
+        raise NotImplementedError()
+
+    def forward(self, x, lens=None, h=None):
+        mask = None
+        if lens is not None:
+            mask = utils.mask(lens, x.size(1))
+            x = x.masked_fill(~mask.unsqueeze(-1), 0)
+        o, c, h = self.forward_cell(x, h)
+        if lens is not None:
+            WRITE
+        return o, c, h
+
+
+class LSTM(BaseRNN):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 4, batch_first=True)
+
+    def forward_cell(self, x, h0):
+        o, (h, c) = self.lstm(x, h0)
+        return o, c[-1], h[-1]
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = LSTM()
+        self.out = nn.Linear(4, 3)
+
+    def forward(self, x, lens):
+        o, c, h = self.rnn(x, lens)
+        return self.out(o)
+
+
+Tagger()(torch.randn(2, 5, 4), torch.tensor([3, 5])).sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "write", ["o.masked_fill_(~mask.unsqueeze(-1), 0)", "o = o.masked_fill(~mask.unsqueeze(-1), 0)"]
+)
+def test_what_a_layer_saves_whatever_its_input(write: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = RNN_MASK.replace("WRITE", write)
+    broken, found = _ran_and_found(text, tmp_path / "tagger.py", MODIFIED)
+    assert broken == ("_(" in write)
+    assert found == ([("IPL001", Severity.ERROR, 24)] if broken else [])
+
+
+# H3DNet's refine head hands its dict of outputs to a helper that fills it under keys it
+# spells (`'objectness_scores' + mode`), and the training loop reads the loss terms from it
+# (blind split 1, b058): what a callee put into a caller's dict is in it, by some key.
+DICT_FILLED = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def decode_scores(net, end_points, mode=""):
+    end_points["objectness_scores" + mode] = net[:, 0:2]
+    end_points["center" + mode] = net[:, 2:5]
+    return end_points
+
+
+class Refine(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv1d(8, 8, 1)
+        self.conv2 = nn.Conv1d(8, 5, 1)
+
+    def forward(self, feature, end_points):
+        net = F.relu(self.conv1(feature))
+        WRITE
+        net = self.conv2(net)
+        return decode_scores(net, end_points, mode="opt")
+
+
+head = Refine()
+end_points = head(torch.randn(2, 8, 16), {})
+loss = end_points["objectness_scoresopt"].pow(2).mean() + end_points["centeropt"].abs().mean()
+loss.backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("write", ["net += feature", "net = net + feature"])
+def test_a_dict_a_callee_fills(write: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = DICT_FILLED.replace("WRITE", write)
+    broken, found = _ran_and_found(text, tmp_path / "refine.py", MODIFIED)
+    assert broken == ("+=" in write)
+    assert found == ([("IPL001", Severity.ERROR, 20)] if broken else [])
+
+
+# TQC's Mlp keeps its layers in a plain list and registers each with
+# `self.add_module(f'fc{i}', fc)` (blind split 1, b052): they are the module's own, and the
+# optimizer built on `critic.parameters()` steps them.
+ADDED_MODULES = """\
+import torch
+import torch.nn as nn
+
+
+class Mlp(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.fcs = []
+        for i, size in enumerate(sizes):
+            fc = nn.Linear(4, size)
+            self.add_module(f"fc{i}", fc)
+            self.fcs.append(fc)
+
+    def forward(self, x):
+        for fc in self.fcs:
+            x = torch.relu(fc(x))
+        return x
+
+
+critic = Mlp([4, 4])
+opt = torch.optim.Adam(critic.parameters())
+x = torch.randn(3, 4)
+critic_loss = critic(x).sum()
+actor_loss = critic(x).pow(2).sum()
+opt.zero_grad()
+critic_loss.backward()
+ORDER
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "order", ["opt.step()\nactor_loss.backward()", "actor_loss.backward()\nopt.step()"]
+)
+def test_modules_added_under_a_computed_name(order: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = ADDED_MODULES.replace("ORDER", order)
+    broken, found = _ran_and_found(text, tmp_path / "tqc.py", MODIFIED)
+    assert broken == order.startswith("opt.step")
+    assert found == ([("IPL007", Severity.ERROR, 27)] if broken else [])

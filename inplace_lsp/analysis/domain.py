@@ -107,7 +107,7 @@ class ModuleRef:
     children: list[ModuleRef] | None = None
     # The names its `_modules` gives `children` (a Sequential's positions, an OrderedDict's
     # keys), where the analysis built them from known arguments; None where not known.
-    child_names: tuple[str, ...] | None = None
+    child_names: tuple[str | None, ...] | None = None
     # register_forward_pre_hook / register_forward_hook: ("pre" | "post", the hook function)
     hooks: tuple[Hook, ...] = ()
     # requires_grad_(False) on it (None: as its parent; EITHER: frozen on some paths only)

@@ -1412,13 +1412,30 @@ class Interpreter(Objects):
         return value
 
     def expr_JoinedStr(self, node: ast.JoinedStr, frame: Frame) -> Value:
+        """`f"fc{i}"`: the string it spells where each part is a known number or string
+        (`self.add_module(f"fc{i}", fc)` in a loop whose passes the analysis numbers)."""
+        text: list[str] | None = []
         for part in node.values:
-            self.eval(part, frame)
-        return scalar()
+            value = self.eval(part, frame)
+            if text is None:
+                continue
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                text.append(part.value)
+            elif (
+                isinstance(part, ast.FormattedValue)
+                and part.conversion == -1
+                and part.format_spec is None
+                and value.has_const
+                and type(value.const) in (int, str)
+            ):
+                text.append(str(value.const))
+            else:
+                text = None
+        return constant("".join(text)) if text is not None else scalar()
 
     def expr_FormattedValue(self, node: ast.FormattedValue, frame: Frame) -> Value:
-        self.eval(node.value, frame)  # `f"{h.shape}"`: read, never written
-        return scalar()
+        value = self.eval(node.value, frame)  # `f"{h.shape}"`: read, never written
+        return value if value.has_const else scalar()
 
     def expr_NamedExpr(self, node: ast.NamedExpr, frame: Frame) -> Value:
         value = self.eval(node.value, frame)
@@ -2188,16 +2205,26 @@ class Interpreter(Objects):
         if len(args) not in (2, 3):
             return None
         ref = args[0].module
-        if not isinstance(args[1].const, str):
-            spelled = node.args[1] if node is not None and len(node.args) > 1 else None
-            if ref is not None and len(args) == 2 and isinstance(spelled, ast.JoinedStr):
-                found = self.layer_parameter(ref, spelled)
-                if found is not None:
-                    return found
-            if ref is not None and len(args) == 2 and spelled is not None:
-                return self._spelled_submodule(ref, spelled)
-            return None
         name = args[1].const
+        spelled = node.args[1] if node is not None and len(node.args) > 1 else None
+        if (
+            ref is not None
+            and len(args) == 2
+            and spelled is not None
+            and not isinstance(spelled, ast.Constant)
+            and not (isinstance(name, str) and self._has_attr(ref, name))
+        ):
+            # A spelled name (`f"layer{i}"`), of the family `setattr` made in `__init__`
+            # (even where the analysis knows `i`: it holds the family, not each attribute).
+            found = (
+                self.layer_parameter(ref, spelled) if isinstance(spelled, ast.JoinedStr) else None
+            )
+            if found is None:
+                found = self._spelled_submodule(ref, spelled)
+            if found is not None or not isinstance(name, str):
+                return found
+        if not isinstance(name, str):
+            return None
         if args[0].kind == "symbol" and args[0].qualname and len(args) == 2:
             # `getattr(nn, "Conv{}d".format(dims))`: the name it spells in that module
             return Value("symbol", tensor=False, grad=False, qualname=f"{args[0].qualname}.{name}")
@@ -2560,6 +2587,8 @@ class Interpreter(Objects):
             # the mode this run is in (a summary is made per grad mode): `if
             # torch.is_grad_enabled(): ... else: x.mul_(2)` is judged in the mode it runs in
             return constant(frame.grad_enabled)
+        if qual in _EAGER_FALSE and not args:
+            return constant(None if qual == "torch._C._get_tracing_state" else False)
         if (
             qual == "functools.partial"
             and args
@@ -3626,6 +3655,23 @@ def detached(value: Value, origin: str) -> Value:
 
 
 _VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+# Whether torch is tracing, scripting, compiling or exporting the code: never while it runs
+# eagerly, the run whose backward() the analysis judges (`if torch.jit.is_tracing(): <the
+# export path>` and `if not torch.jit.is_scripting(): <the eager path>` run one way only).
+_EAGER_FALSE = frozenset(
+    {
+        "torch.jit.is_tracing",
+        "torch.jit.is_scripting",
+        "torch._C._is_tracing",
+        "torch._C._get_tracing_state",
+        "torch.onnx.is_in_onnx_export",
+        "torch.compiler.is_compiling",
+        "torch.compiler.is_dynamo_compiling",
+        "torch.compiler.is_exporting",
+        "torch._dynamo.is_compiling",
+        "torch.fx._symbolic_trace.is_fx_tracing",
+    }
+)
 
 
 def _spelling(node: ast.expr) -> re.Pattern[str] | None:

@@ -413,7 +413,22 @@ class Events:
             self.join_graph(value, extra)
             if value.grad is False and any(i.grad for i in inputs):
                 self.set_grad(value, True)
+            if extra:
+                self._join_aliases(value, extra, frame, any(i.grad for i in inputs))
         return mutation
+
+    def _join_aliases(self, value: Value, graph: frozenset[int], frame: Frame, grad: bool) -> None:
+        """A write into a view (`out[:, i].add_(conv(h))`) is a write into its base and
+        every other view of it: torch gives them all the written value's graph (a
+        CopySlices node), so a backward() from the base goes through what the write added."""
+        for group in value.groups:
+            for name in self.group_names.get(group, ()):
+                other = frame.env.get(name)
+                if other is None or other is value or other.kind != "tensor":
+                    continue
+                self.join_graph(other, graph)
+                if grad and other.grad is not True:
+                    self.set_grad(other, True)
 
     def _data_write(self, mutation: Mutation, groups: frozenset[int]) -> None:
         """A write through `.data` into saved tensors: no error, and wrong gradients only if
@@ -571,6 +586,8 @@ class Events:
                 container.items = tuple(items)
             else:
                 container.items = None  # which item changed is not known
+                # (nor, of a dict, by which key: a caller's dict a callee wrote into)
+                container.keys = None
         path = self._stand_in(container)
         if path is not None:
             self.events.append(ValueEvent(path, "item", value=item, flag=index, graph=graph))

@@ -734,7 +734,14 @@ class Objects(TorchOps):
                 self.add_child(ref, child)
                 self._children_on_some_paths(ref, frame)
             elif not args[0].has_const:
-                return self.unknown_call(args, kwargs)  # a name not known: which attribute?
+                if child is not None and ref.is_module:
+                    # `self.add_module(f"fc{i}", fc)` under a name not known: which attribute
+                    # it is is not known, but it is one of the module's own (its parameters
+                    # are the module's, `model.parameters()` hands them to the optimizer).
+                    if ref.child_names is not None:
+                        ref.child_names = (*ref.child_names, None)
+                    self.add_child(ref, child)
+                return self.unknown_call(args, kwargs)
             return unknown()
         if name == "load_state_dict":
             # Copies into every parameter in place (under no_grad), as an optimizer step does.

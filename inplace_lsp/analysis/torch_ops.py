@@ -434,6 +434,12 @@ class TorchOps(Events):
             )
             if slots is None:
                 slots = info.saved_slots(input_grad)
+            # Of an input whose grad is not known: what the layer saves either way (an LSTM
+            # keeps its output for its weights' gradients whatever the input); with no
+            # parameter that requires grad, nothing (no node unless the input requires grad).
+            sure = slots
+            if x.grad is None:
+                sure = slots & info.saved_slots(False) if params else frozenset()
             new = set()
             reach = frozenset({ref.params_group}) if params else frozenset()
             for slot in sorted(slots):  # a frozenset of str: its order follows the hash seed
@@ -457,8 +463,7 @@ class TorchOps(Events):
                             frame,
                             # (of what may be the written tensor or a copy of it: the
                             # input is possibly that one; the weights and output are not)
-                            possible=(x.grad is None and slot != "input")
-                            or (slot == "input" and bool(x.maybe)),
+                            possible=slot not in sure or (slot == "input" and bool(x.maybe)),
                             what=target_value.name or "",
                             maybe=x.maybe if slot == "input" else "",
                             reach=reach,

@@ -173,7 +173,7 @@ class RESA(nn.Module):
                 y = y.add(self.alpha * F.relu(self.conv_r[i](temp)))
             else:
                 idx = (torch.arange(w) + w // 2 ** (self.iteration - i)) % w
-                y.add_(self.alpha * F.relu(self.conv_r[i](y[:, :, :, idx])))
+                y.add_(self.alpha * F.relu(self.conv_r[i](y[:, :, :, idx])))  # error: IPL001
         # Left
         for i in range(self.iteration):
             if is_tracing():
@@ -181,7 +181,7 @@ class RESA(nn.Module):
                 y = y.add(self.alpha * F.relu(self.conv_l[i](temp)))
             else:
                 idx = (torch.arange(w) - w // 2 ** (self.iteration - i)) % w
-                y.add_(self.alpha * F.relu(self.conv_l[i](y[:, :, :, idx])))
+                y.add_(self.alpha * F.relu(self.conv_l[i](y[:, :, :, idx])))  # error: IPL001
 
         return y
 
