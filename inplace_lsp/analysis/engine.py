@@ -1373,6 +1373,13 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
         or (f.span.line, f.span.col) not in errors
         or f.code in ("IPL004", "IPL006")
     ]
+    # "Checked: safe" about one write of a line where another write fails (two in-place
+    # layers of one `nn.Sequential(...)` line) reads as a verdict on the line: no Hint there.
+    failing = {f.span.line for f in result if f.severity in (Severity.ERROR, Severity.WARNING)}
+    if failing:
+        result = [
+            f for f in result if f.severity is not Severity.HINT or f.span.line not in failing
+        ]
     return sorted(_one_safety_per_edit(result), key=lambda f: (f.span.line, f.span.col, f.code))
 
 
