@@ -3024,36 +3024,25 @@ def test_branches_on_tracing_and_scripting(test: str, tmp_path: Path) -> None:
 
 
 # A style transfer (blind split 1, b042/b043) computes the content image's features once,
-# through a VGG it froze, from an image its stand-in transforms made (a value the analysis
-# does not know the grad of), and compares every step's output with them. A frozen layer
-# saves nothing for an input that does not require grad: no Error says the first backward
-# freed what the next one needs. Not frozen, the features carry the VGG's graph into every
-# step, and the second backward goes through what the first freed.
+# through a VGG it froze, from an image whose grad the analysis does not know (its stand-in
+# transforms made it; here `torch.load` does), and compares every step's output with them. A
+# frozen layer saves nothing for an input that does not require grad: no Error says the
+# first backward freed what the next one needs. Not frozen, the features carry the VGG's
+# graph into every step, and the second backward goes through what the first freed.
 FROZEN_FEATURES = """\
+import io
+
 import torch
 import torch.nn as nn
-
-
-class transforms:
-    class Compose:
-        def __init__(self, ts):
-            self.ts = ts
-
-        def __call__(self, x):
-            for t in self.ts:
-                x = t(x)
-            return x
-
-    class Normalize:
-        def __call__(self, x):
-            return (x - 0.5) / 0.25
-
 
 vgg = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 4, 3, padding=1))
 FREEZE
 net = nn.Conv2d(3, 3, 1)
 opt = torch.optim.Adam(net.parameters())
-content = transforms.Compose([transforms.Normalize()])(torch.rand(1, 3, 8, 8))
+buf = io.BytesIO()
+torch.save(torch.rand(1, 3, 8, 8), buf)
+buf.seek(0)
+content = torch.load(buf)
 content_features = vgg(content)
 for step in range(2):
     loss = ((vgg(net(content)) - content_features) ** 2).mean()
@@ -3078,10 +3067,12 @@ def test_a_frozen_layer_of_an_input_of_unknown_grad(freeze: str, tmp_path: Path)
 
 
 # torchmodels' BaseRNN zeroes the LSTM's outputs past each length in place (blind split 1,
-# b017), on an input masked with a helper its `utils` class holds as a staticmethod (the
-# input's grad is not known there): an LSTM saves its output for its weights' gradients
-# whatever its input, so the write is an Error.
+# b017), on an input whose grad the analysis does not know (there: masked with a helper it
+# did not resolve; here: read with `torch.load`): an LSTM saves its output for its weights'
+# gradients whatever its input, so the write is an Error.
 RNN_MASK = """\
+import io
+
 import torch
 import torch.nn as nn
 
@@ -3130,7 +3121,10 @@ class Tagger(nn.Module):
         return self.out(o)
 
 
-Tagger()(torch.randn(2, 5, 4), torch.tensor([3, 5])).sum().backward()
+buf = io.BytesIO()
+torch.save(torch.randn(2, 5, 4), buf)
+buf.seek(0)
+Tagger()(torch.load(buf), torch.tensor([3, 5])).sum().backward()
 """
 
 
@@ -3143,7 +3137,7 @@ def test_what_a_layer_saves_whatever_its_input(write: str, tmp_path: Path) -> No
     text = RNN_MASK.replace("WRITE", write)
     broken, found = _ran_and_found(text, tmp_path / "tagger.py", MODIFIED)
     assert broken == ("_(" in write)
-    assert found == ([("IPL001", Severity.ERROR, 24)] if broken else [])
+    assert found == ([("IPL001", Severity.ERROR, 26)] if broken else [])
 
 
 # H3DNet's refine head hands its dict of outputs to a helper that fills it under keys it
@@ -3235,3 +3229,43 @@ def test_modules_added_under_a_computed_name(order: str, tmp_path: Path) -> None
     broken, found = _ran_and_found(text, tmp_path / "tqc.py", MODIFIED)
     assert broken == order.startswith("opt.step")
     assert found == ([("IPL007", Severity.ERROR, 27)] if broken else [])
+
+
+# Namespaces of the file: a class that holds classes (`class transforms: class Compose:`, as
+# cases stand in for a library's module) and functions bound in a class body
+# (`class utils: mask = staticmethod(mask)`): what they are is what Python finds.
+NAMESPACES = """\
+import torch
+
+
+def scale(x):
+    WRITE
+    return x
+
+
+class utils:
+    scale = staticmethod(scale)
+
+
+class ops:
+    class Scale:
+        def __call__(self, x):
+            return utils.scale(x)
+
+
+w = torch.randn(3, requires_grad=True)
+y = torch.sigmoid(w)
+CALL
+y.sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("call", ["utils.scale(y)", "ops.Scale()(y)"])
+@pytest.mark.parametrize("write", ["x.mul_(2)", "x = x * 2"])
+def test_classes_and_functions_held_by_a_class(call: str, write: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    text = NAMESPACES.replace("WRITE", write).replace("CALL", call)
+    broken, found = _ran_and_found(text, tmp_path / "spaces.py", MODIFIED)
+    assert broken == ("_(" in write)
+    assert found == ([("IPL001", Severity.ERROR, 5)] if broken else [])

@@ -2634,6 +2634,13 @@ class Interpreter(Objects):
                     return self.inline(
                         found[1], where.start_of(found[1]), args, kwargs, node, frame, where
                     )
+                holder = owner_cls.owner or self.model
+                bound = holder.class_function(owner_cls, method_name) if found is None else None
+                if bound is not None:
+                    # `utils.mask(lens, n)` of `class utils: mask = staticmethod(mask)`
+                    return self.inline(
+                        bound, holder.start_of(bound), args, kwargs, node, frame, holder
+                    )
             cls = self.model.lookup_class(qual)
             if cls is not None:
                 if cls.is_module:

@@ -181,6 +181,32 @@ class ModuleModel:
                 return self.lookup_class(alias, depth + 1) if alias is not None else None
         return None
 
+    def class_function(
+        self, cls: ClassInfo, name: str
+    ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """A function of this file that a class body binds as a static attribute
+        (`class utils: mask = staticmethod(mask)`, or `mask = mask`), called through the
+        class; None for any other attribute."""
+        for stmt in cls.node.body:
+            if not (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id == name
+            ):
+                continue
+            value = stmt.value
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id == "staticmethod"
+                and len(value.args) == 1
+                and not value.keywords
+            ):
+                value = value.args[0]
+            return self.functions.get(value.id) if isinstance(value, ast.Name) else None
+        return None
+
     def lookup_function(
         self, qualname: str
     ) -> tuple[ModuleModel, ast.FunctionDef | ast.AsyncFunctionDef] | None:
@@ -715,6 +741,13 @@ def fragment(
         if init is not None:
             _scan_init(model, info, init)
         _scan_class_constants(info, stmt)
+        for sub in stmt.body:
+            if isinstance(sub, ast.ClassDef):
+                # `class transforms: class Compose: ...` (a namespace of classes): known as
+                # `transforms.Compose`, as Python finds it.
+                nested = class_info(sub)
+                nested.name = f"{info.name}.{sub.name}"
+                frag.classes[nested.name] = nested
         return info
 
     for stmt in tree.body:
