@@ -726,12 +726,13 @@ def fragment(
     None: not at all, for a model no later text of the file is compared with)."""
     frag = Fragment()
 
-    def class_info(stmt: ast.ClassDef) -> ClassInfo:
+    def class_info(stmt: ast.ClassDef, name: str = "") -> ClassInfo:
+        name = name or stmt.name
         info = ClassInfo(
-            stmt.name, stmt, [model.qualify(b) or ast.unparse(b) for b in stmt.bases], start
+            name, stmt, [model.qualify(b) or ast.unparse(b) for b in stmt.bases], start
         )
         if box is not None:
-            info.methods = Recorded(("m", stmt.name), box)
+            info.methods = Recorded(("m", name), box)
         frag.block_starts[id(stmt)] = start
         for sub in stmt.body:
             frag.block_starts[id(sub)] = start
@@ -745,8 +746,7 @@ def fragment(
             if isinstance(sub, ast.ClassDef):
                 # `class transforms: class Compose: ...` (a namespace of classes): known as
                 # `transforms.Compose`, as Python finds it.
-                nested = class_info(sub)
-                nested.name = f"{info.name}.{sub.name}"
+                nested = class_info(sub, f"{name}.{sub.name}")
                 frag.classes[nested.name] = nested
         return info
 
