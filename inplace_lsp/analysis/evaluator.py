@@ -1487,7 +1487,14 @@ class Interpreter(Objects):
                 continue
             keep = []
             for mutation, others in pending:
-                if name in others:
+                written = mutation.value
+                if name in others and written.partial and not written.maybe and not value.partial:
+                    # The whole tensor a part of it was written into through a slice of it
+                    # (`tile = out[..., i:j]; tile.copy_(...)`, then `out`): how a tensor is
+                    # filled, its reader wants the new values. (Through what may be a copy,
+                    # `.reshape()` of a slice, the writer may have meant one: said.)
+                    mutation.aliases_read.append(name)
+                elif name in others:
                     read = AliasRead(mutation, name, self.loc(node, frame))
                     mutation.aliases_read.append(name)
                     if mutation.activation:

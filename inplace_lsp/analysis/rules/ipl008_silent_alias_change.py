@@ -15,7 +15,9 @@ class SilentAliasChange(Rule):
     `b = a` or `b = a.view(...)` does not copy; after `a += 1`, `b` has changed too. No error
     is raised: the numbers are silently different from what the code reads like. Reported for
     tensors that take part in autograd (a model's activations), where a changed alias means a
-    wrong forward pass; data preparation code that rewrites buffers on purpose is left alone.
+    wrong forward pass; data preparation code that rewrites buffers on purpose is left alone,
+    and so is a tensor filled through slices of it (`tile = out[..., i:j]; tile.copy_(...)`,
+    then `out`), whose reader wants the new values.
 
     Fix: write out of place, or `.clone()` the alias you want to keep.
     """
@@ -31,6 +33,18 @@ class SilentAliasChange(Rule):
         "        flat = a.view(-1)\n"
         "        a = a + 1\n"
         "        return flat\n",
+        # A tensor filled tile by tile through slices of it: its reader wants the new values.
+        "import torch.nn as nn\n"
+        "class Tiles(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.enc = nn.Linear(4, 4)\n"
+        "    def forward(self, x):\n"
+        "        out = x.clone()\n"
+        "        for i in range(2):\n"
+        "            tile = out[:, 4 * i : 4 * i + 4]\n"
+        "            tile.copy_(self.enc(x[:, 4 * i : 4 * i + 4]))\n"
+        "        return out\n",
     ]
     INVALID = [
         Invalid(
