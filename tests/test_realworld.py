@@ -36,6 +36,7 @@ BLIND = corpus.discover(HERE / "realworld_blind")
 BLIND2 = corpus.discover(HERE / "realworld_blind2")
 # The third (stop 50): mined when the first was read, before the analysis changed again.
 BLIND3 = corpus.discover(HERE / "realworld_blind3")
+EVERY = CASES + HELDOUT + BLIND + BLIND2 + BLIND3
 FORUMS = ("discuss.pytorch.org/", "blog.", "stackoverflow.com/")
 
 
@@ -111,7 +112,7 @@ def _run_all(paths: list[Path]) -> dict[str, dict[str, object]]:
 def runs() -> dict[str, dict[str, object]]:
     """Every case of every split run plainly and under the runtime detector."""
     pytest.importorskip("torch")
-    return _run_all([c.path for c in CASES + HELDOUT + BLIND + BLIND2 + BLIND3])
+    return _run_all([c.path for c in EVERY])
 
 
 @pytest.mark.torch
@@ -122,13 +123,10 @@ def test_every_label_is_what_torch_does(tmp_path: Path, runs: dict[str, dict[str
     detector named before are replaced by `pass` (label.neutralized), in whatever order torch
     meets them."""
     results = runs
-    wrong = {
-        c.name: label.check(c, results[str(c.path)])
-        for c in CASES + HELDOUT + BLIND + BLIND2 + BLIND3
-    }
+    wrong = {c.name: label.check(c, results[str(c.path)]) for c in EVERY}
     assert not {name: found for name, found in wrong.items() if found}
     pending: dict[str, tuple[corpus.Case, set[int], set[int]]] = {}  # name -> case, gone, left
-    for case in CASES + HELDOUT + BLIND + BLIND2 + BLIND3:
+    for case in EVERY:
         if case.outcome != "inplace-error" or len(case.errors) < 2:
             continue
         named = {
