@@ -40,10 +40,10 @@ class SilentAliasChange(Rule):
         "        super().__init__()\n"
         "        self.enc = nn.Linear(4, 4)\n"
         "    def forward(self, x):\n"
-        "        out = x.clone()\n"
+        "        out = x.repeat(1, 2)\n"
         "        for i in range(2):\n"
         "            tile = out[:, 4 * i : 4 * i + 4]\n"
-        "            tile.copy_(self.enc(x[:, 4 * i : 4 * i + 4]))\n"
+        "            tile.copy_(self.enc(x))\n"
         "        return out\n",
     ]
     INVALID = [
