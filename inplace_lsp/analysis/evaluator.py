@@ -1487,22 +1487,22 @@ class Interpreter(Objects):
                 continue
             keep = []
             for mutation, others in pending:
+                if name not in others:
+                    keep.append((mutation, others))
+                    continue
+                mutation.aliases_read.append(name)
                 written = mutation.value
-                if name in others and written.partial and not written.maybe and not value.partial:
+                if written.partial and not written.maybe and not value.partial:
                     # The whole tensor a part of it was written into through a slice of it
                     # (`tile = out[..., i:j]; tile.copy_(...)`, then `out`): how a tensor is
                     # filled, its reader wants the new values. (Through what may be a copy,
                     # `.reshape()` of a slice, the writer may have meant one: said.)
-                    mutation.aliases_read.append(name)
-                elif name in others:
-                    read = AliasRead(mutation, name, self.loc(node, frame))
-                    mutation.aliases_read.append(name)
-                    if mutation.activation:
-                        self.facts.activation_reads.append(read)
-                    elif not mutation.value.detached:  # a detached alias is IPL005's
-                        self.facts.alias_reads.append(read)
-                else:
-                    keep.append((mutation, others))
+                    continue
+                read = AliasRead(mutation, name, self.loc(node, frame))
+                if mutation.activation:
+                    self.facts.activation_reads.append(read)
+                elif not written.detached:  # a detached alias is IPL005's
+                    self.facts.alias_reads.append(read)
             self.heap.pending_alias[group] = keep
 
     def expr_Attribute(self, node: ast.Attribute, frame: Frame) -> Value:

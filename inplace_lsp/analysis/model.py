@@ -170,16 +170,9 @@ class ModuleModel:
         info = self.classes.get(holder) if holder and depth < 4 else None
         if info is None:
             return None
-        for stmt in info.node.body:
-            if (
-                isinstance(stmt, ast.Assign)
-                and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], ast.Name)
-                and stmt.targets[0].id == attr
-            ):
-                alias = self.qualify(stmt.value)
-                return self.lookup_class(alias, depth + 1) if alias is not None else None
-        return None
+        bound = _class_binding(info, attr)
+        alias = self.qualify(bound) if bound is not None else None
+        return self.lookup_class(alias, depth + 1) if alias is not None else None
 
     def class_function(
         self, cls: ClassInfo, name: str
@@ -187,25 +180,16 @@ class ModuleModel:
         """A function of this file that a class body binds as a static attribute
         (`class utils: mask = staticmethod(mask)`, or `mask = mask`), called through the
         class; None for any other attribute."""
-        for stmt in cls.node.body:
-            if not (
-                isinstance(stmt, ast.Assign)
-                and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], ast.Name)
-                and stmt.targets[0].id == name
-            ):
-                continue
-            value = stmt.value
-            if (
-                isinstance(value, ast.Call)
-                and isinstance(value.func, ast.Name)
-                and value.func.id == "staticmethod"
-                and len(value.args) == 1
-                and not value.keywords
-            ):
-                value = value.args[0]
-            return self.functions.get(value.id) if isinstance(value, ast.Name) else None
-        return None
+        value = _class_binding(cls, name)
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "staticmethod"
+            and len(value.args) == 1
+            and not value.keywords
+        ):
+            value = value.args[0]
+        return self.functions.get(value.id) if isinstance(value, ast.Name) else None
 
     def lookup_function(
         self, qualname: str
@@ -762,6 +746,20 @@ def fragment(
         else:
             frag.kernels |= _kernels_registered(stmt, model)
     return frag
+
+
+def _class_binding(cls: ClassInfo, name: str) -> ast.expr | None:
+    """What the class body binds to `name` with a plain assignment (`Conv2d = Conv2d`,
+    `mask = staticmethod(mask)`): the first such value; None where it binds none."""
+    for stmt in cls.node.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == name
+        ):
+            return stmt.value
+    return None
 
 
 def _local_classes(body: list[ast.stmt]) -> Iterator[ast.ClassDef]:
