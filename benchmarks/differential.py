@@ -1,14 +1,17 @@
 """Differential benchmark: generated PyTorch programs, labelled by torch, scored at Error level.
 
     python benchmarks/differential.py --count N --seed S [--jobs J] [--out DIR] [--verbose]
-                                      [--json FILE] [--exclude-code IPL005]
+                                      [--json FILE] [--exclude-code IPL005] [--shapes]
 
 Generates N programs (tests/differential/generator.py), runs each under torch in worker
 subprocesses (oracle.py: `error` / `ok` / `other`, with the guilty lines), runs the analyzer on
 each and prints Error-level precision and recall, overall and per generator feature, beside a
-naive pattern linter. `--verbose` lists every miss and false positive with the path of its
-program text (written under --out, a temporary directory by default). Torch must be importable
-by the interpreter running this script (or the one given with --python).
+naive pattern linter. `--shapes` reshapes each program first (tests/differential/reshape.py:
+helpers, base classes, layer containers, a trainer class; what it computes stays the same), so
+the score says whether the verdict depends on the code's shape. `--verbose` lists every miss
+and false positive with the path of its program text (written under --out, a temporary
+directory by default). Torch must be importable by the interpreter running this script (or
+the one given with --python).
 """
 
 from __future__ import annotations
@@ -72,10 +75,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="CODE",
         help="leave this rule's findings out of the analyzer's score (repeatable)",
     )
+    parser.add_argument(
+        "--shapes", action="store_true", help="reshape each program (reshape.py) before scoring"
+    )
     args = parser.parse_args(argv)
 
     out_dir = args.out or Path(tempfile.mkdtemp(prefix="inplace-diff-"))
-    programs = generate(args.count, args.seed)
+    programs = generate(args.count, args.seed, shapes=args.shapes)
     pairs = write_programs(programs, out_dir)
     paths = [p for p, _ in pairs]
     started = time.perf_counter()

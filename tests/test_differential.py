@@ -8,6 +8,7 @@ the scorer on hand-made findings and the oracle on two hand-written programs.
 
 from __future__ import annotations
 
+import random
 import sys
 import textwrap
 from collections import Counter
@@ -18,10 +19,12 @@ import pytest
 try:
     from differential.generator import Program, generate
     from differential.oracle import Label, classify, label_programs, write_programs
+    from differential.reshape import reshape
     from differential.scorer import Finding, analyzer_findings, naive_findings, score
 except ImportError:  # tests/ imported as a package
     from tests.differential.generator import Program, generate
     from tests.differential.oracle import Label, classify, label_programs, write_programs
+    from tests.differential.reshape import reshape
     from tests.differential.scorer import Finding, analyzer_findings, naive_findings, score
 
 # Not the benchmark's default seed (12345): the thresholds must not be tuned on what the
@@ -78,6 +81,71 @@ def test_scorer_counts_findings_on_guilty_and_related_lines() -> None:
     assert (b.error_programs, b.found, b.true_findings, b.findings) == (1, 0, 0, 2)
     assert [v.path for v in report.misses] == ["p1"]
     assert [v.path for v in report.false_positive_programs] == ["p1", "p2"]
+
+
+def test_reshape_moves_code_and_keeps_the_computation() -> None:
+    """A reshaped program defines the same names and computes the same value."""
+    text = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self, dim=8):
+                super().__init__()
+                self.fc1 = nn.Linear(dim, dim)
+                self.head = nn.Linear(dim, 1)
+
+            def forward(self, x):
+                h = self.fc1(x)
+                h = h * 2
+                s = h.sum(dim=-1, keepdim=True)
+                h = h + s
+                return self.head(h)
+
+
+        def main():
+            torch.manual_seed(0)
+            model = Net()
+            x = torch.ones(2, 8)
+            total = 0.0
+            for step in range(2):
+                out = model(x)
+                total += out.detach().sum().item()
+            return total
+        """
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(text, "<original>", "exec"), namespace)
+    main = namespace["main"]
+    assert callable(main)
+    expected = main() if _torch_available() else None
+    seen: set[str] = set()
+    for k in range(40):
+        shaped, features = reshape(text, random.Random(k))
+        seen.update(features)
+        compile(shaped, "<reshaped>", "exec")
+        if expected is not None:
+            ns: dict[str, object] = {}
+            exec(compile(shaped, "<reshaped>", "exec"), ns)
+            fn = ns["main"]
+            assert callable(fn)
+            assert fn() == pytest.approx(expected), shaped
+    # Every kind of reshape was drawn in 40 tries.
+    for kind in ("extract:method", "extract:base", "extract:template", "extract:function"):
+        assert f"shape:{kind}" in seen, seen
+    for kind in ("layers:moduledict", "layers:modulelist", "layers:getattr", "trainer"):
+        assert f"shape:{kind}" in seen, seen
+    assert "shape:trainer:train_step" in seen
+
+
+def _torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def test_naive_baseline_flags_in_place_syntax_only() -> None:
@@ -161,9 +229,14 @@ def test_oracle_labels_and_locates(tmp_path: Path) -> None:
 
 
 @pytest.mark.torch
-def test_generated_sample_scores_above_thresholds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shapes", [False, True], ids=["generated", "reshaped"])
+def test_generated_sample_scores_above_thresholds(tmp_path: Path, shapes: bool) -> None:
+    """Reshaped (reshape.py: helpers in base classes and subclasses, layer containers, a
+    trainer class), the same programs must score as well: the verdict must not depend on the
+    code's shape. Measured when the reshapes were added (seeds 51-53, 600 programs each):
+    1.000 / 1.000 for every reshape."""
     pytest.importorskip("torch")
-    programs = generate(SAMPLE, TEST_SEED)
+    programs = generate(SAMPLE, TEST_SEED, shapes=shapes)
     pairs = write_programs(programs, tmp_path)
     labels = label_programs(pairs, jobs=2, python=sys.executable)
     outcomes = Counter(label.outcome for label in labels)

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .reshape import reshape
+
 __all__ = ["Program", "generate", "generate_one", "SCENARIOS"]
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
@@ -1451,8 +1453,11 @@ SCENARIOS: tuple[tuple[str, Callable[[_Gen], str], float], ...] = (
 )
 
 
-def generate_one(seed: int, index: int) -> Program:
-    """Program number `index` of the stream seeded by `seed` (independent of the others)."""
+def generate_one(seed: int, index: int, shapes: bool = False) -> Program:
+    """Program number `index` of the stream seeded by `seed` (independent of the others).
+
+    With `shapes`, the same program reshaped (reshape.py: helpers, containers, a trainer class)
+    by a random stream of its own, so the programs themselves are the stream's."""
     rng = random.Random(f"{seed}:{index}")
     names = [s[0] for s in SCENARIOS]
     weights = [s[2] for s in SCENARIOS]
@@ -1463,9 +1468,12 @@ def generate_one(seed: int, index: int) -> Program:
     body = fn(g)
     doc = f'"""Generated program {index} of seed {seed} ({name})."""\n\n'
     text = doc + HEADER + "\n\n" + body
+    if shapes:
+        text, shaped = reshape(text, random.Random(f"{seed}:{index}:shape"))
+        g.feat(*shaped)
     return Program(index=index, seed=seed, scenario=name, text=text, features=tuple(g.features))
 
 
-def generate(count: int, seed: int) -> list[Program]:
-    """`count` programs of the stream seeded by `seed`."""
-    return [generate_one(seed, i) for i in range(count)]
+def generate(count: int, seed: int, shapes: bool = False) -> list[Program]:
+    """`count` programs of the stream seeded by `seed` (reshaped with `shapes`)."""
+    return [generate_one(seed, i, shapes) for i in range(count)]
