@@ -3271,3 +3271,38 @@ def test_classes_and_functions_held_by_a_class(call: str, write: str, tmp_path: 
     text = NAMESPACES.replace("WRITE", write).replace("CALL", call)
     broken = _as_torch_says(text, tmp_path / "spaces.py", MODIFIED, "IPL001", 5)
     assert broken == ("_(" in write)
+
+
+# A dtype however the file imported torch: `.to(th.float64)` after `import torch as th` copies
+# a float32 tensor as `.to(torch.float64)` does (found by the differential benchmark's import
+# reshape: the write into the copy was an Error).
+DTYPE_SPELLINGS = """\
+IMPORT
+
+
+w = th.randn(4, 8, requires_grad=True)
+out = th.logsumexp(w, dim=-1)
+block = out.to(DTYPE)
+block.clamp_(min=-1.0, max=1.0)
+out.sum().backward()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        ("import torch as th", "th.float64"),
+        ("import torch as th\nfrom torch import float64", "float64"),
+        ("import torch as th", "dtype=th.double"),
+        ("import torch as th", "th.float32"),
+    ],
+    ids=["alias", "from-import", "keyword", "same-dtype"],
+)
+def test_a_dtype_however_torch_was_imported(spelling: tuple[str, str], tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    imports, dtype = spelling
+    text = DTYPE_SPELLINGS.replace("IMPORT", imports).replace("DTYPE", dtype)
+    line = 7 + imports.count("\n")
+    broken = _as_torch_says(text, tmp_path / "dtype.py", MODIFIED, "IPL001", line)
+    assert broken == dtype.endswith("float32")

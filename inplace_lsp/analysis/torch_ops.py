@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 
 from inplace_lsp.analysis.domain import (
     UNSIZED,
@@ -292,7 +293,7 @@ class TorchOps(Events):
                 maybe = f"`.{name}()` {part}returns a view (it copies a non-contiguous tensor)"
                 return replace(receiver, leaf=False, joined=True, maybe=maybe)
             return None
-        target = target_dtype(name, node)
+        target = target_dtype(name, node, self.model.imports)
         if target is None:
             return None  # `.to(device)`, `.type_as(other)`: unknown here, the usual handling
         if receiver.dtype and receiver.dtype != target:
@@ -824,12 +825,14 @@ def _dropout_p(ref: ModuleRef) -> float | None:
     return float(p) if isinstance(p, (int, float)) else None
 
 
-def created_tensor(node: ast.Call, origin: str, default_dtype: str = "") -> Value:
+def created_tensor(
+    node: ast.Call, origin: str, imports: Mapping[str, str], default_dtype: str = ""
+) -> Value:
     """A new tensor outside every graph (`torch.zeros(...)`, `x.new_empty(...)`): a leaf that
     requires grad only when the call says `requires_grad=True`; contiguous, and of the dtype
     the call names, or else the factory's (`torch.randn` makes float32)."""
     grad = _requires_grad_kw(node)
-    dtype = next((_dtype_name(k.value) for k in node.keywords if k.arg == "dtype"), None)
+    dtype = next((_dtype_name(k.value, imports) for k in node.keywords if k.arg == "dtype"), None)
     if dtype is None:
         dtype = default_dtype
     return Value(
@@ -975,15 +978,22 @@ def view_layout(kind: str | None, base: bool | None) -> bool | None:
     return base if kind == "keeps" else None
 
 
-def _dtype_name(node: ast.expr) -> str | None:
-    """`torch.float64` -> "float64"; None when not a floating dtype spelled out."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        if node.value.id == "torch":
-            return _DTYPE_NAMES.get(node.attr)
-    return None
+def _dtype_name(node: ast.expr, imports: Mapping[str, str]) -> str | None:
+    """`torch.float64` -> "float64", however the file imported torch (`th.float64` after
+    `import torch as th`, `float64` after `from torch import float64`); None when not a
+    floating dtype spelled out."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    qualified = ".".join([imports.get(node.id, node.id), *reversed(parts)])
+    module, _, attr = qualified.rpartition(".")
+    return _DTYPE_NAMES.get(attr) if module == "torch" else None
 
 
-def target_dtype(name: str, node: ast.Call) -> str | None:
+def target_dtype(name: str, node: ast.Call, imports: Mapping[str, str]) -> str | None:
     """The floating dtype `.double()` / `.to(torch.float64)` / `.type(torch.float64)` asks
     for; None when the call names none (a device) or one this analysis does not follow."""
     if name in _DTYPE_METHODS:
@@ -991,7 +1001,7 @@ def target_dtype(name: str, node: ast.Call) -> str | None:
     if name in ("to", "type"):
         given = [*node.args, *(k.value for k in node.keywords if k.arg == "dtype")]
         for arg in given:
-            found = _dtype_name(arg)
+            found = _dtype_name(arg, imports)
             if found is not None:
                 return found
     return None

@@ -14,6 +14,9 @@ Reshapes (each a feature `shape:...` of the program):
   parameters and its live-out names its return value.
 - `layers:moduledict|modulelist|getattr`: layers built in `__init__` are kept in a container
   (`self.layers["fc1"]`, `self.layers[0]`) or read with `getattr(self, "fc1")`.
+- `imports:...`: the header's imports spelled as real code spells them (`import torch as th`,
+  `from torch import nn`, `torch.nn.functional.relu` in full, `from torch.nn.functional import
+  relu`, `from torch import optim`), every use rewritten to match.
 - `trainer` and `trainer:train_step`: `main()` becomes a `Trainer` class whose `__init__` holds
   the set-up and whose `fit` the loop; names that live across iterations become attributes, and
   with `train_step` the loop body is a method called once per iteration.
@@ -374,6 +377,84 @@ def _trainer(tree: ast.Module, main: ast.FunctionDef, rng: random.Random) -> lis
     return features
 
 
+# --- import spellings ---------------------------------------------------------------------
+
+
+class _Spell(ast.NodeTransformer):
+    """Rewrite `torch` / `nn` / `F` prefixes as the chosen import style names them."""
+
+    def __init__(self, torch: str, nn: str, f: str, direct: set[str], optim: bool) -> None:
+        self.torch, self.nn, self.f, self.direct, self.optim = torch, nn, f, direct, optim
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        base = node.value
+        if isinstance(base, ast.Name) and isinstance(node.ctx, ast.Load):
+            if base.id == "F" and node.attr in self.direct:
+                return ast.copy_location(ast.Name(id=node.attr, ctx=ast.Load()), node)
+            if base.id == "F":
+                return ast.copy_location(ast.parse(f"{self.f}.{node.attr}", mode="eval").body, node)
+            if base.id == "nn":
+                return ast.copy_location(
+                    ast.parse(f"{self.nn}.{node.attr}", mode="eval").body, node
+                )
+            if base.id == "torch" and node.attr == "optim" and self.optim:
+                return ast.copy_location(ast.Name(id="optim", ctx=ast.Load()), node)
+        self.generic_visit(node)
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == "torch":
+            return ast.copy_location(ast.Name(id=self.torch, ctx=node.ctx), node)
+        return node
+
+
+def _imports(tree: ast.Module, rng: random.Random) -> str | None:
+    heads = [
+        k
+        for k, n in enumerate(tree.body)
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        and ast.unparse(n)
+        in ("import torch", "import torch.nn as nn", "import torch.nn.functional as F")
+    ]
+    if len(heads) != 3:
+        return None
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    style = rng.choice(["th", "from_nn", "full", "direct", "optim"])
+    torch, nn, f, direct, optim = "torch", "nn", "F", set[str](), False
+    lines = ["import torch", "import torch.nn as nn", "import torch.nn.functional as F"]
+    if style == "th" and "th" not in names:
+        torch = "th"
+        nn, f = "th.nn", "th.nn.functional"
+        lines = ["import torch as th"]
+    elif style == "from_nn":
+        lines = ["import torch", "from torch import nn", "from torch.nn import functional as F"]
+    elif style == "full":
+        nn, f = "torch.nn", "torch.nn.functional"
+        lines = ["import torch", "import torch.nn"]
+    elif style == "direct":
+        used = {
+            n.attr
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "F"
+        }
+        direct = {u for u in used if u not in names and u.isidentifier()}
+        if not direct:
+            return None
+        lines[2] = f"from torch.nn.functional import {', '.join(sorted(direct))}"
+        if used - direct:
+            lines.append("import torch.nn.functional as F")
+    elif style == "optim" and "optim" not in names:
+        optim = True
+        lines.append("from torch import optim")
+    else:
+        return None
+    _Spell(torch, nn, f, direct, optim).visit(tree)
+    new = [_parse_stmt(line) for line in lines]
+    at = heads[0]
+    tree.body[at : heads[-1] + 1] = new
+    return f"shape:imports:{style}"
+
+
 def reshape(text: str, rng: random.Random) -> tuple[str, tuple[str, ...]]:
     """`text` reshaped at random (each reshape with some chance) and the reshapes' features."""
     tree = ast.parse(text)
@@ -392,6 +473,8 @@ def reshape(text: str, rng: random.Random) -> tuple[str, tuple[str, ...]]:
     main = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"), None)
     if main is not None and rng.random() < 0.6 and (fs := _trainer(tree, main, rng)):
         features += fs
+    if rng.random() < 0.5 and (f := _imports(tree, rng)):
+        features.append(f)
     if not features:
         features.append("shape:none")
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n", tuple(features)
