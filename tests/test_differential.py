@@ -89,6 +89,7 @@ def test_reshape_moves_code_and_keeps_the_computation() -> None:
         """
         import torch
         import torch.nn as nn
+        import torch.nn.functional as F
 
 
         class Net(nn.Module):
@@ -98,8 +99,8 @@ def test_reshape_moves_code_and_keeps_the_computation() -> None:
                 self.head = nn.Linear(dim, 1)
 
             def forward(self, x):
-                h = self.fc1(x)
-                h = h * 2
+                h = F.relu(self.fc1(x))
+                h = torch.sigmoid(h) * 2
                 s = h.sum(dim=-1, keepdim=True)
                 h = h + s
                 return self.head(h)
@@ -138,6 +139,13 @@ def test_reshape_moves_code_and_keeps_the_computation() -> None:
     for kind in ("layers:moduledict", "layers:modulelist", "layers:getattr", "trainer"):
         assert f"shape:{kind}" in seen, seen
     assert "shape:trainer:train_step" in seen
+    assert "shape:spelling" in seen
+    assert {f for f in seen if f.startswith("shape:imports:")} >= {
+        "shape:imports:th",
+        "shape:imports:from_nn",
+        "shape:imports:full",
+        "shape:imports:direct",
+    }, seen
 
 
 def _torch_available() -> bool:

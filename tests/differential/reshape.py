@@ -17,6 +17,9 @@ Reshapes (each a feature `shape:...` of the program):
 - `imports:...`: the header's imports spelled as real code spells them (`import torch as th`,
   `from torch import nn`, `torch.nn.functional.relu` in full, `from torch.nn.functional import
   relu`, `from torch import optim`), every use rewritten to match.
+- `spelling`: one op spelled another way torch accepts: `torch.sigmoid(h)` as `h.sigmoid()` and
+  back, `F.relu(h)` as `torch.relu(h)`, `F.relu(h, inplace=True)` as `torch.relu_(h)`,
+  `a @ b` as `torch.matmul(a, b)`.
 - `trainer` and `trainer:train_step`: `main()` becomes a `Trainer` class whose `__init__` holds
   the set-up and whose `fit` the loop; names that live across iterations become attributes, and
   with `train_step` the loop body is a method called once per iteration.
@@ -377,6 +380,85 @@ def _trainer(tree: ast.Module, main: ast.FunctionDef, rng: random.Random) -> lis
     return features
 
 
+# --- op spellings ---------------------------------------------------------------------------
+
+# Both a `torch.` function and a Tensor method, with the same arguments after the tensor.
+_BOTH = frozenset(
+    "sigmoid tanh exp log relu abs neg sqrt rsqrt sin cos erf reciprocal log1p softmax"
+    " log_softmax matmul mm bmm sum mean clamp add mul sub div pow maximum transpose t"
+    " unsqueeze squeeze flatten cumsum amax logsumexp square masked_fill exp_ sigmoid_ tanh_"
+    " relu_ clamp_ abs_ neg_ sqrt_ rsqrt_ log_ sin_ cos_".split()
+)
+
+
+class _Respell(ast.NodeTransformer):
+    """Each op in `_BOTH` (and `F.relu`, `@`) spelled the other way, with chance `p`."""
+
+    def __init__(self, rng: random.Random, p: float = 0.5) -> None:
+        self.rng, self.p = rng, p
+        self.changed = 0
+
+    def _torch(self, name: str, args: list[ast.expr], keywords: list[ast.keyword]) -> ast.Call:
+        func = ast.Attribute(value=ast.Name(id="torch", ctx=ast.Load()), attr=name)
+        func.ctx = ast.Load()
+        self.changed += 1
+        return ast.Call(func=func, args=args, keywords=keywords)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.MatMult) and self.rng.random() < self.p:
+            return ast.copy_location(self._torch("matmul", [node.left, node.right], []), node)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if not isinstance(func, ast.Attribute) or self.rng.random() >= self.p:
+            return node
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg in (None, "out", "input") for k in node.keywords
+        ):
+            return node
+        name, base = func.attr, func.value
+        module = base.id if isinstance(base, ast.Name) else None
+        if module == "F" and name == "relu" and len(node.args) == 1:
+            inplace = [k for k in node.keywords if k.arg == "inplace"]
+            others = [k for k in node.keywords if k.arg != "inplace"]
+            if others:
+                return node
+            if not inplace:
+                new = self._torch("relu", node.args, [])
+            elif isinstance(inplace[0].value, ast.Constant):
+                new = self._torch("relu_" if inplace[0].value.value else "relu", node.args, [])
+            else:
+                return node
+            return ast.copy_location(new, node)
+        if name not in _BOTH:
+            return node
+        if module == "torch" and node.args:
+            # torch.NAME(x, *rest) -> x.NAME(*rest)
+            method = ast.Attribute(value=node.args[0], attr=name, ctx=ast.Load())
+            self.changed += 1
+            return ast.copy_location(
+                ast.Call(func=method, args=node.args[1:], keywords=node.keywords), node
+            )
+        if module not in ("torch", "F", "nn", "self") and not (
+            isinstance(base, ast.Attribute)
+            and isinstance(base.value, ast.Name)
+            and base.value.id == "self"
+            and name in ("add", "mul", "sub", "div", "sum", "mean")
+        ):
+            # x.NAME(*rest) -> torch.NAME(x, *rest)
+            return ast.copy_location(self._torch(name, [base, *node.args], node.keywords), node)
+        return node
+
+
+def _spellings(tree: ast.Module, rng: random.Random) -> str | None:
+    respell = _Respell(rng)
+    respell.visit(tree)
+    return "shape:spelling" if respell.changed else None
+
+
 # --- import spellings ---------------------------------------------------------------------
 
 
@@ -473,6 +555,8 @@ def reshape(text: str, rng: random.Random) -> tuple[str, tuple[str, ...]]:
     main = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"), None)
     if main is not None and rng.random() < 0.6 and (fs := _trainer(tree, main, rng)):
         features += fs
+    if rng.random() < 0.5 and (f := _spellings(tree, rng)):
+        features.append(f)
     if rng.random() < 0.5 and (f := _imports(tree, rng)):
         features.append(f)
     if not features:
