@@ -25,6 +25,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
+from enum import IntEnum
 from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote
@@ -129,6 +130,7 @@ class Located:
     finding: Finding
     place: Place
     related: tuple[Place, ...]  # one per finding.related
+    fix: tuple[str, str] = ("", "")  # whether its quick fix applies (FileResult.fixes)
 
     @property
     def path(self) -> str:
@@ -150,6 +152,11 @@ class FileResult:
     without_torch: bool = False  # never mentions torch: nothing to find, nothing analysed
     failed: bool = False  # an internal error: exit 2
     fixed: int = 0
+    unsafe_left: int = 0  # after --fix: findings left whose fix is unsafe
+    # With Fixing.REPORT and above: per finding, whether a quick fix applies ("safe",
+    # "unsafe" or "") and why it is unsafe or does not apply.
+    fixes: list[tuple[str, str]] | None = None
+    want_fixes: bool = False
     skipped: str | None = None  # why the file was left out ("not a Python notebook")
     # A notebook: where each program line lives, and each layout cell's notebook cell number.
     layout: notebook.Layout | None = None
@@ -172,7 +179,11 @@ class FileResult:
         return Place(self.path, local, self.cell_numbers[self.layout.cells.index(cell)])
 
     def located(self) -> list[Located]:
-        return [self._located(finding) for finding in self.findings + self.problems]
+        fixes = self.fixes or [("", "")] * len(self.findings)
+        return [
+            replace(self._located(finding), fix=fix)
+            for finding, fix in zip(self.findings, fixes, strict=True)
+        ] + [self._located(problem) for problem in self.problems]
 
     def _located(self, finding: Finding) -> Located:
         place = self.place(finding.span)
@@ -218,6 +229,36 @@ def _analyse(text: str, path: str, settings: config.Settings, result: FileResult
         f"note: {note.message}"
         for note in analysis.notes
     ]
+    result.fixes = _fix_statuses(text, result.findings) if result.want_fixes else None
+
+
+class Fixing(IntEnum):
+    """What `check` does with quick fixes: nothing, say which apply (JSON's `fixable`), apply
+    the safe ones (`--fix`), or the unsafe ones too (`--fix --unsafe-fixes`)."""
+
+    NONE = 0
+    REPORT = 1
+    SAFE = 2
+    UNSAFE = 3
+
+
+NO_FIX = "no automatic fix"
+
+
+def _fix_statuses(text: str, findings: Sequence[Finding]) -> list[tuple[str, str]]:
+    """Whether each finding's quick fix applies to `text` as it is, safely or not (and why)."""
+    if not any(f.fix is not None for f in findings):
+        return [("", NO_FIX)] * len(findings)
+    from inplace_lsp.fixes import fixes_for  # here: `check` alone does not load libcst
+
+    statuses: list[tuple[str, str]] = []
+    for finding, fix in zip(findings, fixes_for(text, findings), strict=True):
+        if fix is None:
+            why = NO_FIX if finding.fix is None else "the fix does not apply to this code"
+            statuses.append(("", why))
+        else:
+            statuses.append(("safe", "") if fix.safe else ("unsafe", fix.reason))
+    return statuses
 
 
 def _is_notebook(path: str) -> bool:
@@ -246,12 +287,16 @@ def _too_large(size: int, max_bytes: int) -> str:
 
 
 def check_file(
-    path: str, settings: config.Settings, fix: bool = False, use_cache: bool = False
+    path: str,
+    settings: config.Settings,
+    fix: Fixing = Fixing.NONE,
+    use_cache: bool = False,
 ) -> FileResult:
-    """Reads, analyses and (with fix) rewrites one file; never raises for a bad file. With
-    `use_cache` (and without fix), a result the cache holds for the same bytes, settings and
-    build, whose imported files are unchanged, is returned without analysing."""
-    result = FileResult(path)
+    """Reads, analyses and (with fix SAFE or UNSAFE) rewrites one file; never raises for a bad
+    file. With `use_cache` (and without a rewrite), a result the cache holds for the same
+    bytes, settings and build, whose imported files are unchanged, is returned without
+    analysing."""
+    result = FileResult(path, want_fixes=fix >= Fixing.REPORT)
     try:
         data = read_source(path, settings.max_file_bytes)
     except Unreadable as exc:
@@ -260,11 +305,11 @@ def check_file(
     if b"torch" not in data and not _is_notebook(path):  # most files of a project
         result.without_torch = True
         return result
-    store = _cache(settings) if use_cache and not fix else None
+    store = _cache(settings) if use_cache and fix < Fixing.SAFE else None
     if store is None:
         return _check_data(path, data, settings, fix, result)
     cached = store.get(path, data)
-    if isinstance(cached, FileResult):
+    if isinstance(cached, FileResult) and (cached.fixes is not None or not result.want_fixes):
         return cached
     with engine.default_workspace().recording() as reads:
         result = _check_data(path, data, settings, fix, result)
@@ -299,7 +344,7 @@ def _cache(settings: config.Settings) -> CheckCache:
 
 
 def _check_data(
-    path: str, data: bytes, settings: config.Settings, fix: bool, result: FileResult
+    path: str, data: bytes, settings: config.Settings, fix: Fixing, result: FileResult
 ) -> FileResult:
     if _is_notebook(path):  # nbformat files are UTF-8 JSON
         try:
@@ -326,8 +371,8 @@ def _check_data(
             _check_notebook(path, data, encoding, text, settings, fix, result)
         else:
             _analyse(text, path, settings, result)
-            if fix:
-                _fix(path, data, encoding, text, settings, result)
+            if fix >= Fixing.SAFE:
+                _fix(path, data, encoding, text, settings, result, fix)
             result.checked = True
     except SyntaxError as exc:  # the analyzer reports syntax errors itself; this is a fallback
         line = exc.lineno or 1
@@ -429,8 +474,35 @@ def _undecodable(data: bytes, exc: UnicodeDecodeError) -> str:
     return f"not checked: not {encoding} text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
 
 
-def _fixable(finding: Finding) -> bool:
-    return finding.fix is not None and finding.fix.safe
+def _apply(text: str, findings: list[Finding], fix: Fixing) -> str:
+    from inplace_lsp import fixes  # here: `check` alone does not load libcst
+
+    if fix >= Fixing.UNSAFE:
+        return fixes.apply_fixes(text, findings, unsafe=True)
+    return fixes.apply_safe_fixes(text, findings)
+
+
+def _to_fix(result: FileResult, fix: Fixing) -> list[Finding]:
+    """The findings whose fixes `fix` applies: the safe ones, and with UNSAFE the others."""
+    wanted = ("safe", "unsafe") if fix >= Fixing.UNSAFE else ("safe",)
+    statuses = result.fixes or []
+    return [f for f, (kind, _) in zip(result.findings, statuses, strict=True) if kind in wanted]
+
+
+def _not_fixed(result: FileResult) -> None:
+    """Says, after `--fix`, why each finding left was not fixed."""
+    for finding, (kind, why) in zip(result.findings, result.fixes or [], strict=True):
+        if finding.severity is Severity.HINT:
+            continue
+        where = result.place(finding.span).label()
+        if kind == "unsafe":
+            result.messages.append(
+                f"{where}: {finding.code} not fixed: the fix is unsafe ({why}); "
+                "`--unsafe-fixes` applies it"
+            )
+            result.unsafe_left += 1
+        elif kind == "":
+            result.messages.append(f"{where}: {finding.code} not fixed: {why}")
 
 
 def _fix(
@@ -440,16 +512,18 @@ def _fix(
     text: str,
     settings: config.Settings,
     result: FileResult,
+    fix: Fixing,
 ) -> None:
-    """Applies the safe fixes and writes the file back in the encoding it was read in, if it
-    still holds `read`, the bytes analysed (see _write_back)."""
-    from inplace_lsp.fixes import apply_safe_fixes  # here: `check` alone does not load libcst
-
-    fixable = [f for f in result.findings if _fixable(f)]
-    if not fixable:
+    """Applies the safe fixes (with UNSAFE, all) and writes the file back in the encoding it
+    was read in, if it still holds `read`, the bytes analysed (see _write_back); then says
+    what it did not fix and why."""
+    chosen = _to_fix(result, fix)
+    if not chosen:
+        _not_fixed(result)
         return
-    fixed_text = apply_safe_fixes(text, fixable)
+    fixed_text = _apply(text, chosen, fix)
     if fixed_text == text:
+        _not_fixed(result)
         return
     try:
         data = fixed_text.encode(encoding)
@@ -461,6 +535,7 @@ def _fix(
     before = len(result.findings)
     _analyse(fixed_text, path, settings, result)
     result.fixed = max(0, before - len(result.findings))
+    _not_fixed(result)
 
 
 # ---------------------------------------------------------------- notebooks
@@ -481,7 +556,7 @@ def _check_notebook(
     encoding: str,
     text: str,
     settings: config.Settings,
-    fix: bool,
+    fix: Fixing,
     result: FileResult,
 ) -> None:
     try:
@@ -498,8 +573,8 @@ def _check_notebook(
         result.without_torch = True
         return
     _analyse(program, path, settings, result)
-    if fix:
-        _fix_notebook(path, read, encoding, nb, program, settings, result)
+    if fix >= Fixing.SAFE:
+        _fix_notebook(path, read, encoding, nb, program, settings, result, fix)
     result.checked = True
 
 
@@ -511,28 +586,28 @@ def _fix_notebook(
     program: str,
     settings: config.Settings,
     result: FileResult,
+    fix: Fixing,
 ) -> None:
-    """Applies the safe fixes to the cells' sources and writes the notebook back; a fix whose
-    edits would cross a cell boundary is left out (and said so)."""
-    from inplace_lsp.fixes import apply_safe_fixes  # here: `check` alone does not load libcst
-
-    fixable = [f for f in result.findings if _fixable(f)]
+    """Applies the safe fixes (with UNSAFE, all) to the cells' sources and writes the notebook
+    back; a fix whose edits would cross a cell boundary is left out (and said so)."""
+    fixable = _to_fix(result, fix)
     if not fixable:
+        _not_fixed(result)
         return
-    sources = notebook.split_program(nb, apply_safe_fixes(program, fixable))
+    sources = notebook.split_program(nb, _apply(program, fixable, fix))
     if sources is None:  # some fix crosses a cell boundary: keep the fixes that do not
         kept = [
-            f
-            for f in fixable
-            if notebook.split_program(nb, apply_safe_fixes(program, [f])) is not None
+            f for f in fixable if notebook.split_program(nb, _apply(program, [f], fix)) is not None
         ]
-        sources = notebook.split_program(nb, apply_safe_fixes(program, kept)) if kept else None
+        sources = notebook.split_program(nb, _apply(program, kept, fix)) if kept else None
         left_out = len(fixable) - len(kept) if sources is not None else len(fixable)
         result.messages.append(
-            f"{path}: {left_out} of {len(fixable)} safe fixes not applied: they would change "
+            f"{path}: {left_out} of {len(fixable)} {'' if fix >= Fixing.UNSAFE else 'safe '}"
+            "fixes not applied: they would change "
             "two cells at once"
         )
     if not sources:
+        _not_fixed(result)
         return
     text = notebook.write_notebook(nb, sources)
     if not _write_back(path, read, text.encode(encoding), result):
@@ -541,6 +616,7 @@ def _fix_notebook(
     before = len(result.findings)
     _analyse(_notebook_program(path, fixed, result), path, settings, result)
     result.fixed = max(0, before - len(result.findings))
+    _not_fixed(result)
 
 
 def _describe(exc: BaseException) -> str:
@@ -549,7 +625,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def _check_chunk(
-    paths: list[str], settings: config.Settings, fix: bool, use_cache: bool
+    paths: list[str], settings: config.Settings, fix: Fixing, use_cache: bool
 ) -> list[FileResult]:
     return [check_file(path, settings, fix, use_cache) for path in paths]
 
@@ -587,7 +663,7 @@ def _stop(pool: concurrent.futures.ProcessPoolExecutor, *, kill: bool) -> None:
 def check_files(
     paths: Sequence[str],
     settings: config.Settings,
-    fix: bool = False,
+    fix: Fixing = Fixing.NONE,
     jobs: int | None = None,
     use_cache: bool = False,
 ) -> list[FileResult]:
@@ -633,7 +709,7 @@ def _internal_error(path: str, exc: BaseException) -> FileResult:
     return FileResult(path, messages=[message], failed=True)
 
 
-def _check_isolated(path: str, settings: config.Settings, fix: bool) -> FileResult:
+def _check_isolated(path: str, settings: config.Settings, fix: Fixing) -> FileResult:
     pool = concurrent.futures.ProcessPoolExecutor(1, initializer=_worker_init)
     kill = True
     try:
@@ -735,6 +811,7 @@ def discover(
 class Summary:
     files: int  # every file given or found (those that could not be read too)
     fixed: int = 0
+    unsafe_left: int = 0  # after --fix: findings whose fix only --unsafe-fixes applies
     without_torch: int = 0  # files that never mention torch: nothing to find in them
     skipped: Mapping[str, int] = field(default_factory=dict)  # why -> how many files
     not_analysed: int = 0  # functions too deep or too slow to analyse
@@ -773,6 +850,12 @@ def format_text(items: Sequence[Located], summary: Summary) -> str:
             lines.append(f"  {where.label()}: {related.message}")
     if summary.fixed:
         lines.append(f"Fixed {_plural(summary.fixed, 'problem')}.")
+    if summary.unsafe_left:
+        fixes = "fix is" if summary.unsafe_left == 1 else "fixes are"
+        lines.append(
+            f"{summary.unsafe_left} more {fixes} unsafe (see above): `--unsafe-fixes` applies "
+            f"{'it' if summary.unsafe_left == 1 else 'them'}."
+        )
     if items:
         counts = {severity: 0 for severity in Severity}
         for item in items:
@@ -822,7 +905,8 @@ def format_json(items: Sequence[Located], summary: Summary) -> str:
                 }
                 for related, where in zip(item.finding.related, item.related, strict=True)
             ],
-            "fixable": _fixable(item.finding),
+            "fixable": item.fix[0] == "safe",
+            "fix": ({"applicability": item.fix[0], "reason": item.fix[1]} if item.fix[0] else None),
         }
         for item in items
     ]
@@ -1033,7 +1117,13 @@ def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             f"warning: every file excluded ({_plural(len(excluded), 'file')} matched the "
             "exclude patterns): nothing to check"
         )
-    results = check_files(files, settings, fix=args.fix, use_cache=not args.no_cache)
+    if args.unsafe_fixes and not args.fix:
+        parser.error("--unsafe-fixes applies fixes: use it with --fix")
+    if args.fix:
+        fix = Fixing.UNSAFE if args.unsafe_fixes else Fixing.SAFE
+    else:
+        fix = Fixing.REPORT if args.format == "json" else Fixing.NONE
+    results = check_files(files, settings, fix=fix, use_cache=not args.no_cache)
     results += [
         FileResult(path, problems=[UNREADABLE_FILE.at(f"not checked: {why}")])
         for path, why in missing
@@ -1065,6 +1155,7 @@ def _cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     summary = Summary(
         files=len(results),
         fixed=sum(result.fixed for result in results),
+        unsafe_left=sum(result.unsafe_left for result in results),
         without_torch=sum(result.without_torch for result in results),
         skipped=skipped,
         not_analysed=sum(len(result.notes) for result in results),
@@ -1236,6 +1327,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", metavar="CODES", help="comma-separated codes or prefixes")
     check.add_argument("--ignore", metavar="CODES", help="comma-separated codes or prefixes")
     check.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    check.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix, also apply the unsafe ones (a write into an argument taken out of "
+        "place: the caller no longer sees it change)",
+    )
     check.add_argument(
         "--show-hints",
         action="store_true",

@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,12 @@ def patch_analyzer(
         return engine.DocumentResult(analyze(text, path), [], 0)
 
     monkeypatch.setattr(engine, "analyze_document", analyze_document)
+
+    def fixes_for(text: str, findings: Sequence[Finding]) -> list[fixes.Fix | None]:
+        """The fake findings' recipes apply as they say (the real codemods: test_fixes.py)."""
+        return [fixes.Fix([], f.fix.safe) if f.fix is not None else None for f in findings]
+
+    monkeypatch.setattr(fixes, "fixes_for", fixes_for)
 
 
 @pytest.fixture
@@ -154,10 +160,11 @@ def test_json_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
             {"path": "model.py", "cell": None, "line": 2, "column": 5, "message": "saved here"}
         ],
         "fixable": True,
+        "fix": {"applicability": "safe", "reason": ""},
     }
-    assert [(r["code"], r["severity"], r["fixable"]) for r in records] == [
-        ("IPL001", "error", True),
-        ("IPL008", "warning", False),
+    assert [(r["code"], r["severity"], r["fixable"], r["fix"]) for r in records] == [
+        ("IPL001", "error", True, {"applicability": "safe", "reason": ""}),
+        ("IPL008", "warning", False, None),
     ]
 
 

@@ -388,6 +388,10 @@ def stub_fixes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             return None
         return [convert.TextChange(finding.fix.target, "h = h + 1")]
 
+    def fix_for(text: str, finding: Finding) -> fixes.Fix | None:
+        edits = edits_for(text, finding)
+        return fixes.Fix(edits, safe=True) if edits else None  # type: ignore[arg-type]
+
     def apply_safe_fixes(text: str, findings: list[Finding]) -> str:
         return text.replace("h += 1", "h = h + 1").replace("inplace=True", "inplace=False")
 
@@ -401,6 +405,7 @@ def stub_fixes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     for name, function in {
         "edits_for": edits_for,
+        "fix_for": fix_for,
         "apply_safe_fixes": apply_safe_fixes,
         "noqa_edit": noqa_edit,
         "inplace_off_edits": inplace_off_edits,

@@ -4,11 +4,14 @@ Contract (used by the CLI's --fix and the language server's code actions):
 
 * `Edit(span, new_text)`: replace the text of `span` (lines 1-based, columns 0-based in code
   points, as in `Finding.span`) with `new_text`.
-* `edits_for(text, finding) -> list[Edit] | None`: the edits of the finding's quick fix
-  (`finding.fix`, a FixRecipe whose `kind` names the codemod), or None when it has none or
-  the codemod does not apply to the code as it is now.
+* `fix_for(text, finding) -> Fix | None`: the finding's quick fix (`finding.fix`, a FixRecipe
+  whose `kind` names the codemod) as it applies to the code now: its edits, whether it is
+  safe, and if not, why (the recipe's own kind is unsafe, or the fix changes what a caller
+  sees: a write into an argument taken out of place); None when it has none or it does not
+  apply. `edits_for(text, finding)`: its edits where it keeps what callers see, else None.
 * `apply_safe_fixes(text, findings) -> str`: the text with every safe fix applied (fix-all);
-  applying it twice changes nothing the second time.
+  applying it twice changes nothing the second time. `apply_fixes(..., unsafe=True)` applies
+  the unsafe ones too (`check --fix --unsafe-fixes`).
 * `noqa_edit(text, finding) -> Edit`: appends `# noqa: IPLxxx` to the finding's first line (or
   adds the code to an existing noqa comment).
 * `inplace_off_edits(text, line) -> list[Edit]`: every `inplace=True` in the class enclosing
@@ -32,20 +35,38 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from inplace_lsp.analysis.findings import Finding
 from inplace_lsp.fixes import anomaly, clone, inplace_false, no_grad, noqa, out_of_place
+from inplace_lsp.fixes.plan import MODE, FixMode
 from inplace_lsp.fixes.source import Edit, Source, apply_edits
 
 __all__ = [
     "Edit",
+    "Fix",
     "apply_edits",
     "apply_fixes",
     "apply_safe_fixes",
     "edits_for",
+    "fix_for",
+    "fixes_for",
     "inplace_off_edits",
     "noqa_edit",
 ]
+
+# Why a fix whose recipe is unsafe is (`item`: `.item()` cuts the graph the sum kept).
+UNSAFE_KIND = "it changes what the program computes"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A quick fix as it applies to the code now."""
+
+    edits: list[Edit]
+    safe: bool
+    reason: str = ""  # why it is unsafe
+
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +84,16 @@ CODEMODS: dict[str, Codemod] = {
 WRAP_NO_GRAD = "wrap-no-grad"
 
 
-def _edits(source: Source, finding: Finding) -> list[Edit] | None:
+def _edits(source: Source, finding: Finding, mode: FixMode | None = None) -> list[Edit] | None:
+    """The codemod's edits; under an unsafe `mode` it may change what a caller sees."""
+    token = MODE.set(mode)
+    try:
+        return _run_codemod(source, finding)
+    finally:
+        MODE.reset(token)
+
+
+def _run_codemod(source: Source, finding: Finding) -> list[Edit] | None:
     fix = finding.fix
     if fix is None:
         return None
@@ -80,14 +110,41 @@ def _edits(source: Source, finding: Finding) -> list[Edit] | None:
         return None
 
 
+def _fix(source: Source, finding: Finding) -> Fix | None:
+    recipe = finding.fix
+    if recipe is None:
+        return None
+    edits = _edits(source, finding)
+    if edits:
+        return Fix(edits, recipe.safe, "" if recipe.safe else UNSAFE_KIND)
+    mode = FixMode(unsafe=True)
+    edits = _edits(source, finding, mode)
+    if edits:
+        return Fix(edits, False, "; ".join(dict.fromkeys(mode.reasons)) or UNSAFE_KIND)
+    return None
+
+
+def fix_for(text: str, finding: Finding) -> Fix | None:
+    return _fix(Source(text), finding)
+
+
+def fixes_for(text: str, findings: Sequence[Finding]) -> list[Fix | None]:
+    """`fix_for` of each finding, the text read once."""
+    source = Source(text)
+    return [_fix(source, finding) if finding.fix is not None else None for finding in findings]
+
+
 def edits_for(text: str, finding: Finding) -> list[Edit] | None:
+    """The edits of the finding's fix where it keeps what every caller sees."""
     return _edits(Source(text), finding)
 
 
-def apply_fixes(text: str, findings: Sequence[Finding]) -> str:
+def apply_fixes(text: str, findings: Sequence[Finding], unsafe: bool = False) -> str:
     """The text with the fixes of `findings` applied together: consecutive `wrap-no-grad`
-    statements share one block; a fix whose edits would overlap another's is left out."""
+    statements share one block; a fix whose edits would overlap another's is left out.
+    Without `unsafe`, a fix that would change what a caller sees is left out too."""
     source = Source(text)
+    mode = FixMode(unsafe=unsafe)
     fix_sets: list[list[Edit]] = []
     leaf_writes = [f for f in findings if f.fix is not None and f.fix.kind == WRAP_NO_GRAD]
     for run in no_grad.groups(source, leaf_writes):
@@ -97,7 +154,7 @@ def apply_fixes(text: str, findings: Sequence[Finding]) -> str:
     for finding in findings:
         if finding.fix is None or finding.fix.kind == WRAP_NO_GRAD:
             continue
-        edits = _edits(source, finding)
+        edits = _edits(source, finding, mode)
         if edits:
             fix_sets.append(edits)
     accepted: list[Edit] = []

@@ -1,13 +1,16 @@
 """Where a fix takes a write out of place so that the program still computes what it did:
 rewrite the write itself, or clone the tensor first (before a `no_grad()` block, before the
 view the write goes through, before another name or container takes the tensor and reads it
-after the write), or refuse when the write is part of what a caller relies on.
+after the write), or refuse when the write is part of what a caller relies on. Asked for an
+unsafe fix (`MODE`), it takes a write into an argument out of place all the same and says why
+the fix is unsafe: the caller no longer sees its tensor change.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Literal
 
 from inplace_lsp.analysis.findings import Finding
@@ -23,6 +26,28 @@ from inplace_lsp.fixes.scope import (
 from inplace_lsp.fixes.source import Located, Source
 
 ALIAS_RULE = "IPL008"  # its very point is that the other names must NOT see the write
+
+
+@dataclass
+class FixMode:
+    """What the codemods run under it may do: `unsafe` lets a fix change what a caller sees;
+    `reasons` says why the fixes they made are unsafe."""
+
+    unsafe: bool = False
+    reasons: list[str] = field(default_factory=list)
+
+
+MODE: ContextVar[FixMode | None] = ContextVar("inplace_lsp_fix_mode", default=None)
+
+
+def _caller_may_change(name: str) -> bool:
+    """Whether the fix may go on although a caller may read the argument `name` after the
+    call (an unsafe fix: the caller would no longer see the tensor change)."""
+    mode = MODE.get()
+    if mode is None or not mode.unsafe:
+        return False
+    mode.reasons.append(f"`{name}` is an argument: its caller would no longer see it change")
+    return True
 
 
 @dataclass(frozen=True)
@@ -75,7 +100,11 @@ def plan_write(
             # clone that tensor before the view is taken, and the write changes the clone.
             if finding.code == ALIAS_RULE or not scope.is_local(root):
                 return None
-            if scope.is_param_at(root, first_view.line) and callers_rely(source, found, root):
+            if (
+                scope.is_param_at(root, first_view.line)
+                and callers_rely(source, found, root)
+                and not _caller_may_change(root)
+            ):
                 return None
             anchor = locate(scope.block, first_view.stmt)
             if anchor is None or grad_off_with(anchor) is not None:
@@ -83,7 +112,11 @@ def plan_write(
             if _saved_after(scope, finding, first_view.line):
                 return None
             return Plan("clone", root, anchor)
-    if scope.is_param_at(name, first) and callers_rely(source, found, name):
+    if (
+        scope.is_param_at(name, first)
+        and callers_rely(source, found, name)
+        and not _caller_may_change(name)
+    ):
         return None
     hides_from_others = finding.code != ALIAS_RULE and not (
         finding.fix is not None and finding.fix.param("rebind-others") == "no"
@@ -117,8 +150,8 @@ def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
         found.append(stmt)
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(stmt, field, None)
+        for part in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, part, None)
             if isinstance(inner, list):
                 found += _statements(inner)
         for handler in getattr(stmt, "handlers", ()):

@@ -2,8 +2,11 @@
 activations in this class" and "suppress with # noqa", offered from the cached view and, where
 the client resolves lazily, given their edits only in `codeAction/resolve`.
 
-Edits come from `inplace_lsp.fixes` (libcst codemods), imported where an edit is computed:
-listing the actions does not load libcst (the server loads it in its warm-up).
+A quick fix is listed only where it applies to the code as it is (`fixes.fix_for`, computed
+once per version): a safe one is preferred and joins fix-all; an unsafe one (it changes what
+a caller sees) is listed with its reason, not preferred, and never in fix-all (ruff's
+convention). Edits come from `inplace_lsp.fixes` (libcst codemods), imported where a fix is
+first computed (the server loads libcst in its warm-up).
 """
 
 from __future__ import annotations
@@ -12,13 +15,16 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from lsprotocol import types
 
 from inplace_lsp.analysis.findings import Finding, Span
 from inplace_lsp.lsp import convert
 from inplace_lsp.lsp.diagnostics import Item, View
+
+if TYPE_CHECKING:
+    from inplace_lsp.fixes import Fix
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +75,7 @@ def code_actions(
         for item in items:
             actions += _for_item(view, uri, item)
     if wanted(FIX_ALL, only):
-        if any(_safe(item.finding) for item in view.items_for(uri)):
+        if any(_safe(view, item.finding) for item in view.items_for(uri)):
             actions.append(
                 _action(
                     "Fix all safe in-place problems (inplace-lsp)",
@@ -88,14 +94,13 @@ def _for_item(view: View, uri: str, item: Item) -> list[types.CodeAction]:
     finding = item.finding
     diagnostics = [item.diagnostic]
     actions: list[types.CodeAction] = []
-    if finding.fix is not None:
-        action = _action(
-            f"{finding.fix.title} ({finding.code})",
-            QUICKFIX,
-            _data(view, uri, FIX, item),
-            diagnostics=diagnostics,
-        )
-        action.is_preferred = finding.fix.safe or None
+    fix = fix_of(view, finding)
+    if finding.fix is not None and fix is not None:
+        title = f"{finding.fix.title} ({finding.code})"
+        if not fix.safe:
+            title = f"{finding.fix.title} ({finding.code}, unsafe: {fix.reason})"
+        action = _action(title, QUICKFIX, _data(view, uri, FIX, item), diagnostics=diagnostics)
+        action.is_preferred = fix.safe or None
         actions.append(action)
     if (
         finding.code == ACTIVATION_CODE
@@ -138,8 +143,27 @@ def _data(view: View, uri: str, action: str, item: Item | None) -> dict[str, Any
     return data
 
 
-def _safe(finding: Finding) -> bool:
-    return finding.fix is not None and finding.fix.safe
+def fix_of(view: View, finding: Finding) -> Fix | None:
+    """The finding's quick fix as it applies to this version (None: it has none, or it does
+    not apply), computed once per version."""
+    if finding.fix is None:
+        return None
+    span = finding.span
+    key = ("fix-of", finding.code, span.line, span.col, span.end_line, span.end_col)
+    if key not in view.edits:
+        from inplace_lsp.fixes import fix_for
+
+        try:
+            view.edits[key] = fix_for(view.snapshot.text, finding)
+        except Exception:  # a codemod that fails on odd code: no fix, not a failed request
+            logger.exception("computing the fix of %s failed", finding.code)
+            view.edits[key] = None
+    return cast("Fix | None", view.edits[key])
+
+
+def _safe(view: View, finding: Finding) -> bool:
+    fix = fix_of(view, finding)
+    return fix is not None and fix.safe
 
 
 def enclosing_class(lines: Sequence[str], line: int) -> int | None:
@@ -188,7 +212,7 @@ def _span_list(span: Span) -> list[int]:
 
 def changes_for(view: View, data: dict[str, Any]) -> list[Change] | None:
     """The text changes (program coordinates) of an action, None when there are none."""
-    from inplace_lsp.fixes import edits_for, inplace_off_edits, noqa_edit
+    from inplace_lsp.fixes import inplace_off_edits, noqa_edit
 
     action = data.get("action")
     text = view.snapshot.text
@@ -198,8 +222,8 @@ def changes_for(view: View, data: dict[str, Any]) -> list[Change] | None:
     if item is None:
         return None
     if action == FIX:
-        found = edits_for(text, item.finding)
-        return list(found) if found else None
+        fix = fix_of(view, item.finding)
+        return list(fix.edits) if fix is not None else None
     if action == INPLACE_OFF:
         off = inplace_off_edits(text, item.finding.span.line)
         return list(off) if off else None
@@ -211,7 +235,7 @@ def changes_for(view: View, data: dict[str, Any]) -> list[Change] | None:
 def _fix_all(view: View, uri: str) -> list[Change] | None:
     from inplace_lsp.fixes import apply_safe_fixes
 
-    findings = [item.finding for item in view.items_for(uri) if _safe(item.finding)]
+    findings = [item.finding for item in view.items_for(uri) if _safe(view, item.finding)]
     if not findings:
         return None
     old = view.snapshot.text

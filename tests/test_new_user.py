@@ -1,0 +1,205 @@
+"""What a new user hit (issue 40), each as the user met it: the commands and the editor
+requests they ran, on files written as they would write them.
+
+1. A quick fix that was offered and did nothing: `x += self.fc(x)` in a `forward` whose `x`
+   is its argument. The rewrite changes what the caller sees (its tensor no longer changes),
+   so it is an unsafe fix: JSON says `"fixable": false` and why, `check --fix` leaves it and
+   says why, `--fix --unsafe-fixes` applies it, and the editor lists it, not preferred and
+   not in fix-all.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from inplace_lsp import cli
+from inplace_lsp.lsp import actions
+
+BLOCK = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x):
+            x += self.fc(x)
+            return x
+    """
+)
+
+
+def _check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(["check", "--no-cache", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "res.py"
+    path.write_text(BLOCK, encoding="utf-8")
+    return path
+
+
+def test_an_unsafe_fix_is_not_called_fixable(
+    block: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _check(capsys, "--format", "json", "res.py")
+    assert code == 1
+    (record,) = json.loads(out)
+    assert (record["line"], record["code"], record["fixable"]) == (11, "IPL001", False)
+    assert record["fix"] == {
+        "applicability": "unsafe",
+        "reason": "`x` is an argument: its caller would no longer see it change",
+    }
+
+
+def test_fix_says_what_it_left_and_why(block: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _check(capsys, "--fix", "res.py")
+    assert code == 1
+    assert block.read_text(encoding="utf-8") == BLOCK
+    assert err == (
+        "res.py:11:9: IPL001 not fixed: the fix is unsafe (`x` is an argument: its caller "
+        "would no longer see it change); `--unsafe-fixes` applies it\n"
+    )
+    assert out.splitlines()[-2:] == [
+        "1 more fix is unsafe (see above): `--unsafe-fixes` applies it.",
+        "Found 1 problem (1 error, 0 warnings) in 1 of 1 file.",
+    ]
+
+
+def test_fix_says_why_a_finding_has_no_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "step.py").write_text(
+        textwrap.dedent(
+            """\
+            import torch
+
+            w = torch.randn(3, requires_grad=True)
+            opt = torch.optim.SGD([w], lr=0.1)
+            z = (w * w).sum()
+            z.backward(retain_graph=True)
+            opt.step()
+            z.backward()
+            """
+        ),
+        encoding="utf-8",
+    )
+    code, _, err = _check(capsys, "--fix", "step.py")
+    assert code == 1
+    assert err == "step.py:7:1: IPL007 not fixed: no automatic fix\n"
+
+
+def test_unsafe_fixes_apply_it_and_keep_the_forward_value(
+    block: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _check(capsys, "--fix", "--unsafe-fixes", "res.py")
+    assert (code, err) == (0, "")
+    assert out == "Fixed 1 problem.\nAll checks passed: 1 file.\n"
+    fixed = block.read_text(encoding="utf-8")
+    assert fixed == BLOCK.replace("x += self.fc(x)", "x = x + self.fc(x)")
+    pytest.importorskip("torch")
+    proof = textwrap.dedent(
+        """\
+        import importlib.util, sys
+        import torch
+
+        def load(path, name):
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+
+        old, new = load(sys.argv[1], "old"), load(sys.argv[2], "new")
+        torch.manual_seed(0)
+        a = old.Block()
+        b = new.Block()
+        b.load_state_dict(a.state_dict())
+        x = torch.randn(4, 8, requires_grad=True)
+        with torch.no_grad():
+            expected = a(x.detach().clone())
+        out = b(x)
+        assert torch.allclose(out, expected)
+        out.sum().backward()
+        # Against the same sum written out of place by hand.
+        x2 = x.detach().clone().requires_grad_()
+        (x2 + a.fc(x2)).sum().backward()
+        assert torch.allclose(x.grad, x2.grad)
+        assert torch.allclose(b.fc.weight.grad, a.fc.weight.grad)
+        try:
+            a(x2.detach().clone().requires_grad_() * 1).sum().backward()
+        except RuntimeError as exc:
+            assert "modified by an inplace operation" in str(exc)
+        else:
+            raise AssertionError("the original ran backward")
+        print("ok")
+        """
+    )
+    original = block.with_name("original.py")
+    original.write_text(BLOCK, encoding="utf-8")
+    ran = subprocess.run(
+        [sys.executable, "-c", proof, str(original), str(block)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.stdout == "ok\n", ran.stderr
+
+
+def _editor(tmp_path: Path) -> tuple[Any, str, types.Diagnostic]:
+    from test_lsp_units import _session
+
+    session, client = _session(tmp_path, lazy_edits=True)
+    uri = (tmp_path / "res.py").as_uri()
+    session.open_document(uri, 1, BLOCK)
+    (flagged,) = [d for d in client.published[-1][2] if d.code == "IPL001"]
+    return session, uri, flagged
+
+
+def test_the_editor_lists_an_unsafe_fix_not_preferred_and_not_in_fix_all(tmp_path: Path) -> None:
+    session, uri, flagged = _editor(tmp_path)
+    offered = session.code_actions(uri, flagged.range, None)
+    titles = [a.title for a in offered]
+    fix = next(a for a in offered if a.title.startswith("Rewrite out of place"))
+    assert fix.title == (
+        "Rewrite out of place (IPL001, unsafe: `x` is an argument: its caller would no longer "
+        "see it change)"
+    )
+    assert not fix.is_preferred
+    assert not [a for a in offered if a.kind == actions.FIX_ALL], titles
+    resolved = session.resolve_code_action(fix)
+    assert resolved.edit is not None and resolved.edit.changes is not None
+    (edit,) = resolved.edit.changes[uri]
+    assert edit.new_text == "= x +"
+
+
+def test_the_editor_offers_no_fix_that_does_not_apply(tmp_path: Path) -> None:
+    """A finding whose recipe's codemod finds nothing to rewrite lists no quick fix."""
+    text = BLOCK.replace("x += self.fc(x)", "x.add_(self.fc(x)) if True else None")
+    from test_lsp_units import _session
+
+    session, client = _session(tmp_path, lazy_edits=True)
+    uri = (tmp_path / "odd.py").as_uri()
+    session.open_document(uri, 1, text)
+    for diagnostic in client.published[-1][2]:
+        for action in session.code_actions(uri, diagnostic.range, [actions.QUICKFIX]):
+            if action.title.startswith("Suppress"):
+                continue
+            assert session.resolve_code_action(action).edit is not None, action.title
