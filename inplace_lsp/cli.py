@@ -18,6 +18,7 @@ import json
 import logging
 import math
 import os
+import re
 import signal
 import stat
 import sys
@@ -856,30 +857,32 @@ def format_text(items: Sequence[Located], summary: Summary) -> str:
             f"{summary.unsafe_left} more {fixes} unsafe (see above): `--unsafe-fixes` applies "
             f"{'it' if summary.unsafe_left == 1 else 'them'}."
         )
-    if items:
-        counts = {severity: 0 for severity in Severity}
-        for item in items:
-            counts[item.finding.severity] += 1
+    counts = {severity: 0 for severity in Severity}
+    for item in items:
+        counts[item.finding.severity] += 1
+    hints = counts[Severity.HINT]  # writes checked and found safe: not problems
+    problems = len(items) - hints
+    checked = f"{_plural(summary.files, 'file')}{summary.unchecked()}"
+    if problems:
         parts = [
             _plural(counts[Severity.ERROR], "error"),
             _plural(counts[Severity.WARNING], "warning"),
         ]
         if counts[Severity.INFORMATION]:
             parts.append(f"{counts[Severity.INFORMATION]} information")
-        if counts[Severity.HINT]:
-            parts.append(_plural(counts[Severity.HINT], "hint"))
-        files_with = len({item.path for item in items})
+        files_with = len(
+            {item.path for item in items if item.finding.severity is not Severity.HINT}
+        )
+        also = f"; {_plural(hints, 'hint')} (checked: safe)" if hints else ""
         lines.append(
-            f"Found {_plural(len(items), 'problem')} ({', '.join(parts)}) "
-            f"in {files_with} of {_plural(summary.files, 'file')}{summary.unchecked()}."
+            f"Found {_plural(problems, 'problem')} ({', '.join(parts)}) "
+            f"in {files_with} of {checked}{also}."
         )
     elif summary.failed:
-        lines.append(
-            f"No problems found in {summary.files - summary.failed} of "
-            f"{_plural(summary.files, 'file')}{summary.unchecked()}."
-        )
+        lines.append(f"No problems found in {summary.files - summary.failed} of {checked}.")
     else:
-        lines.append(f"All checks passed: {_plural(summary.files, 'file')}{summary.unchecked()}.")
+        safe = f" ({_plural(hints, 'hint')}: writes checked and found safe)" if hints else ""
+        lines.append(f"All checks passed: {checked}{safe}.")
     return "\n".join(lines) + "\n"
 
 
@@ -1185,9 +1188,26 @@ def _cmd_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     return serve(tcp=args.tcp)  # LSP: 1 after an exit without shutdown
 
 
-def _verify_target(value: str) -> tuple[str, int | None]:
-    """FILE or FILE:LINE (an existing file whose name ends in :digits stays a file); raises
-    ValueError for FILE:abc where FILE exists (and FILE:abc does not)."""
+_CELL_TARGET = re.compile(r"(?P<path>.+\.ipynb):cell (?P<cell>\d+)(?::(?P<line>\d+))?", re.I)
+
+
+def _verify_target(value: str) -> tuple[str, int | None, int | None]:
+    """(path, line, cell) of FILE, FILE:LINE (an existing file whose name ends in :digits
+    stays a file) or, for a notebook, FILE.ipynb:cell N[:LINE] (as `check` names places);
+    raises ValueError for FILE:abc where FILE exists (and FILE:abc does not)."""
+    cell = _CELL_TARGET.fullmatch(value)
+    if cell is not None and not os.path.exists(value):
+        line = int(cell["line"]) if cell["line"] else None
+        return cell["path"], line, int(cell["cell"])
+    path, line = _file_target(value)
+    if line is not None and _is_notebook(path):
+        raise ValueError(
+            f"{value}: a notebook's line is in a cell: {path}:cell N:LINE, as `check` prints it"
+        )
+    return path, line, None
+
+
+def _file_target(value: str) -> tuple[str, int | None]:
     path, sep, line = value.rpartition(":")
     if not sep or not path or os.path.exists(value):
         return value, None
@@ -1196,6 +1216,86 @@ def _verify_target(value: str) -> tuple[str, int | None]:
     if os.path.lexists(path) and not os.path.lexists(value):
         raise ValueError(f"{value}: expected FILE or FILE:LINE, and {line!r} is not a line number")
     return value, None
+
+
+@dataclass(frozen=True)
+class _NotebookTarget:
+    """A notebook to verify: its code cells' definitions as one program (as the editor's
+    verify runs them), under a name beside the notebook, and the way back to its cells."""
+
+    path: str  # the notebook
+    program_path: str
+    program: str
+    line: int | None  # in the program
+    layout: notebook.Layout
+    numbers: tuple[int, ...]  # each layout cell's notebook cell number
+
+    @classmethod
+    def of(cls, path: str, text: str, cell: int | None, line: int | None) -> _NotebookTarget:
+        from inplace_lsp.lsp.verification import definitions
+        from inplace_lsp.verify.parsed import Parsed
+
+        try:
+            nb = notebook.read_notebook(text)
+        except notebook.NotebookError as exc:
+            raise ValueError(f"not a notebook: {exc}") from None
+        program, layout = nb.program(os.path.abspath(path))
+        numbers = tuple(c.number for c in nb.code_cells)
+        at: int | None = None
+        if cell is not None:
+            if cell not in numbers:
+                known = ", ".join(map(str, numbers)) or "none"
+                raise ValueError(f"no code cell {cell} (its code cells: {known})")
+            where = layout.cells[numbers.index(cell)]
+            if line is not None and line > where.line_count:
+                raise ValueError(f"cell {cell} has {where.line_count} lines, not {line}")
+            at = where.first_line + (line or 1) - 1
+        stem = re.sub(r"\W", "_", Path(path).stem)
+        program_path = str(Path(path).absolute().with_name(f"_inplace_lsp_notebook_{stem}.py"))
+        kept = definitions(Parsed(program)).text
+        return cls(path, program_path, kept, at, layout, numbers)
+
+    def _name(self, index: int) -> str:
+        return f"cell {self.numbers[index]}"
+
+    def _local(self, line: int) -> tuple[int, int] | None:
+        """(notebook cell number, line in it) of a program line."""
+        where = self.layout.cell_at(line)
+        if where is None:
+            return None
+        return self.numbers[self.layout.cells.index(where)], line - where.first_line + 1
+
+    def shown(self, text: str) -> str:
+        """A line of verify's text with program places as the notebook's: `nb.ipynb:cell 3:8`
+        for `_inplace_lsp_notebook_nb.py:12`, "line 8 of cell 3" for "line 12"."""
+
+        def place(match: re.Match[str]) -> str:
+            local = self._local(int(match.group(1)))
+            if local is None:
+                return match.group(0)
+            return f"{self.path}:cell {local[0]}:{local[1]}"
+
+        text = re.sub(rf"{re.escape(self.program_path)}:(\d+)", place, text)
+        return self.layout.renumber(text, None, self._name)
+
+    def placed(self, value: Any) -> Any:
+        """A result with its program places in the notebook's cells (`"cell"` beside `"line"`,
+        as `check --format json` gives them) and its messages' lines renumbered (not the
+        run's own output: its tracebacks name other files' lines too)."""
+        if isinstance(value, dict):
+            out = {k: self.placed(v) for k, v in value.items()}
+            line, where = value.get("line"), value.get("path")
+            if isinstance(where, str) and isinstance(line, int):
+                if os.path.abspath(where) == self.program_path:
+                    local = self._local(line)
+                    if local is not None:
+                        out.update(path=self.path, cell=local[0], line=local[1])
+            if isinstance(value.get("message"), str):
+                out["message"] = self.shown(value["message"])
+            return out
+        if isinstance(value, list):
+            return [self.placed(v) for v in value]
+        return value
 
 
 class _StopSignal(BaseException):
@@ -1234,11 +1334,13 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     from inplace_lsp.verify import runner  # imported here: `check` does not pay for it
 
     try:
-        path, line = _verify_target(args.target)
+        path, line, cell = _verify_target(args.target)
     except ValueError as exc:
         parser.error(str(exc))
     if line == 0:
         parser.error(f"{args.target}: lines are numbered from 1")
+    if cell == 0:
+        parser.error(f"{args.target}: cells are numbered from 1")
     if args.timeout is not None and not 0 < args.timeout < 1e9:
         parser.error(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
     if not os.path.lexists(path):
@@ -1257,6 +1359,15 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     except (UnicodeDecodeError, SyntaxError) as exc:
         _error(f"{path}: cannot read: {exc}")
         return EXIT_ERROR
+    given = path  # the file the user named (a notebook's program runs under another name)
+    cells: _NotebookTarget | None = None
+    if _is_notebook(path):
+        try:
+            cells = _NotebookTarget.of(path, text, cell, line)
+        except ValueError as exc:
+            _error(f"{path}: {exc}")
+            return EXIT_ERROR
+        path, text, line = cells.program_path, cells.program, cells.line
     stop_signals = _catch_stop_signals()
     try:
         result = runner.run_verify(
@@ -1276,12 +1387,20 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     finally:
         for number, handler in stop_signals.items():
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
+    if cells is not None:
+        lines = [cells.shown(t) for t in runner.describe_lines(result, path)]
+        result = cells.placed(result)
+        path = given
+    else:
+        lines = runner.describe_lines(result, path)
     if not os.path.isabs(path):  # one path style: as the user gave the file's
         result = _relative_paths(result, os.path.abspath(path), path)
+        absolute = os.path.abspath(path)
+        lines = [t.replace(absolute, path) for t in lines]
     if args.format == "json":
         _write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     else:
-        _write("\n".join(runner.describe_lines(result, path)) + "\n")
+        _write("\n".join(lines) + "\n")
         tail = str(result.get("stderr_tail") or "").rstrip()
         if result["status"] in ("error", "timeout") and tail:
             _error("output of the run (last lines):\n" + "\n".join(tail.splitlines()[-20:]))
@@ -1357,7 +1476,16 @@ def build_parser() -> argparse.ArgumentParser:
     transport.add_argument("--stdio", action="store_true", help="stdio (the default)")
     serve.set_defaults(handler=_cmd_serve, command_parser=serve)
 
-    verify = commands.add_parser("verify", help="run a module under torch to prove a finding")
+    verify = commands.add_parser(
+        "verify",
+        help="run a module under torch to prove a finding",
+        description="Run the nn.Module (or function) around LINE of FILE (a notebook: "
+        "FILE.ipynb:cell N:LINE) forward and backward under anomaly detection, in a "
+        "subprocess of your project's interpreter (verify.python, else the project's .venv, "
+        "the activated environment, this one), on CUDA when there is one, and name the line "
+        "that wrote in place. Exit 0: backward ran; 1: an in-place autograd error; 2: any "
+        "other error, a timeout, or a usage error; 128+N: stopped by signal N.",
+    )
     verify.add_argument("target", metavar="FILE[:LINE]")
     verify.add_argument(
         "--device", choices=["auto", "cuda", "cpu"], help="default: verify.device, else auto"

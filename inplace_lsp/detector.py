@@ -181,6 +181,12 @@ class Detector(contextlib.ContextDecorator):
         _active.detector = self
         return self
 
+    @property
+    def backward_calls(self) -> int:
+        """How many backward() / autograd.grad() calls the detector saw return."""
+        owner = self._joined or self
+        return owner._tracer.backward_calls if owner._tracer is not None else 0
+
     def __exit__(self, *exc: object) -> None:
         if self._joined is not None:
             if self.report is not None:

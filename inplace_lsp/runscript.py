@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import importlib.machinery
+import importlib.util
 import os
 import runpy
 import sys
@@ -209,6 +210,9 @@ def main(argv: list[str]) -> int:
                 file=sys.stderr,
             )
             report = None
+    if importlib.util.find_spec("torch") is None:
+        print(_NO_TORCH.format(python=sys.executable), file=sys.stderr)
+        return EXIT_USAGE
     detector = Detector(
         silent=options.silent, leaf=options.leaf, retention=options.retention, report=report
     )
@@ -245,7 +249,7 @@ def main(argv: list[str]) -> int:
     if error is not None:
         _print_error(error)
     detector.finish(code)
-    _summary(detector, error)
+    _summary(detector, error, code)
     return code
 
 
@@ -257,11 +261,27 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _summary(detector: Detector, error: BaseException | None) -> None:
+_NO_TORCH = """\
+inplace-lsp run: torch is not installed in {python}, the interpreter inplace-lsp runs in.
+`run` runs your script in that interpreter, so inplace-lsp must be installed beside torch:
+install it into the environment that has your torch (`python -m pip install
+/path/to/inplace-lsp`, from its clone), or add torch to this one (a pipx install: `pipx
+inject inplace-lsp torch`). `inplace-lsp check` and the editor need no torch."""
+
+
+def _summary(detector: Detector, error: BaseException | None, code: int) -> None:
     """The errors that the traceback above does not show (the script caught them), then one
-    line of counts, when anything was found."""
+    line of counts; after a clean run that found nothing, what the detector watched."""
     findings = detector.findings
     if not findings:
+        calls = detector.backward_calls
+        if error is None and code == 0:
+            watched = (
+                f"no in-place problem in {calls} backward call{'s' if calls != 1 else ''}"
+                if calls
+                else "no backward() ran: nothing for the detector to check"
+            )
+            print(f"inplace-lsp run: {watched}", file=sys.stderr)
         return
     shown = tracer.error_text(error) if error is not None else ""
     for finding in findings:

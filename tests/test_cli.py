@@ -135,7 +135,13 @@ def test_text_summary_counts_hints(project: Path, capsys: pytest.CaptureFixture[
     write(project / "a.py", "import torch\nx += 1  #! IPL001 hint\ny += 1  #! IPL004 hint\n")
     code, out, _ = run_main(capsys, "check", "--show-hints")
     assert code == 0
-    assert out.endswith("Found 2 problems (0 errors, 0 warnings, 2 hints) in 1 of 1 file.\n")
+    # Hints are writes checked and found safe, not problems (issue 40: they were counted so).
+    assert out.endswith("All checks passed: 1 file (2 hints: writes checked and found safe).\n")
+    write(project / "b.py", "import torch\nx += 1  #! IPL001 error\n")
+    assert run_main(capsys, "check", "--show-hints")[1].endswith(
+        "Found 1 problem (1 error, 0 warnings) in 1 of 2 files; 2 hints (checked: safe).\n"
+    )
+    (project / "b.py").unlink()
     assert run_main(capsys, "check") == (0, "All checks passed: 1 file.\n", "")
     write(project / "pyproject.toml", "[tool.inplace-lsp]\nshow_hints = true\n")
     assert run_main(capsys, "check")[1] == out

@@ -461,7 +461,8 @@ def test_run_gives_the_script_its_own_argv_and_path(tmp_path: Path) -> None:
         done = _detected(*prefix, str(script), *args, cwd=tmp_path)
         assert done.returncode == plain.returncode == 0, done.stderr
         assert json.loads(done.stdout) == json.loads(plain.stdout)
-        assert done.stderr == plain.stderr == ""
+        assert plain.stderr == ""
+        assert done.stderr == f"{NOTHING_RAN}\n"  # what the detector watched
     console = Path(sys.executable).with_name("inplace-lsp")  # the installed console script
     if console.exists():
         done = _run([str(console), "run", str(script), *args], cwd=tmp_path)
@@ -533,7 +534,13 @@ def test_bad_scripts_behave_as_without_the_detector(name: str, tmp_path: Path) -
     done = _detected("--report", str(report), str(script), cwd=tmp_path)
     assert done.returncode == plain.returncode, (done.stderr, plain.stderr)
     assert done.stdout == plain.stdout
-    assert done.stderr == plain.stderr  # the same traceback, no frame of the tool's
+    # The same traceback, no frame of the tool's; a clean run ends with what it watched.
+    assert done.stderr.startswith(plain.stderr), done.stderr
+    watched = done.stderr[len(plain.stderr) :]
+    if plain.returncode == 0:
+        assert re.fullmatch(CLEAN_RUN, watched), watched
+    else:
+        assert watched == ""
     data = _report(report)
     assert data["findings"] == [] and data["exit_code"] == plain.returncode
     assert data["finished"] is not None
@@ -575,6 +582,12 @@ def test_ctrl_c_shows_what_python_shows(name: str, tmp_path: Path) -> None:
     assert _report(report)["exit_code"] == 130
 
 
+# The line a clean run that called no backward() ends with (on stderr), and any clean run's.
+NOTHING_RAN = "inplace-lsp run: no backward() ran: nothing for the detector to check"
+CLEAN_RUN = (
+    rf"(inplace-lsp run: no in-place problem in \d+ backward calls?|{re.escape(NOTHING_RAN)})\n"
+)
+
 SEES = """\
 # -*- coding: latin-1 -*-
 import json, os, sys, warnings
@@ -595,7 +608,7 @@ def test_the_script_sees_what_python_script_gives_it(tmp_path: Path) -> None:
     assert plain.returncode == done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == json.loads(plain.stdout)
     assert json.loads(plain.stdout)["argv"] == [os.path.join("sub", "sees.py"), "a", "-b"]
-    assert done.stderr == plain.stderr
+    assert done.stderr == plain.stderr + f"{NOTHING_RAN}\n"
     assert not (tmp_path / "sub" / "__pycache__").exists()  # python compiles no .pyc of it
 
 

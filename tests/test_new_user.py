@@ -203,3 +203,193 @@ def test_the_editor_offers_no_fix_that_does_not_apply(tmp_path: Path) -> None:
             if action.title.startswith("Suppress"):
                 continue
             assert session.resolve_code_action(action).edit is not None, action.title
+
+
+# 4. `run` in an interpreter without torch (a pipx install) said only "No module named
+# 'torch'". 8. A run that found nothing said nothing: was the detector on?
+
+
+def test_run_without_torch_says_what_to_install_where(tmp_path: Path) -> None:
+    """A real environment without torch, inplace-lsp importable from this checkout."""
+    env = tmp_path / "env"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120
+    )
+    python = env / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "inplace_lsp_checkout.pth").write_text(
+        str(Path(cli.__file__).resolve().parent.parent) + "\n", encoding="utf-8"
+    )
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n", encoding="utf-8")
+    done = subprocess.run(
+        [str(python), "-m", "inplace_lsp", "run", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        f"inplace-lsp run: torch is not installed in {python}, the interpreter inplace-lsp "
+        "runs in.\n"
+    ), done.stderr
+    assert "install it into the environment that has your torch" in done.stderr
+    assert "ModuleNotFoundError" not in done.stderr
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (
+            "w = torch.randn(3, requires_grad=True)\n"
+            "for _ in range(3):\n"
+            "    (w * 2).sum().backward()\n",
+            "inplace-lsp run: no in-place problem in 3 backward calls\n",
+        ),
+        (
+            "print(torch.ones(1).sum().item())\n",
+            "inplace-lsp run: no backward() ran: nothing for the detector to check\n",
+        ),
+    ],
+    ids=["backward", "no-backward"],
+)
+def test_a_clean_run_says_what_the_detector_watched(body: str, said: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n" + body, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "inplace_lsp", "run", "--no-report", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert (done.returncode, done.stderr) == (0, said)
+
+
+# 2. verify ran a `.venv` found in any folder above a file that is in no project (here `H/`,
+# as a home folder's), not the activated environment, and its text output never named the
+# interpreter.
+
+CLEAN = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return x + self.fc(x)
+    """
+)
+
+
+def _wrapper(folder: Path, target: str) -> Path:
+    """A virtual environment's `bin/python` that is `target`."""
+    python = folder / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\nexec {target} "$@"\n', encoding="utf-8")
+    python.chmod(0o755)
+    return python
+
+
+@pytest.mark.torch
+def test_verify_outside_a_project_runs_the_activated_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    home = tmp_path / "H"
+    _wrapper(home / ".venv", "/bin/false")  # a stray environment without torch
+    active = _wrapper(tmp_path / "active", sys.executable)
+    model = home / "work" / "model.py"
+    model.parent.mkdir(parents=True)
+    model.write_text(CLEAN, encoding="utf-8")
+    monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "active"))
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+    monkeypatch.chdir(model.parent)
+    code = cli.main(["verify", "model.py"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.startswith("Block: forward and backward OK"), out
+    assert out.endswith(f"  interpreter: {active} (the activated environment $VIRTUAL_ENV)\n"), out
+    # Inside a project, the project's own environment comes first.
+    (home / "work" / "pyproject.toml").write_text("", encoding="utf-8")
+    project_python = _wrapper(home / "work" / ".venv", sys.executable)
+    assert cli.main(["verify", "model.py"]) == 0
+    assert capsys.readouterr().out.endswith(
+        f"  interpreter: {project_python} (the project's .venv)\n"
+    )
+
+
+# 3. `verify nb.ipynb` said the notebook had no module, and the place `check` prints
+# (`nb.ipynb:cell 3:8`) was "no such file".
+
+
+def _notebook(path: Path) -> None:
+    def code(*lines: str) -> dict[str, object]:
+        source = [line + "\n" for line in lines]
+        return {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                "source": source}  # fmt: skip
+
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Gates\n"]},
+        code("import torch", "import torch.nn as nn"),
+        code(
+            "class Gate(nn.Module):",
+            "    def __init__(self):",
+            "        super().__init__()",
+            "        self.fc = nn.Linear(8, 8)",
+            "",
+            "    def forward(self, x):",
+            "        g = torch.sigmoid(self.fc(x))",
+            "        g += x",
+            "        return g",
+        ),
+        code("m = Gate()", "m(torch.randn(2, 8)).sum().backward()"),
+    ]
+    meta = {"kernelspec": {"language": "python", "name": "python3", "display_name": "Python 3"}}
+    document = {"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(document, indent=1), encoding="utf-8")
+
+
+@pytest.mark.torch
+def test_verify_a_notebook_at_the_place_check_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+    _notebook(tmp_path / "nb.ipynb")
+    assert cli.main(["check", "--no-cache", "nb.ipynb"]) == 1
+    place = capsys.readouterr().out.split(": IPL001")[0].rsplit(":", 1)[0]
+    assert place == "nb.ipynb:cell 3:8"
+    expected = [
+        "Gate fails: line 8 of cell 3 overwrites the output of torch.sigmoid saved at line 7 "
+        "of cell 3",
+        "  nb.ipynb:cell 3:8: in-place write",
+        "  nb.ipynb:cell 3:7: saved by SigmoidBackward0",
+    ]
+    for target in ("nb.ipynb", place):
+        assert cli.main(["verify", target]) == 1
+        assert capsys.readouterr().out.splitlines()[:3] == expected
+    assert cli.main(["verify", "--format", "json", place]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["mutation"] == {"path": "nb.ipynb", "cell": 3, "line": 8}
+    assert (result["saved_by"]["cell"], result["saved_by"]["line"]) == (3, 7)
+    # Cells and lines that are not there, and a line without its cell, are told apart.
+    assert cli.main(["verify", "nb.ipynb:cell 9"]) == 2
+    assert capsys.readouterr().err == "nb.ipynb: no code cell 9 (its code cells: 2, 3, 4)\n"
+    assert cli.main(["verify", "nb.ipynb:8"]) == 2
+    assert "a notebook's line is in a cell: nb.ipynb:cell N:LINE" in capsys.readouterr().err

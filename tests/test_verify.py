@@ -516,16 +516,20 @@ def test_find_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     source = write(project / "pkg" / "model.py", "import torch\n")
     (project / "pyproject.toml").write_text("")
     assert runner.find_interpreter(str(source)) == runner.Interpreter(
-        sys.executable, "the server's interpreter"
+        sys.executable, "the interpreter inplace-lsp runs in"
     )
     conda = fake_venv(tmp_path / "conda")
     monkeypatch.setenv("CONDA_PREFIX", str(tmp_path / "conda"))
     assert runner.find_interpreter(str(source)).path == conda
     active = fake_venv(tmp_path / "active")
     monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "active"))
-    assert runner.find_interpreter(str(source)) == runner.Interpreter(active, "$VIRTUAL_ENV")
+    assert runner.find_interpreter(str(source)) == runner.Interpreter(
+        active, "the activated environment $VIRTUAL_ENV"
+    )
     workspace = fake_venv(project / ".venv")
-    assert runner.find_interpreter(str(source)) == runner.Interpreter(workspace, "workspace .venv")
+    assert runner.find_interpreter(str(source)) == runner.Interpreter(
+        workspace, "the project's .venv"
+    )
     assert runner.find_interpreter(str(source), root=str(project)).path == workspace
     configured = VerifySettings(python="tools/py")
     chosen = runner.find_interpreter(str(source), configured, root=str(project))

@@ -284,6 +284,9 @@ def message(result: Mapping[str, Any], path: str | None) -> tuple[str, types.Mes
     the last line of the user's output (the exception, usually)."""
     status = result.get("status")
     line = runner.describe(result, path)
+    interpreter = runner.interpreter_text(result)
+    if interpreter:
+        line = f"{line} [python: {interpreter}]"
     if status == "ok":
         unproven = bool(result.get("not_run"))  # "OK, but line N did not run"
         return line, types.MessageType.Warning if unproven else types.MessageType.Info

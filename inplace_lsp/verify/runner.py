@@ -92,12 +92,29 @@ def _is_project_root(directory: str) -> bool:
     )
 
 
+def _project_root(directory: str, root: str | None) -> str | None:
+    """The project the file's folder is in: the workspace `root` when it holds the folder,
+    else the nearest folder up with a project marker; None when there is none."""
+    if root is not None:
+        top = os.path.abspath(root)
+        if directory == top or directory.startswith(top.rstrip(os.sep) + os.sep):
+            return top
+    while True:
+        if _is_project_root(directory):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
 def find_interpreter(
     path: str | None, settings: VerifySettings | None = None, root: str | None = None
 ) -> Interpreter:
-    """The interpreter that runs the user's code: setting ``verify.python``, else a ``.venv`` /
-    ``venv`` in the file's directory or a parent up to the project root, else
-    ``$VIRTUAL_ENV``, ``$CONDA_PREFIX``, else the server's own interpreter."""
+    """The interpreter that runs the user's code (docs/verify.md lists the order): setting
+    ``verify.python``, else a ``.venv`` / ``venv`` in the file's folder or a parent up to its
+    project's root (none outside a project: a stray ``~/.venv`` is not the project's), else
+    the activated environment (``$VIRTUAL_ENV``, ``$CONDA_PREFIX``), else the server's own."""
     settings = settings or VerifySettings()
     base = root or (os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
     if settings.python:
@@ -110,26 +127,23 @@ def find_interpreter(
         if os.path.isdir(configured):
             configured = _venv_python(configured) or configured
         return Interpreter(configured, "setting verify.python")
-    if path:
-        directory = os.path.dirname(os.path.abspath(path))
-        stop = os.path.abspath(root) if root else None
-        while True:
-            for name in (".venv", "venv"):
-                found = _venv_python(os.path.join(directory, name))
-                if found:
-                    return Interpreter(found, f"workspace {name}")
-            if directory == stop or (stop is None and _is_project_root(directory)):
-                break
-            parent = os.path.dirname(directory)
-            if parent == directory:
-                break
-            directory = parent
+    directory = os.path.dirname(os.path.abspath(path)) if path else None
+    project = _project_root(directory, root) if directory is not None else None
+    while directory is not None and project is not None:
+        for name in (".venv", "venv"):
+            found = _venv_python(os.path.join(directory, name))
+            if found:
+                return Interpreter(found, f"the project's {name}")
+        if directory == project:
+            break
+        parent = os.path.dirname(directory)
+        directory = parent if parent != directory else None
     for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         prefix = os.environ.get(variable)
         found = _venv_python(prefix) if prefix else None
         if found:
-            return Interpreter(found, f"${variable}")
-    return Interpreter(sys.executable, "the server's interpreter")
+            return Interpreter(found, f"the activated environment ${variable}")
+    return Interpreter(sys.executable, "the interpreter inplace-lsp runs in")
 
 
 def default_memory_mb() -> int | None:
@@ -853,6 +867,7 @@ def run_verify(
             result["message"] = f"{result.get('message')}, but {not_run_text(result)}"
     if module_code is not None:  # what importing the file ran before the target
         result["module_code"] = {"path": path, "line": module_code}
+    result.setdefault("python", options.python)
     result["python_source"] = interpreter.source
     result["wall_s"] = round(time.monotonic() - started, 3)
     return result
@@ -1011,8 +1026,19 @@ def not_run_text(result: Mapping[str, Any]) -> str:
     return "; and ".join(clauses)
 
 
+def interpreter_text(result: Mapping[str, Any]) -> str:
+    """The interpreter a result ran in and why that one (`/p/.venv/bin/python (the project's
+    .venv)`); "" when the result does not say (it did not get as far as choosing one)."""
+    python = result.get("python")
+    if not python:
+        return ""
+    source = result.get("python_source")
+    return f"{python} ({source})" if source else str(python)
+
+
 def describe_lines(result: Mapping[str, Any], path: str | None = None) -> list[str]:
-    """``describe`` plus the locations (and, for errors, the end of the output)."""
+    """``describe`` plus the locations (and, for errors, the end of the output), then the
+    interpreter it ran in."""
     lines = [describe(result, path)]
     mutation = result.get("mutation")
     saved = result.get("saved_by")
@@ -1039,4 +1065,7 @@ def describe_lines(result: Mapping[str, Any], path: str | None = None) -> list[s
         lines.append(
             '  it ran in a new temporary folder (verify.cwd = "project" runs it in the project\'s)'
         )
+    interpreter = interpreter_text(result)
+    if interpreter:
+        lines.append(f"  interpreter: {interpreter}")
     return lines

@@ -531,6 +531,7 @@ class Tracer:
         # saves many tensors from one place (an LSTM cell, 14), the stack is walked once.
         self.memo: tuple[FrameType, int, Site | None] | None = None
         self.backward_seen = False
+        self.backward_calls = 0  # backward() / autograd.grad() calls that returned
         self.unpacked = False
         self.silent: list[Bump] = []  # writes through `.data` into saved tensors
         # The `.data` aliases handed out (id -> weak reference): writes through them, or a
@@ -691,6 +692,7 @@ class Tracer:
             name == "grad" and getattr(func, "__module__", "") == "torch.autograd"
         ):
             self.backward_seen = True
+            self.backward_calls += 1
             if self.retention and name == "backward":
                 self.remember_freed(args, kwargs, caller)
             if self.on_backward is not None:
