@@ -1387,16 +1387,16 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     finally:
         for number, handler in stop_signals.items():
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
-    if cells is not None:
-        lines = [cells.shown(t) for t in runner.describe_lines(result, path)]
-        result = cells.placed(result)
-        path = given
-    else:
-        lines = runner.describe_lines(result, path)
+    lines: list[str] | None = None
+    if cells is not None:  # the program's places as the notebook's cells
+        lines = [cells.shown(t) for t in runner.describe_lines(result, cells.program_path)]
+        result, path = cells.placed(result), given
     if not os.path.isabs(path):  # one path style: as the user gave the file's
-        result = _relative_paths(result, os.path.abspath(path), path)
         absolute = os.path.abspath(path)
-        lines = [t.replace(absolute, path) for t in lines]
+        result = _relative_paths(result, absolute, path)
+        lines = [t.replace(absolute, path) for t in lines] if lines is not None else None
+    if lines is None:
+        lines = runner.describe_lines(result, path)
     if args.format == "json":
         _write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     else:
