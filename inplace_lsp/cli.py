@@ -244,6 +244,9 @@ class Fixing(IntEnum):
 
 
 NO_FIX = "no automatic fix"
+# Seconds one file may spend finding which of its fixes apply (a few ms each): a generated
+# file with thousands of findings is checked, not fixed, past it.
+FIX_BUDGET_S = 10.0
 
 
 def _fix_statuses(text: str, findings: Sequence[Finding]) -> list[tuple[str, str]]:
@@ -253,8 +256,10 @@ def _fix_statuses(text: str, findings: Sequence[Finding]) -> list[tuple[str, str
     from inplace_lsp.fixes import fixes_for  # here: `check` alone does not load libcst
 
     statuses: list[tuple[str, str]] = []
-    for finding, fix in zip(findings, fixes_for(text, findings), strict=True):
-        if fix is None:
+    for finding, fix in zip(findings, fixes_for(text, findings, FIX_BUDGET_S), strict=True):
+        if fix is False:
+            statuses.append(("", "not checked: too many findings in this file to check them all"))
+        elif fix is None:
             why = NO_FIX if finding.fix is None else "the fix does not apply to this code"
             statuses.append(("", why))
         else:

@@ -72,7 +72,9 @@ def patch_analyzer(
 
     monkeypatch.setattr(engine, "analyze_document", analyze_document)
 
-    def fixes_for(text: str, findings: Sequence[Finding]) -> list[fixes.Fix | None]:
+    def fixes_for(
+        text: str, findings: Sequence[Finding], budget_s: float | None = None
+    ) -> list[fixes.Fix | None]:
         """The fake findings' recipes apply as they say (the real codemods: test_fixes.py)."""
         return [fixes.Fix([], f.fix.safe) if f.fix is not None else None for f in findings]
 

@@ -1205,11 +1205,12 @@ def f(x):
 
 def test_one_write_reached_from_two_calls_names_both_savers() -> None:
     """The write in `bump` is found once per call, each naming its own saver: the one finding
-    kept carries the related locations of both, its own first, each once."""
+    kept names the latest saver (backward() meets it first: torch, `run` and verify name it)
+    and carries the related locations of both, its own first, each once."""
     (found,) = [f for f in analyze(TWO_SAVERS) if f.code == "IPL001"]
     assert [(r.span.line, r.message.split(" here")[0]) for r in found.related] == [
-        (10, "saved by torch.sigmoid"),
         (12, "saved by torch.exp"),
+        (10, "saved by torch.sigmoid"),
     ]
     shared = Related(Span(2, 0, 2, 1), "read here")
     first = Related(Span(1, 0, 1, 1), "saved here")
@@ -1220,7 +1221,7 @@ def test_one_write_reached_from_two_calls_names_both_savers() -> None:
         Finding("IPL001", Severity.ERROR, "a", span, related=(first, shared)),
     ]
     (kept,) = _dedupe(duplicates)
-    assert (kept.message, kept.related) == ("a", (first, shared, later))
+    assert (kept.message, kept.related) == ("b", (later, shared, first))
 
 
 def test_an_edit_of_another_class_does_not_run_an_in_place_activation_again() -> None:

@@ -6,6 +6,12 @@ requests they ran, on files written as they would write them.
    so it is an unsafe fix: JSON says `"fixable": false` and why, `check --fix` leaves it and
    says why, `--fix --unsafe-fixes` applies it, and the editor lists it, not preferred and
    not in fix-all.
+2. verify ran a stray `.venv` above a file in no project and never named its interpreter.
+3. verify refused notebooks and the place `check` prints (`nb.ipynb:cell 3:8`).
+4. `run` without torch said only "No module named 'torch'".
+6. check and the runtime named different ops and lines for one bug.
+8. A clean `run` said nothing (was the detector on?); `--show-hints` counted hints as problems
+   (tests/test_cli.py).
 """
 
 from __future__ import annotations
@@ -393,3 +399,55 @@ def test_verify_a_notebook_at_the_place_check_prints(
     assert capsys.readouterr().err == "nb.ipynb: no code cell 9 (its code cells: 2, 3, 4)\n"
     assert cli.main(["verify", "nb.ipynb:8"]) == 2
     assert "a notebook's line is in a cell: nb.ipynb:cell N:LINE" in capsys.readouterr().err
+
+
+# 6. check and the runtime named different ops and lines for one bug: `nn.Linear(bias=False)`
+# runs MmBackward0 (check said AddmmBackward0), and of three saves check named the first while
+# torch, `run` and verify name the last (backward() visits the latest save first).
+
+THREE_SAVES = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8, bias=False)
+            self.fc2 = nn.Linear(8, 8, False)
+
+        def forward(self, x):
+            h = torch.tanh(x)
+            y = self.fc(h) + self.fc2(h)
+            h += 1
+            return y
+
+
+    Block()(torch.randn(2, 8, requires_grad=True)).sum().backward()
+    """
+)
+
+
+@pytest.mark.torch
+def test_check_and_run_name_the_same_op_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "three.py").write_text(THREE_SAVES, encoding="utf-8")
+    assert cli.main(["check", "--no-cache", "--format", "json", "three.py"]) == 1
+    (record,) = json.loads(capsys.readouterr().out)
+    assert record["message"].startswith("nn.Linear saved `h` for backward (line 13)")
+    saved = record["related"][0]
+    assert (saved["line"], saved["column"]) == (13, 26)
+    assert saved["message"] == "saved by nn.Linear here: MmBackward0 needs it"
+    done = subprocess.run(
+        [sys.executable, "-m", "inplace_lsp", "run", "--no-report", "three.py"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1
+    assert "saved by    MmBackward0 at three.py:13" in done.stderr, done.stderr

@@ -1350,17 +1350,19 @@ def _followed_from_call_sites(follows: list[tuple[str, frozenset[str]]]) -> set[
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:
     """One finding per (code, range): the most severe; of equally severe ones (a write
-    reached from several calls, each naming its own saver) the one whose saver comes first,
-    whichever call was analysed first (an edit reuses some calls' summaries). The related
-    locations of the duplicates are merged into it: its own first, then the others' (in that
-    order of rank), each once."""
+    reached from several calls, each naming its own saver) the one whose saver comes last,
+    whichever call was analysed first (an edit reuses some calls' summaries): backward()
+    visits the latest save first, so that is the one torch, `run` and verify name. The
+    related locations of the duplicates are merged into it: its own first, then the others'
+    (in that order of rank), each once."""
     groups: dict[tuple[str, int, int, int, int], list[Finding]] = {}
     for f in findings:
         key = (f.code, f.span.line, f.span.col, f.span.end_line, f.span.end_col)
         groups.setdefault(key, []).append(f)
     best: dict[tuple[str, int, int, int, int], Finding] = {}
     for key, group in groups.items():
-        group.sort(key=_rank)
+        group.sort(key=_rank, reverse=True)  # the latest saver first ...
+        group.sort(key=lambda f: _SEVERITY_RANK[f.severity])  # ... of the most severe
         first = group[0]
         related = tuple(dict.fromkeys(r for f in group for r in f.related))
         best[key] = first if related == first.related else replace(first, related=related)
@@ -1385,7 +1387,7 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 
 def _rank(f: Finding) -> tuple[object, ...]:
     related = tuple((r.path or "", r.span.line, r.span.col, r.message) for r in f.related)
-    return (_SEVERITY_RANK[f.severity], related, f.message)
+    return (related, f.message)
 
 
 def _one_safety_per_edit(findings: list[Finding]) -> list[Finding]:

@@ -459,7 +459,7 @@ class TorchOps(Events):
                             group,
                             f"nn.{short}",
                             slot,
-                            info.grad_fn,
+                            _layer_grad_fn(info.grad_fn, ref),
                             node,
                             frame,
                             # (of what may be the written tensor or a copy of it: the
@@ -976,6 +976,23 @@ def view_layout(kind: str | None, base: bool | None) -> bool | None:
     if kind == "broadcasts" or (kind == "permutes" and base is not False):
         return False
     return base if kind == "keeps" else None
+
+
+def _layer_grad_fn(grad_fn: str | None, ref: ModuleRef) -> str | None:
+    """The node that saves for a layer: `nn.Linear(..., bias=False)` multiplies without adding
+    (torch runs `MmBackward0`, not `AddmmBackward0`)."""
+    if grad_fn != "AddmmBackward0":
+        return grad_fn
+    given = ref.layer_args.get("bias", ref.layer_args.get("#2"))
+    call = ref.call
+    if given is None and call is not None:
+        keyword = call_keyword(call, "bias")
+        spelled = keyword.value if isinstance(keyword, ast.keyword) else None
+        if spelled is None and len(call.args) > 2:
+            spelled = call.args[2]
+        if isinstance(spelled, ast.Constant):
+            given = spelled.value
+    return "MmBackward0" if given is False else grad_fn
 
 
 def _dtype_name(node: ast.expr, imports: Mapping[str, str]) -> str | None:

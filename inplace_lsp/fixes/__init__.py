@@ -34,8 +34,10 @@ safe fix by running it. Moving
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from inplace_lsp.analysis.findings import Finding
 from inplace_lsp.fixes import anomaly, clone, inplace_false, no_grad, noqa, out_of_place
@@ -128,10 +130,22 @@ def fix_for(text: str, finding: Finding) -> Fix | None:
     return _fix(Source(text), finding)
 
 
-def fixes_for(text: str, findings: Sequence[Finding]) -> list[Fix | None]:
-    """`fix_for` of each finding, the text read once."""
+def fixes_for(
+    text: str, findings: Sequence[Finding], budget_s: float | None = None
+) -> list[Fix | None | Literal[False]]:
+    """`fix_for` of each finding, the text read once; with `budget_s`, False for the findings
+    left once that many seconds are spent (not checked: a file with thousands of findings)."""
     source = Source(text)
-    return [_fix(source, finding) if finding.fix is not None else None for finding in findings]
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    out: list[Fix | None | Literal[False]] = []
+    for finding in findings:
+        if finding.fix is None:
+            out.append(None)
+        elif deadline is not None and time.monotonic() > deadline:
+            out.append(False)
+        else:
+            out.append(_fix(source, finding))
+    return out
 
 
 def edits_for(text: str, finding: Finding) -> list[Edit] | None:
