@@ -284,21 +284,7 @@ def test_a_clean_run_says_what_the_detector_watched(body: str, said: str, tmp_pa
 # as a home folder's), not the activated environment, and its text output never named the
 # interpreter.
 
-CLEAN = textwrap.dedent(
-    """\
-    import torch
-    import torch.nn as nn
-
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc = nn.Linear(8, 8)
-
-        def forward(self, x):
-            return x + self.fc(x)
-    """
-)
+CLEAN = BLOCK.replace("x += self.fc(x)\n        return x", "return x + self.fc(x)")
 
 
 def _wrapper(folder: Path, target: str) -> Path:

@@ -2575,13 +2575,13 @@ class Interpreter(Objects):
                 return copied
         if name in ALIAS_METHODS:
             if name != "contiguous" and (
-                target_dtype(name, node, self.model.imports) is None or not receiver.dtype
+                target_dtype(name, node, self.model) is None or not receiver.dtype
             ):
                 return replace(receiver, leaf=False)  # `.to(device)`: the tensor or a copy
             return replace(receiver)  # nothing to change: torch returns the tensor itself
         made = FACTS.factories.get(f"Tensor.{name}")
         if made is not None:  # `x.new_zeros(shape)`: fresh, of x's dtype
-            created = created_tensor(node, f"Tensor.{name}", self.model.imports, receiver.dtype)
+            created = created_tensor(node, f"Tensor.{name}", self.model, receiver.dtype)
             return replace(created, inference=self.inference_at)
         if receiver.kind == "unknown" and name in BUILTIN_METHODS:
             # `name.split(".")`, `seen.add(k)`: as likely a str, list or set as a tensor.
@@ -2725,7 +2725,7 @@ class Interpreter(Objects):
             ):
                 return args[0]  # `torch.as_tensor(t)`: t itself
             return replace(
-                created_tensor(node, qual, self.model.imports, factory.dtype),
+                created_tensor(node, qual, self.model, factory.dtype),
                 inference=self.inference_at,
             )
         params = args[0] if args else kwargs.get("params")

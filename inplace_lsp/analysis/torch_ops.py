@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
 
 from inplace_lsp.analysis.domain import (
     UNSIZED,
@@ -30,7 +29,7 @@ from inplace_lsp.analysis.domain import (
 from inplace_lsp.analysis.events import Events
 from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, OpInfo
 from inplace_lsp.analysis.knowledge import load as load_knowledge
-from inplace_lsp.analysis.model import Undecidable, call_keyword, evaluate
+from inplace_lsp.analysis.model import ModuleModel, Undecidable, call_keyword, evaluate
 
 # The torch facts below come from data/autograd.json (scripts/gen_autograd_table.py probes
 # them); the analysis and the fixes read them by these names.
@@ -293,7 +292,7 @@ class TorchOps(Events):
                 maybe = f"`.{name}()` {part}returns a view (it copies a non-contiguous tensor)"
                 return replace(receiver, leaf=False, joined=True, maybe=maybe)
             return None
-        target = target_dtype(name, node, self.model.imports)
+        target = target_dtype(name, node, self.model)
         if target is None:
             return None  # `.to(device)`, `.type_as(other)`: unknown here, the usual handling
         if receiver.dtype and receiver.dtype != target:
@@ -826,13 +825,13 @@ def _dropout_p(ref: ModuleRef) -> float | None:
 
 
 def created_tensor(
-    node: ast.Call, origin: str, imports: Mapping[str, str], default_dtype: str = ""
+    node: ast.Call, origin: str, model: ModuleModel, default_dtype: str = ""
 ) -> Value:
     """A new tensor outside every graph (`torch.zeros(...)`, `x.new_empty(...)`): a leaf that
     requires grad only when the call says `requires_grad=True`; contiguous, and of the dtype
     the call names, or else the factory's (`torch.randn` makes float32)."""
     grad = _requires_grad_kw(node)
-    dtype = next((_dtype_name(k.value, imports) for k in node.keywords if k.arg == "dtype"), None)
+    dtype = next((_dtype_name(k.value, model) for k in node.keywords if k.arg == "dtype"), None)
     if dtype is None:
         dtype = default_dtype
     return Value(
@@ -995,22 +994,15 @@ def _layer_grad_fn(grad_fn: str | None, ref: ModuleRef) -> str | None:
     return "MmBackward0" if given is False else grad_fn
 
 
-def _dtype_name(node: ast.expr, imports: Mapping[str, str]) -> str | None:
+def _dtype_name(node: ast.expr, model: ModuleModel) -> str | None:
     """`torch.float64` -> "float64", however the file imported torch (`th.float64` after
     `import torch as th`, `float64` after `from torch import float64`); None when not a
     floating dtype spelled out."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    qualified = ".".join([imports.get(node.id, node.id), *reversed(parts)])
-    module, _, attr = qualified.rpartition(".")
+    module, _, attr = (model.qualify(node) or "").rpartition(".")
     return _DTYPE_NAMES.get(attr) if module == "torch" else None
 
 
-def target_dtype(name: str, node: ast.Call, imports: Mapping[str, str]) -> str | None:
+def target_dtype(name: str, node: ast.Call, model: ModuleModel) -> str | None:
     """The floating dtype `.double()` / `.to(torch.float64)` / `.type(torch.float64)` asks
     for; None when the call names none (a device) or one this analysis does not follow."""
     if name in _DTYPE_METHODS:
@@ -1018,7 +1010,7 @@ def target_dtype(name: str, node: ast.Call, imports: Mapping[str, str]) -> str |
     if name in ("to", "type"):
         given = [*node.args, *(k.value for k in node.keywords if k.arg == "dtype")]
         for arg in given:
-            found = _dtype_name(arg, imports)
+            found = _dtype_name(arg, model)
             if found is not None:
                 return found
     return None
