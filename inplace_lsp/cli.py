@@ -157,7 +157,6 @@ class FileResult:
     # With Fixing.REPORT and above: per finding, whether a quick fix applies ("safe",
     # "unsafe" or "") and why it is unsafe or does not apply.
     fixes: list[tuple[str, str]] | None = None
-    want_fixes: bool = False
     skipped: str | None = None  # why the file was left out ("not a Python notebook")
     # A notebook: where each program line lives, and each layout cell's notebook cell number.
     layout: notebook.Layout | None = None
@@ -211,9 +210,12 @@ class FileResult:
         return Located(finding, place, related)
 
 
-def _analyse(text: str, path: str, settings: config.Settings, result: FileResult) -> None:
+def _analyse(
+    text: str, path: str, settings: config.Settings, result: FileResult, fix: Fixing
+) -> None:
     """Sets result's findings, problems (syntax errors) and notes (the functions not
-    analysed) to those of `text`, the file's program (after a fix: its new text)."""
+    analysed) to those of `text`, the file's program (after a fix: its new text); from
+    Fixing.REPORT on, also which of its fixes apply."""
     analysis = engine.analyze_document(text, path, time_limit_s=settings.function_time_limit_s)
     result.findings = config.apply(analysis.findings, settings, split_lines(text))
     result.problems = [
@@ -230,7 +232,7 @@ def _analyse(text: str, path: str, settings: config.Settings, result: FileResult
         f"note: {note.message}"
         for note in analysis.notes
     ]
-    result.fixes = _fix_statuses(text, result.findings) if result.want_fixes else None
+    result.fixes = _fix_statuses(text, result.findings) if fix >= Fixing.REPORT else None
 
 
 class Fixing(IntEnum):
@@ -302,7 +304,7 @@ def check_file(
     file. With `use_cache` (and without a rewrite), a result the cache holds for the same
     bytes, settings and build, whose imported files are unchanged, is returned without
     analysing."""
-    result = FileResult(path, want_fixes=fix >= Fixing.REPORT)
+    result = FileResult(path)
     try:
         data = read_source(path, settings.max_file_bytes)
     except Unreadable as exc:
@@ -315,7 +317,7 @@ def check_file(
     if store is None:
         return _check_data(path, data, settings, fix, result)
     cached = store.get(path, data)
-    if isinstance(cached, FileResult) and (cached.fixes is not None or not result.want_fixes):
+    if isinstance(cached, FileResult) and (cached.fixes is not None or fix < Fixing.REPORT):
         return cached
     with engine.default_workspace().recording() as reads:
         result = _check_data(path, data, settings, fix, result)
@@ -376,7 +378,7 @@ def _check_data(
         if _is_notebook(path):
             _check_notebook(path, data, encoding, text, settings, fix, result)
         else:
-            _analyse(text, path, settings, result)
+            _analyse(text, path, settings, result, fix)
             if fix >= Fixing.SAFE:
                 _fix(path, data, encoding, text, settings, result, fix)
             result.checked = True
@@ -539,7 +541,7 @@ def _fix(
     if not _write_back(path, read, data, result):
         return
     before = len(result.findings)
-    _analyse(fixed_text, path, settings, result)
+    _analyse(fixed_text, path, settings, result, fix)
     result.fixed = max(0, before - len(result.findings))
     _not_fixed(result)
 
@@ -578,7 +580,7 @@ def _check_notebook(
     if "torch" not in program:  # only its outputs or markdown mention torch (or no cell)
         result.without_torch = True
         return
-    _analyse(program, path, settings, result)
+    _analyse(program, path, settings, result, fix)
     if fix >= Fixing.SAFE:
         _fix_notebook(path, read, encoding, nb, program, settings, result, fix)
     result.checked = True
@@ -620,7 +622,7 @@ def _fix_notebook(
         return
     fixed = notebook.read_notebook(text)
     before = len(result.findings)
-    _analyse(_notebook_program(path, fixed, result), path, settings, result)
+    _analyse(_notebook_program(path, fixed, result), path, settings, result, fix)
     result.fixed = max(0, before - len(result.findings))
     _not_fixed(result)
 
@@ -1237,7 +1239,7 @@ class _NotebookTarget:
 
     @classmethod
     def of(cls, path: str, text: str, cell: int | None, line: int | None) -> _NotebookTarget:
-        from inplace_lsp.lsp.verification import definitions
+        from inplace_lsp.lsp.verification import definitions, notebook_program_path
         from inplace_lsp.verify.parsed import Parsed
 
         try:
@@ -1255,8 +1257,7 @@ class _NotebookTarget:
             if line is not None and line > where.line_count:
                 raise ValueError(f"cell {cell} has {where.line_count} lines, not {line}")
             at = where.first_line + (line or 1) - 1
-        stem = re.sub(r"\W", "_", Path(path).stem)
-        program_path = str(Path(path).absolute().with_name(f"_inplace_lsp_notebook_{stem}.py"))
+        program_path = notebook_program_path(os.path.abspath(path))
         kept = definitions(Parsed(program)).text
         return cls(path, program_path, kept, at, layout, numbers)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -311,6 +312,13 @@ def notebook_definitions(program: str) -> str:
     classes, functions, and assignments of constants. Training loops, data loading and prints
     in other cells are blanked line for line, so line numbers stay those of the program."""
     return definitions(Parsed(program)).text
+
+
+def notebook_program_path(notebook: str) -> str:
+    """The name a notebook's program runs under: a file beside the notebook (that is never
+    written), so that its imports of local modules resolve as the notebook's do."""
+    stem = re.sub(r"\W", "_", Path(notebook).stem)
+    return str(Path(notebook).with_name(f"_inplace_lsp_notebook_{stem}.py"))
 
 
 def definitions(program: Parsed) -> Parsed:

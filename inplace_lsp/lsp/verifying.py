@@ -10,7 +10,6 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -215,8 +214,7 @@ class Verifying:
         if real is None:
             path = untitled_path(notebook, self._session.workspace.root)
         else:
-            stem = re.sub(r"\W", "_", Path(real).stem)
-            path = str(Path(real).with_name(f"_inplace_lsp_notebook_{stem}.py"))
+            path = verification.notebook_program_path(real)
         program = verification.definitions(Parsed(snapshot.text))
         return path, program, line, (layout, cell)
 

@@ -530,7 +530,6 @@ class Tracer:
         # (frame, instruction, user site) of the last save of the current torch call: one op
         # saves many tensors from one place (an LSTM cell, 14), the stack is walked once.
         self.memo: tuple[FrameType, int, Site | None] | None = None
-        self.backward_seen = False
         self.backward_calls = 0  # backward() / autograd.grad() calls that returned
         self.unpacked = False
         self.silent: list[Bump] = []  # writes through `.data` into saved tensors
@@ -567,6 +566,10 @@ class Tracer:
         ) = None
 
     # saved_tensors_hooks ------------------------------------------------------------
+    @property
+    def backward_seen(self) -> bool:
+        return self.backward_calls > 0
+
     def pack(self, tensor: torch.Tensor) -> Saved:
         import torch
 
@@ -691,7 +694,6 @@ class Tracer:
         if name == "backward" or (
             name == "grad" and getattr(func, "__module__", "") == "torch.autograd"
         ):
-            self.backward_seen = True
             self.backward_calls += 1
             if self.retention and name == "backward":
                 self.remember_freed(args, kwargs, caller)
