@@ -1336,7 +1336,8 @@ def _catch_stop_signals() -> dict[int, Any]:
 
 
 def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Exit 0: forward and backward ran; 1: an in-place or leaf error; 2: error or timeout."""
+    """Exit 0: forward and backward ran; 1: an in-place, leaf or retention error; 2: error or
+    timeout."""
     from inplace_lsp.verify import runner  # imported here: `check` does not pay for it
 
     try:
@@ -1412,7 +1413,7 @@ def _cmd_verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             _error("output of the run (last lines):\n" + "\n".join(tail.splitlines()[-20:]))
     if result["status"] == "ok":
         return EXIT_CLEAN
-    if result["status"] in ("inplace-error", "leaf-error"):
+    if result["status"] in runner.FAILED:
         return EXIT_FINDINGS
     return EXIT_ERROR
 
@@ -1489,8 +1490,9 @@ def build_parser() -> argparse.ArgumentParser:
         "FILE.ipynb:cell N:LINE) forward and backward under anomaly detection, in a "
         "subprocess of your project's interpreter (verify.python, else the project's .venv, "
         "the activated environment, this one), on CUDA when there is one, and name the line "
-        "that wrote in place. Exit 0: backward ran; 1: an in-place autograd error; 2: any "
-        "other error, a timeout, or a usage error; 128+N: stopped by signal N.",
+        "that wrote in place. Exit 0: backward ran; 1: an autograd error in your code (an "
+        "in-place write, a backward through a graph already freed); 2: any other error, a "
+        "timeout, or a usage error; 128+N: stopped by signal N.",
     )
     verify.add_argument("target", metavar="FILE[:LINE]")
     verify.add_argument(

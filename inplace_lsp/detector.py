@@ -13,7 +13,9 @@ shape, dtype and device, and its version history. Warnings (``InplaceWarning``, 
 report): writes through ``.data`` or a NumPy array into a saved tensor that backward then read
 (torch raises nothing and the gradient is wrong), and with ``retention=True`` calls that build
 on a graph that backward already freed (an accumulated loss keeps every step's graph alive; a
-reused hidden state fails the next backward).
+reused hidden state fails the next backward). When a backward does fail "through the graph a
+second time", the error names the calls of its graph that built on the freed one, with or
+without ``retention``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ if TYPE_CHECKING:
 __all__ = ["Detector", "InplaceWarning", "detect", "rank_path"]
 
 _MARK = "inplace-lsp detect:"  # starts the part of a message this module added
-_SECOND_BACKWARD = "backward through the graph a second time"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -164,9 +165,7 @@ class Detector(contextlib.ContextDecorator):
 
         frames = _t.UserFrames(None)
         _t.torch_keeps_backward_suffix()  # before the hooks, which turn torch's own check off
-        tracer = _t.Tracer(
-            frames, history=True, numpy=self.silent, leaves=self.leaf, retention=self.retention
-        )
+        tracer = _t.Tracer(frames, history=True, numpy=self.silent, leaves=self.leaf)
         tracer.on_error = self._version_failure
         tracer.on_call_error = self._call_failure
         tracer.on_backward = self._after_backward
@@ -338,8 +337,8 @@ class Detector(contextlib.ContextDecorator):
         assert tracer is not None
         if self.leaf and _t.LEAF_MSG in text:
             extra = self._leaf_failure(args, kwargs, frame)
-        elif _SECOND_BACKWARD in text and tracer.retained:
-            extra = self._second_backward()
+        elif _t.SECOND_BACKWARD_MSG in text and tracer.reused:
+            extra = self._second_backward(tracer.reused)
         else:
             return
         if extra and len(exc.args) == 1 and isinstance(exc.args[0], str):
@@ -411,11 +410,15 @@ class Detector(contextlib.ContextDecorator):
             self._written()
         return finding["detail"]
 
-    def _second_backward(self) -> str:
+    def _second_backward(self, reused: list[_t.Site | None]) -> str:
+        """The text added to "backward through the graph a second time": the calls of the
+        failing graph that built on a freed one (each an error finding)."""
         tracer = self._tracer
         assert tracer is not None
         lines = [f"{_MARK} calls that built on a graph that backward had freed:"]
-        for use, (op, freed_by) in list(tracer.retained.items())[:5]:
+        for use in reused[:5]:
+            op, freed_by = tracer.retained[use]
+            self._retained(use, op, freed_by, failed=True)
             if use is None:
                 continue
             by = f" (freed by the backward at {self._short(freed_by)})" if freed_by else ""
@@ -439,10 +442,11 @@ class Detector(contextlib.ContextDecorator):
         for record in tracer.numpy_changed[self._seen_numpy :]:
             changed |= self._numpy_write(record)
         self._seen_numpy = len(tracer.numpy_changed)
-        retained = list(tracer.retained.items())
-        for use, (op, freed_by) in retained[self._seen_retained :]:
-            changed |= self._retained(use, op, freed_by)
-        self._seen_retained = len(retained)
+        if self.retention:
+            retained = list(tracer.retained.items())
+            for use, (op, freed_by) in retained[self._seen_retained :]:
+                changed |= self._retained(use, op, freed_by)
+            self._seen_retained = len(retained)
         if changed:
             self._written()
 
@@ -489,9 +493,18 @@ class Detector(contextlib.ContextDecorator):
             self._warn(finding, shared if shared is not None else record.site)
         return new
 
-    def _retained(self, use: _t.Site | None, op: str, freed_by: _t.Site | None) -> bool:
+    def _retained(
+        self, use: _t.Site | None, op: str, freed_by: _t.Site | None, *, failed: bool = False
+    ) -> bool:
+        """A call that built on a graph backward had freed: a warning (``retention``), or an
+        error where a backward through it failed (``failed``)."""
         by = f" at {freed_by}" if freed_by is not None else ""
-        if op in ("__iadd__", "add_", "__add__", "__radd__", "add"):
+        if failed:
+            advice = (
+                "a backward through it raised 'Trying to backward through the graph a second "
+                "time'; detach() a tensor kept across steps, or retain_graph=True"
+            )
+        elif op in ("__iadd__", "add_", "__add__", "__radd__", "add"):
             advice = (
                 "an accumulator that requires grad keeps every step's graph in memory; "
                 "accumulate `loss.item()` or `loss.detach()`"
@@ -502,7 +515,7 @@ class Detector(contextlib.ContextDecorator):
                 "time'; detach() a tensor kept across steps, or retain_graph=True"
             )
         finding: dict[str, Any] = {
-            "severity": "warning",
+            "severity": "error" if failed else "warning",
             "kind": "graph-retention",
             "message": f"{op} uses a tensor of the graph that the backward{by} freed: {advice}",
             "mutation": _where(use),
@@ -514,8 +527,13 @@ class Detector(contextlib.ContextDecorator):
             "tensor": None,
             "versions": [],
         }
+        known = self._keys.get(("graph-retention", use))
+        if known is not None:  # each use once: a warning, or the error it turned into
+            if failed:
+                known.update(severity="error", message=self._prefix + finding["message"])
+            return False
         new = self._add(("graph-retention", use), finding)
-        if new:
+        if new and not failed:
             self._warn(finding, use)
         return new
 

@@ -13,6 +13,8 @@ compiled code (pygls, lsprotocol, jedi, inplace_lsp itself...) goes to `common/`
 the .vsix then holds a few files instead of thousands (vsce packs and scans each; 7,500 files
 took it 13 minutes). `bundled/tool/serve.py` unpacks it on its first run and puts the two
 folders on `sys.path`. `bundled/manifest.json` says what is in it, and which Pythons it serves.
+Each step says on stderr what it does and, when done, how long it took (the whole run takes a
+minute or two: pip resolves the dependencies once per Python).
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,6 +48,17 @@ PLATFORMS = {
     "win32-x64": ["win_amd64"],
     "win32-arm64": ["win_arm64"],
 }
+
+
+@contextmanager
+def step(what: str) -> Iterator[None]:
+    """Says on stderr what is being done, then how long it took."""
+    print(f"bundle_server: {what} ...", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    yield
+    print(
+        f"bundle_server: {what}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True
+    )
 
 
 # What the wheel is made of: the package, its metadata (README.md, LICENSE) and the files
@@ -137,8 +153,10 @@ def bundle(wheel: Path, target: str, out: Path, pythons: tuple[str, ...] = PYTHO
     with tempfile.TemporaryDirectory(prefix="inplace-lsp-bundle-") as tmp:
         libs = Path(tmp) / "libs"
         staged = {python: libs / ("cp" + python.replace(".", "")) for python in pythons}
-        for python, folder in staged.items():
-            _install(wheel, python, PLATFORMS[target], folder)
+        for number, (python, folder) in enumerate(staged.items(), 1):
+            what = f"Python {python} ({number} of {len(staged)}): pip installs the wheel and its"
+            with step(f"{what} dependencies for {target}"):
+                _install(wheel, python, PLATFORMS[target], folder)
         common = libs / "common"
         common.mkdir()
         first, *others = staged.values()
@@ -158,7 +176,10 @@ def bundle(wheel: Path, target: str, out: Path, pythons: tuple[str, ...] = PYTHO
         shutil.rmtree(out / "libs", ignore_errors=True)  # unpacked from an older archive
         archive = out / "libs.zip"
         files = sorted(p for p in libs.rglob("*") if p.is_file())
-        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zipped:
+        with (
+            step(f"writing {len(files)} files ({len(shared)} packages shared) to {archive}"),
+            zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zipped,
+        ):
             for path in files:
                 # A fixed time: the same inputs make the same archive.
                 info = zipfile.ZipInfo(path.relative_to(libs).as_posix(), (1980, 1, 1, 0, 0, 0))
@@ -189,7 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", action="append", help=f"default: {' '.join(PYTHONS)}")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="inplace-lsp-wheel-") as tmp:
-        wheel = args.wheel or build_wheel(Path(tmp))
+        wheel = args.wheel
+        if wheel is None:
+            with step("building the wheel of this checkout"):
+                wheel = build_wheel(Path(tmp))
         manifest = bundle(wheel.resolve(), args.target, args.out, tuple(args.python or PYTHONS))
     size = (args.out / "libs.zip").stat().st_size
     print(

@@ -43,6 +43,14 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    # Each step says what it does and how long it took (a silent minute looked hung).
+    mark = "bundle_server: "
+    said = [line[len(mark) :] for line in done.stderr.splitlines() if line.startswith(mark)]
+    assert said[0] == "building the wheel of this checkout ...", done.stderr
+    assert said[1].startswith("building the wheel of this checkout: "), done.stderr
+    assert said[2].startswith(f"Python {PYTHON} (1 of 1): pip installs the wheel and its ")
+    assert said[-1].startswith("writing ") and said[-1].endswith(" s"), done.stderr
+    assert len(said) == 6, done.stderr  # the wheel, one Python, the archive: begun and done
     return out
 
 

@@ -375,13 +375,16 @@ def test_second_backward_error_names_the_reused_tensor() -> None:
             h = cell(torch.randn(1, 3), h)  # REUSE
             h.sum().backward()
 
-    with pytest.warns(InplaceWarning):
-        with inplace_lsp.detect(retention=True) as detector:
-            text = _error_text(loop)
-    assert "backward through the graph a second time" in text
-    assert "inplace-lsp detect: calls that built on a graph" in text
-    assert f":{_line('REUSE')}" in text
-    assert [f["kind"] for f in detector.findings] == ["graph-retention"]
+    for retention in (False, True):  # the failure is explained with or without the flag
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", InplaceWarning)  # an error, not a warning too
+            with inplace_lsp.detect(retention=retention) as detector:
+                text = _error_text(loop)
+        assert "backward through the graph a second time" in text
+        assert "inplace-lsp detect: calls that built on a graph" in text
+        assert f":{_line('REUSE')}" in text
+        found = [(f["kind"], f["severity"], f["mutation"]["line"]) for f in detector.findings]
+        assert found == [("graph-retention", "error", _line("REUSE"))]
 
 
 _VALUE_READS = ("item", "tolist", "__bool__", "__float__", "__int__", "__index__", "cpu", "numpy")

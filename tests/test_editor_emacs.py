@@ -6,8 +6,8 @@ tests/editor_emacs/driver.el walks what a user does:
   and the right raw columns in the negotiated encoding (UTF-16 on eglot 1.9); the flagged code
   sits after "é😀" on its line, so characters and UTF-16 code units differ;
 * M-x inplace-lsp-verify (the shipped command) in the broken nn.Module names the in-place
-  write and the line that saved the tensor; the server's "inplace-lsp verify" diagnostic is
-  on the writing line;
+  write and the line that saved the tensor; the IPL001 Error on the writing line says verify
+  confirmed it (no second diagnostic there);
 * M-x eglot-code-actions RET applies the preferred quick fix; C-x C-s; the diagnostic clears;
   M-x inplace-lsp-verify and the "Verify NAME" code action then say ok.
 
@@ -246,9 +246,12 @@ def _check_verify(run: Run) -> None:
     assert f"{TARGET} fails: line {FLAGGED_LINE + 1} overwrites" in broken["server_message"], (
         run.context()
     )
-    [verified] = report["verify_diagnostics"]
+    # One entry for the bug: the analysis's Error says verify confirmed it.
+    [verified] = report["verify_confirmed"]
     assert (verified["line"], verified["severity"]) == (FLAGGED_LINE + 1, 1), run.context()
-    assert verified["source"] == "inplace-lsp verify", run.context()
+    assert (verified["code"], verified["source"]) == ("IPL001", "inplace-lsp"), run.context()
+    assert f"(confirmed by verify: {TARGET} fails: line {FLAGGED_LINE + 1} " in verified["text"]
+    assert report["verify_diagnostics"] == [], run.context()
     assert report["verify_fixed"]["message"] == f"inplace-lsp verify: ok ({TARGET})", run.context()
     action = report["verify_action"]
     assert (action["status"], action["target"]) == ("ok", TARGET), run.context()

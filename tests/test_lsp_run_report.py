@@ -299,6 +299,48 @@ def test_a_report_present_at_start_shows_next_to_the_analysis(
 
 
 @pytest.mark.lsp
+def test_a_run_finding_offers_the_fix_of_its_lines_analysis_finding(
+    server: Server, workspace: Path
+) -> None:
+    """Asked for quick fixes where only the run's diagnostic is (the line's start, before the
+    IPL001 span), as the Problems entry of the run finding asks: the analysis's fix of that
+    line is offered, for the run's diagnostic too, and applies."""
+    write_report(workspace, [inplace_finding(workspace)])
+    server.initialize()
+    uri = (workspace / "model.py").as_uri()
+    open_document(server, uri, MODEL)
+    found = wait_published(
+        server, uri, lambda d: has_run(d) and any(x.get("code") == "IPL001" for x in d), "both"
+    )
+    [ran] = run_of(found)
+    [analysed] = [d for d in found if d.get("code") == "IPL001"]
+    assert analysed["range"]["start"]["character"] > 8  # after `note = "é😀"; `
+    params = {
+        "textDocument": {"uri": uri},
+        "range": {"start": at(WRITE, 4), "end": at(WRITE, 4)},  # in the indentation
+        "context": {"diagnostics": [ran], "only": ["quickfix"]},
+    }
+    server.send(request(50, "textDocument/codeAction", params))
+    offered = server.reply(50)["result"]
+    [fix] = [a for a in offered if a["title"].endswith("(IPL001)")]
+    assert fix["isPreferred"] is True
+    assert [(d["source"], d["code"]) for d in fix["diagnostics"]] == [
+        ("inplace-lsp", "IPL001"),
+        (SOURCE, "inplace-error"),
+    ]
+    [edit] = fix["edit"]["changes"][uri]
+    line = MODEL.splitlines()[WRITE]
+    assert edit["range"]["start"]["line"] == edit["range"]["end"]["line"] == WRITE
+
+    def index(units: int) -> int:  # a UTF-16 column of the line as an index into it
+        return len(line.encode("utf-16-le")[: 2 * units].decode("utf-16-le"))
+
+    start, end = (index(edit["range"][e]["character"]) for e in ("start", "end"))
+    assert line[:start] + edit["newText"] + line[end:] == '        note = "é😀"; g = g * 0.5'
+    assert server.stop() == 0
+
+
+@pytest.mark.lsp
 @pytest.mark.parametrize("watching", [True, False], ids=["watched", "polled"])
 def test_a_report_written_while_the_server_runs(
     server: Server, workspace: Path, watching: bool

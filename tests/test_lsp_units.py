@@ -655,6 +655,21 @@ def test_notebook_push_per_cell_and_deleted_cells_cleared(tmp_path: Path) -> Non
     assert client.last("c0") == (None, []) and session.key_of("c0") is None
 
 
+CONFIRMED = " (confirmed by verify: "
+
+
+def verify_diagnostics(found: list[types.Diagnostic]) -> list[types.Diagnostic]:
+    """What verify shows among the diagnostics: its own, and the analysis's Errors it
+    confirmed (one entry per bug: a verify error on such a line joins that one)."""
+    return [d for d in found if d.source == "inplace-lsp verify" or CONFIRMED in d.message]
+
+
+def said_by_verify(diagnostic: types.Diagnostic) -> str:
+    """What verify says in a diagnostic: its own message, or what it added to the analysis's."""
+    _, confirmed, said = diagnostic.message.partition(CONFIRMED)
+    return said.removesuffix(")") if confirmed else diagnostic.message
+
+
 def test_notebook_verify_diagnostics_land_in_cells_and_go_on_edit(tmp_path: Path) -> None:
     session, client = _session(tmp_path)
     notebook = (tmp_path / "n.ipynb").as_uri()
@@ -673,13 +688,14 @@ def test_notebook_verify_diagnostics_land_in_cells_and_go_on_edit(tmp_path: Path
     session.verifying.verified_notebook(notebook, document.layout, path, program, 4, result)
     version, found = client.published[-1][1], client.published[-1][2]
     assert client.published[-1][0] == "c2" and version == 1
-    (checked,) = [d for d in found if d.source == "inplace-lsp verify"]
+    (checked,) = verify_diagnostics(found)
     assert checked.range.start.line == 0  # line 4 of the program: the first of c2
-    assert "line 1 overwrites" in checked.message and "line 1 of code cell 2" in checked.message
-    (saved,) = checked.related_information or []
+    said = said_by_verify(checked)
+    assert "line 1 overwrites" in said and "line 1 of code cell 2" in said
+    saved = (checked.related_information or [])[-1]
     assert (saved.location.uri, saved.location.range.start.line) == ("c1", 0)
     session.change_notebook(notebook, 2, [cells[0], cells[1], ("c2", 2, "y = y + 1\n")])
-    assert all(d.source != "inplace-lsp verify" for d in client.published[-1][2])
+    assert verify_diagnostics(client.published[-1][2]) == []
 
 
 def test_related_location_in_another_file(tmp_path: Path) -> None:
@@ -885,8 +901,8 @@ def test_each_target_keeps_its_verify_result_until_its_text_changes(tmp_path: Pa
 
     def verified() -> list[tuple[int, str]]:
         found = next(d for u, _, d in reversed(client.published) if u == uri)
-        return sorted((d.range.start.line + 1, d.message.split(":")[0]) for d in found
-                      if d.source == "inplace-lsp verify")  # fmt: skip
+        return sorted((d.range.start.line + 1, said_by_verify(d).split(":")[0])
+                      for d in verify_diagnostics(found))  # fmt: skip
 
     session.verifying.verified_result(
         uri, 1, path, lines, gate, _failed(path, "Gate", gate - 1, gate)

@@ -9,9 +9,18 @@ requests they ran, on files written as they would write them.
 2. verify ran a stray `.venv` above a file in no project and never named its interpreter.
 3. verify refused notebooks and the place `check` prints (`nb.ipynb:cell 3:8`).
 4. `run` without torch said only "No module named 'torch'".
+5. "backward through the graph a second time" (a hidden state carried across batches): `run`
+   printed torch's message alone (only `--retention` explained it); verify called it a plain
+   error (exit 2), printed torch's message twice and named no line.
 6. check and the runtime named different ops and lines for one bug.
+7. Duplicates after verify: a second Problems entry on the analysis's line, absolute paths in
+   run messages, two notifications per `:InplaceVerify` (tests/test_editor_nvim.py,
+   test_editor_emacs.py, test_editor_vscode.py, test_lsp_verify.py).
 8. A clean `run` said nothing (was the detector on?); `--show-hints` counted hints as problems
-   (tests/test_cli.py).
+   (tests/test_cli.py); `scripts/bundle_server.py` ran silent for a minute and a half
+   (tests/test_bundle.py); verify suggested ints for tensor arguments (tests/test_verify.py).
+9. A run finding offered no quick fix though its line's analysis finding had one
+   (tests/test_lsp_run_report.py).
 """
 
 from __future__ import annotations
@@ -437,3 +446,106 @@ def test_check_and_run_name_the_same_op_and_line(
     )
     assert done.returncode == 1
     assert "saved by    MmBackward0 at three.py:13" in done.stderr, done.stderr
+
+
+# 5. A hidden state carried across batches fails the second backward: `run` explains it without
+# a flag and names the line that built on the freed graph (and not the metric accumulated
+# beside it, which the failing graph does not hold); verify calls it an autograd error (exit
+# 1), names the line and prints torch's message once.
+
+LANGUAGE_MODEL = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    lstm = nn.LSTM(8, 16, batch_first=True)
+    head = nn.Linear(16, 8)
+    opt = torch.optim.SGD([*lstm.parameters(), *head.parameters()], lr=0.1)
+    hidden = None
+    seen = torch.zeros(())
+    for step in range(3):
+        out, hidden = lstm(torch.randn(4, 5, 8), hidden)
+        loss = head(out).pow(2).mean()
+        seen = seen + loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """
+)
+
+
+@pytest.mark.torch
+def test_run_explains_a_second_backward_without_a_flag(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    (tmp_path / "lm.py").write_text(LANGUAGE_MODEL, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "inplace_lsp", "run", "lm.py"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr
+    explained = done.stderr.split("inplace-lsp detect: calls that built on a graph", 1)[1]
+    assert explained.splitlines()[1:3] == [
+        "  lstm at lm.py:11 (freed by the backward at lm.py:15)",
+        "      out, hidden = lstm(torch.randn(4, 5, 8), hidden)",
+    ]
+    assert "lm.py:13" not in explained  # `seen` builds on it too, but this backward holds none
+    assert done.stderr.endswith(
+        "inplace-lsp run: 1 error(s), 0 warning(s); report: .inplace-lsp/last-run.json\n"
+    )
+    (finding,) = json.loads((tmp_path / ".inplace-lsp" / "last-run.json").read_text())["findings"]
+    assert (finding["severity"], finding["kind"]) == ("error", "graph-retention")
+    assert finding["mutation"]["line"] == 11
+    assert "second time" in finding["message"]
+
+
+CHAR_RNN = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+
+
+    class CharRNN(nn.Module):
+        def __init__(self, vocab=10, hidden=16):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, hidden)
+            self.cell = nn.GRUCell(hidden, hidden)
+            self.out = nn.Linear(hidden, vocab)
+            self.h = None
+
+        def forward(self, tokens):
+            x = self.embed(tokens)
+            if self.h is None:
+                self.h = torch.zeros(x.shape[0], x.shape[-1])
+            self.h = self.cell(x, self.h)
+            return self.out(self.h)
+
+        @staticmethod
+        def example_inputs():
+            return (torch.randint(0, 10, (4,)),)
+    """
+)
+
+
+@pytest.mark.torch
+def test_verify_names_the_line_a_second_backward_fails_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rnn.py").write_text(CHAR_RNN, encoding="utf-8")
+    assert cli.main(["verify", "--train-step", "rnn.py"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[:2] == [
+        "CharRNN fails: line 17 builds on a graph that an earlier backward freed, and the next "
+        "backward raised 'Trying to backward through the graph a second time' (detach what is "
+        "kept across steps)",
+        "  rnn.py:17: builds on the graph a backward freed",
+    ]
+    assert "Trying to backward" not in captured.err  # torch's message is not printed again
+    fixed = CHAR_RNN.replace("self.cell(x, self.h)", "self.cell(x, self.h.detach())")
+    (tmp_path / "rnn.py").write_text(fixed, encoding="utf-8")
+    assert cli.main(["verify", "--train-step", "rnn.py"]) == 0

@@ -352,6 +352,18 @@ def long_loop(x):
     lin = nn.Linear(4, 2)
     for _ in range(10**12):  # only the first iteration is followed, never listed
         lin(x).sum().backward()
+
+
+def apply_rotary(x, cos, sin, mask):
+    x1, x2 = x.chunk(2, dim=-1)
+    rotated = torch.cat((-x2, x1), dim=-1)
+    out = x * cos + rotated * sin
+    out[mask] = 0
+    return out
+
+
+def pool(features, lengths, dim, width):
+    return features.sum(dim).view(-1, width) / lengths
 """
 _EXAMPLE_ARGS = re.compile(r"`(def example_args\(\): return .*?)` to the module")
 
@@ -381,6 +393,16 @@ def test_function_hint_gives_tensors_of_the_shapes_the_body_implies() -> None:
     )
     assert "return (torch.randn(...), torch.randn(...))` to the module and replace each `...`" in (
         str(error.value)
+    )
+    # What meets a tensor in arithmetic is a tensor (`x * cos`, `rotated * sin` where
+    # `rotated = torch.cat(...)`), and so is a `lengths` divided into one, though its name
+    # reads as an optional None; a dimension (`.sum(dim)`) is -1, which always exists; a
+    # size stays a count (was: `(torch.randn(...), 16, 16, None)`, ints for tensors).
+    assert example_args_hint(text, "apply_rotary") == (
+        "def example_args(): return (torch.randn(...), torch.randn(...), torch.randn(...), None)"
+    )
+    assert example_args_hint(text, "pool") == (
+        "def example_args(): return (torch.randn(...), torch.randn(...), -1, 16)"
     )
 
 

@@ -98,25 +98,31 @@ local function call(client, method, ...)
   return client[method](...)
 end
 
+-- The server says the outcome itself (window/showMessage, one notification); the places it
+-- names (the write, the line that saved the tensor, ...) go to a new quickfix list (:copen).
 local function show_verify(err, result)
   if err or not result then
     local why = err and err.message or 'no result'
     return vim.notify('inplace-lsp verify: ' .. why, vim.log.levels.ERROR)
   end
-  local lines = { ('inplace-lsp verify: %s (%s)'):format(result.status, result.target) }
-  for _, at in ipairs({ { result.mutation, 'in-place write' }, { result.saved_by, 'saved by' } }) do
-    local where, what = at[1], at[2]
-    if type(where) == 'table' then -- JSON null arrives as vim.NIL
-      local path = vim.fn.fnamemodify(where.path, ':~:.')
-      local op = type(where.op) == 'string' and ' ' .. where.op or ''
-      table.insert(lines, ('  %s:%d: %s%s'):format(path, where.line, what, op))
+  local items = {}
+  local function add(where, what)
+    if type(where) == 'table' and type(where.path) == 'string' then -- JSON null is vim.NIL
+      table.insert(items, { filename = where.path, lnum = where.line, text = what })
     end
   end
-  if #lines == 1 and result.status ~= 'ok' and type(result.message) == 'string' then
-    table.insert(lines, '  ' .. result.message)
+  add(result.mutation, result.status == 'retention-error' and 'builds on a freed graph'
+    or 'in-place write')
+  if type(result.saved_by) == 'table' then
+    add(result.saved_by, 'saved by ' .. tostring(result.saved_by.op))
   end
-  local level = result.status == 'ok' and vim.log.levels.INFO or vim.log.levels.ERROR
-  vim.notify(table.concat(lines, '\n'), level)
+  for _, related in ipairs(type(result.related) == 'table' and result.related or {}) do
+    add(related, tostring(related.message))
+  end
+  if #items > 0 then
+    local title = ('inplace-lsp verify: %s (%s)'):format(result.status, result.target)
+    vim.fn.setqflist({}, ' ', { title = title, items = items })
+  end
 end
 
 -- :InplaceVerify runs forward/backward of the nn.Module (or function) under the cursor.

@@ -66,14 +66,28 @@ class ClientEdits:
 
 
 def code_actions(
-    view: View, uri: str, span: Span, only: Sequence[str] | None, client: ClientEdits
+    view: View,
+    uri: str,
+    span: Span,
+    only: Sequence[str] | None,
+    client: ClientEdits,
+    beside: Sequence[types.Diagnostic] = (),
 ) -> list[types.CodeAction]:
-    """The actions for the findings under `span` of `uri`, and fix-all for the document."""
+    """The actions for the findings under `span` of `uri`, and fix-all for the document.
+    `beside`: the diagnostics of a run or a verify under `span`; a finding of the analysis on
+    one of their lines offers its fix for them too (the same line, the same fix)."""
     actions: list[types.CodeAction] = []
-    items = [item for item in view.items_for(uri) if convert.overlaps(item.span, span)]
+    on_line: dict[int, list[types.Diagnostic]] = {}
+    for diagnostic in beside:
+        on_line.setdefault(diagnostic.range.start.line + 1, []).append(diagnostic)
+    items = [
+        item
+        for item in view.items_for(uri)
+        if convert.overlaps(item.span, span) or item.span.line in on_line
+    ]
     if wanted(QUICKFIX, only):
         for item in items:
-            actions += _for_item(view, uri, item)
+            actions += _for_item(view, uri, item, on_line.get(item.span.line, []))
     if wanted(FIX_ALL, only):
         if any(_safe(view, item.finding) for item in view.items_for(uri)):
             actions.append(
@@ -90,7 +104,9 @@ def code_actions(
     return [action for action in resolved if action.edit is not None]
 
 
-def _for_item(view: View, uri: str, item: Item) -> list[types.CodeAction]:
+def _for_item(
+    view: View, uri: str, item: Item, beside: list[types.Diagnostic]
+) -> list[types.CodeAction]:
     finding = item.finding
     diagnostics = [item.diagnostic]
     actions: list[types.CodeAction] = []
@@ -99,7 +115,8 @@ def _for_item(view: View, uri: str, item: Item) -> list[types.CodeAction]:
         title = f"{finding.fix.title} ({finding.code})"
         if not fix.safe:
             title = f"{finding.fix.title} ({finding.code}, unsafe: {fix.reason})"
-        action = _action(title, QUICKFIX, _data(view, uri, FIX, item), diagnostics=diagnostics)
+        fixed = [*diagnostics, *beside]  # what a run found on the line goes with the rewrite
+        action = _action(title, QUICKFIX, _data(view, uri, FIX, item), diagnostics=fixed)
         action.is_preferred = fix.safe or None
         actions.append(action)
     if (

@@ -8,6 +8,8 @@ Lines are split as LSP and `ast` split them: at `\\r\\n`, `\\r` and `\\n` only.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -140,6 +142,17 @@ def overlaps(a: Span, b: Span) -> bool:
 
 
 # ---------------------------------------------------------------- diagnostics
+
+
+def places_shown(text: str, path: str | None) -> str:
+    """A message of a run (verify's, `inplace-lsp run`'s) as the editor's others read: a place
+    in `path`, the file it is shown in, is "line N"; one in a file of its folder, a relative
+    path (the runs name absolute ones)."""
+    if not path:
+        return text
+    text = re.sub(re.escape(path) + r":(\d+)", r"line \1", text)
+    folder = os.path.dirname(path) + os.sep
+    return text.replace(folder, "") if len(folder) > 1 else text
 
 
 def location(uri: str, span: Span, lines: Sequence[str], encoding: str) -> types.Location:

@@ -334,7 +334,7 @@ class RunFindings:
         finding = shown.finding
         return types.Diagnostic(
             range=convert.code_range(file.lines, shown.at.line, encoding),
-            message=finding.message,
+            message=convert.places_shown(finding.message, finding.at.path if finding.at else None),
             severity=SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
             code=finding.kind,
             source=SOURCE,

@@ -444,8 +444,9 @@ class Session:
             last = self._published_version.get(cell.uri)
             if cell.version is not None and last is not None and cell.version < last:
                 continue  # never an older version's diagnostics over a newer one's
-            found = view.diagnostics_for(cell.uri)
-            found += self.verifying.diagnostics(cell.uri, cell.version)
+            found = verification.folded(
+                view.diagnostics_for(cell.uri), self.verifying.diagnostics(cell.uri, cell.version)
+            )
             found += self._size_diagnostics(view, cell.uri)
             found += self.runs.diagnostics(cell.uri)
             self.client.publish(cell.uri, cell.version, found)
@@ -476,14 +477,12 @@ class Session:
         if previous_result_id == result_id:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
         cell = view.layout.cell(uri)
-        verified = []
+        found = view.diagnostics_for(uri)
         if cell is not None and not self.features.verify_pushed:
-            verified = self.verifying.diagnostics(uri, cell.version)
-            verified += self.runs.diagnostics(uri)
-        sized = self._size_diagnostics(view, uri)
-        return types.RelatedFullDocumentDiagnosticReport(
-            items=view.diagnostics_for(uri) + verified + sized, result_id=result_id
-        )
+            found = verification.folded(found, self.verifying.diagnostics(uri, cell.version))
+            found += self.runs.diagnostics(uri)
+        found += self._size_diagnostics(view, uri)
+        return types.RelatedFullDocumentDiagnosticReport(items=found, result_id=result_id)
 
     def _lines_of_file(self, path: str) -> list[str] | None:
         """Lines of another file a related location points into (columns count in them)."""
@@ -524,7 +523,17 @@ class Session:
         if key is None or view is None:
             return []  # nothing analysed, or not the buffer's text (onSave before the save)
         span = convert.to_span(self._lines(view, uri), where, self.features.encoding)
-        found = actions.code_actions(view, uri, span, only, self._client_edits())
+        cell = view.layout.cell(uri)
+        ran = self.runs.diagnostics(uri)
+        if cell is not None:
+            ran += self.verifying.diagnostics(uri, cell.version)
+        # on the lines asked about: the analysis's fix on such a line is offered for them too
+        beside = [
+            d
+            for d in ran
+            if d.range.start.line <= where.end.line and where.start.line <= d.range.end.line
+        ]
+        found = actions.code_actions(view, uri, span, only, self._client_edits(), beside)
         snapshot = view.snapshot
         if actions.wanted(verification.ACTION_KIND, only):
             targets, _ = in_document(snapshot, uri, lens_targets(snapshot) or ())

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import attrs
 from lsprotocol import types
 
 from inplace_lsp.analysis.engine import DocumentAnalysis
@@ -32,7 +33,7 @@ TITLE = "Verify forward/backward"
 ACTION_KIND = "source.verify.inplace-lsp"
 SOURCE = "inplace-lsp verify"
 CODE = "verify"
-FAILED = ("inplace-error", "leaf-error")  # the statuses that name a line of the user's code
+FAILED = runner.FAILED  # the statuses that name a line of the user's code
 
 
 class Progress(Protocol):
@@ -221,9 +222,8 @@ def diagnostics(
         if isinstance(extra, Mapping):
             location = _location(extra, path, uri, lines, encoding)
             if location is not None:
-                related.append(
-                    types.DiagnosticRelatedInformation(location, str(extra.get("message") or ""))
-                )
+                text = convert.places_shown(str(extra.get("message") or ""), path)
+                related.append(types.DiagnosticRelatedInformation(location, text))
     return [
         types.Diagnostic(
             range=where,
@@ -235,6 +235,34 @@ def diagnostics(
         ),
         *_not_run_diagnostics(result, lines, encoding),
     ]
+
+
+def folded(
+    analysed: Sequence[types.Diagnostic], verified: Sequence[types.Diagnostic]
+) -> list[types.Diagnostic]:
+    """One entry per bug: a verify error on a line that an Error of the analysis names
+    confirms that one (its message says so, its places join) instead of standing beside it
+    in the Problems list; other verify diagnostics follow the analysis's."""
+    errors = {
+        d.range.start.line: i
+        for i, d in enumerate(analysed)
+        if d.severity == types.DiagnosticSeverity.Error
+    }
+    found = list(analysed)
+    apart: list[types.Diagnostic] = []
+    for diagnostic in verified:
+        at = errors.get(diagnostic.range.start.line)
+        if at is None or diagnostic.code != CODE or diagnostic.severity != found[at].severity:
+            apart.append(diagnostic)
+            continue
+        static = found[at]
+        places = [*(static.related_information or ()), *(diagnostic.related_information or ())]
+        found[at] = attrs.evolve(
+            static,
+            message=f"{static.message} (confirmed by verify: {diagnostic.message})",
+            related_information=places or None,
+        )
+    return found + apart
 
 
 def _not_run_diagnostics(

@@ -205,8 +205,10 @@ def trace_call(
 ) -> dict[str, Any]:
     """Call ``fn()`` (and backward on its output if it did not), trace it, return the report.
 
-    The report is JSON-able: ``status`` ("ok" | "inplace-error" | "leaf-error" | "error"),
-    ``mutation`` and ``saved_by`` (both ends of a failing in-place bug, or null), ``related``
+    The report is JSON-able: ``status`` ("ok" | "inplace-error" | "leaf-error" |
+    "retention-error" | "error"), ``mutation`` and ``saved_by`` (both ends of a failing
+    in-place bug, or null; a retention error's ``mutation`` is the call that built on a freed
+    graph), ``related``
     (call sites, and writes on saved _t.tensors that backward did not need), ``message``,
     ``exception`` and ``duration_s``; ``silent: true`` when the in-place error is a write
     through `.data` that torch did not raise for (backward used the new values).
@@ -730,7 +732,8 @@ def _run_function_target(
 def run_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     """Run one verify spec and return the result object (never raises for user errors).
 
-    Keys: ``status`` ("ok" | "inplace-error" | "leaf-error" | "error"), ``target``,
+    Keys: ``status`` ("ok" | "inplace-error" | "leaf-error" | "retention-error" | "error"),
+    ``target``,
     ``device`` ("cpu", "cuda:0" or None when it never got that far), ``mutation``,
     ``saved_by``, ``related``, ``message``, ``exception``, ``duration_s``, and for runs that
     started: ``inputs`` (what forward got) and ``construct`` (where constructor arguments

@@ -63,6 +63,8 @@ KILL_GRACE_S = 3.0
 LIFELINE_GRACE_S = 1.0  # for a job to kill what it started once its stdin ends
 WORKER_IDLE_S = 900.0
 MAX_PRELOAD = 32
+# The statuses of an autograd error in the user's code, each naming its line (exit code 1).
+FAILED = ("inplace-error", "leaf-error", "retention-error")
 
 Cancel = Callable[[], bool] | threading.Event | None
 Progress = Callable[[str], None] | None
@@ -1004,6 +1006,14 @@ def _describe_outcome(result: Mapping[str, Any], path: str | None) -> str:
             f"{target} fails: {where} writes in place into a leaf tensor that requires grad "
             "(wrap it in torch.no_grad())"
         )
+    if status == "retention-error":
+        mutation = result.get("mutation")
+        where = _where(mutation, path) if mutation else "a call"
+        return (
+            f"{target} fails: {where} builds on a graph that an earlier backward freed, and the "
+            "next backward raised 'Trying to backward through the graph a second time' (detach "
+            "what is kept across steps)"
+        )
     if status == "timeout":
         return str(result.get("message"))  # "X did not finish within N s; ..."
     return f"{target}: error: {result.get('message')}"
@@ -1043,7 +1053,10 @@ def describe_lines(result: Mapping[str, Any], path: str | None = None) -> list[s
     mutation = result.get("mutation")
     saved = result.get("saved_by")
     if mutation:
-        lines.append(f"  {mutation.get('path')}:{mutation.get('line')}: in-place write")
+        what = "in-place write"
+        if result.get("status") == "retention-error":
+            what = "builds on the graph a backward freed"
+        lines.append(f"  {mutation.get('path')}:{mutation.get('line')}: {what}")
     if saved:
         lines.append(f"  {saved.get('path')}:{saved.get('line')}: saved by {saved.get('op')}")
     for related in result.get("related") or []:

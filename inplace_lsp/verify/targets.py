@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
@@ -1567,16 +1567,20 @@ def _literal_defaults(
     return values
 
 
+_COUNT = "16"  # what a parameter the name says nothing of gets: a size
+
+
 def _guess_value(name: str) -> str:
     lowered = name.lower()
     if any(word in lowered for word in ("mask", "lengths", "cache", "state", "hidden")):
         return "None"
     # Words of the name, not substrings: `steps` holds "eps" but is a count.
-    if any(w.startswith("drop") or w in ("eps", "rate", "scale") for w in lowered.split("_")):
+    words = lowered.split("_")
+    if any(w.startswith("drop") or w in ("eps", "rate", "scale") for w in words):
         return "0.1"
     if lowered.startswith(("use_", "is_", "has_")) or lowered in ("bias", "batch_first"):
         return "True"
-    return "16"
+    return _COUNT
 
 
 def _function_signature(fn: ast.FunctionDef | ast.AsyncFunctionDef, skip_self: bool) -> str:
@@ -1796,19 +1800,84 @@ def _function_ctx(
     return _ClassCtx(None, model, {}, {k: v for k, v in scope.names.items() if k not in params})
 
 
-def _used_as_tensor(fn: ast.FunctionDef, name: str) -> bool:
-    """``name.sum()``, ``name[0]``, ``name @ w``, ``torch.exp(name)``: a tensor, not a count."""
+# Tensor methods whose first argument is a dimension (`x.sum(dim)`); others take sizes first.
+_DIM_FIRST = frozenset(
+    "sum mean prod std var softmax log_softmax logsumexp argmax argmin max min cumsum cumprod "
+    "unsqueeze squeeze".split()
+)
+
+
+def _takes_dim_first(call: ast.Call, tensor: Callable[[ast.expr], bool]) -> bool:
+    """``x.sum(...)`` on a tensor ``x`` (``tensor`` says which expressions are)."""
+    func = call.func
+    return isinstance(func, ast.Attribute) and func.attr in _DIM_FIRST and tensor(func.value)
+
+
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult)
+
+
+def _tensor_names(fn: ast.FunctionDef) -> tuple[set[str], set[str], set[str]]:
+    """(names of ``fn`` that hold tensors, names in arithmetic with one of them, names given
+    as a dimension: ``dim=name``, ``x.sum(name)``). A tensor:
+    ``name.sum()``, ``name[0]``, ``name @ w``, ``torch.exp(name)``; what meets a tensor in
+    arithmetic (``x * cos``: ``cos`` is one too, not a count); what is assigned from a tensor
+    expression (``rotated = torch.cat(...)``), until nothing more is found."""
+    tensors: set[str] = set()
     for node in ast.walk(fn):
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.value, ast.Name):
+            tensors.add(node.value.id)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            tensors.update(o.id for o in (node.left, node.right) if isinstance(o, ast.Name))
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).startswith(("torch.", "F.")):
+            tensors.update(a.id for a in node.args if isinstance(a, ast.Name))
+
+    def tensor(node: ast.expr) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in tensors
+        if isinstance(node, ast.Call):
+            func = node.func
+            return ast.unparse(func).startswith(("torch.", "F.")) or (
+                isinstance(func, ast.Attribute) and tensor(func.value)
+            )
         if isinstance(node, (ast.Attribute, ast.Subscript)):
-            if isinstance(node.value, ast.Name) and node.value.id == name:
-                return True
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            if any(isinstance(o, ast.Name) and o.id == name for o in (node.left, node.right)):
-                return True
-        if isinstance(node, ast.Call) and ast.unparse(node.func).startswith(("torch.", "F.")):
-            if any(isinstance(a, ast.Name) and a.id == name for a in node.args):
-                return True
-    return False
+            return tensor(node.value)
+        if isinstance(node, ast.BinOp):
+            return tensor(node.left) or tensor(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return tensor(node.operand)
+        return False
+
+    def names(node: ast.expr) -> list[str]:
+        if isinstance(node, ast.Name):
+            return [node.id]
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return [n for elt in node.elts for n in names(elt)]
+        return []
+
+    arithmetic: set[str] = set()
+    grown = True
+    while grown:
+        before = len(tensors)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC):
+                for side, other in ((node.left, node.right), (node.right, node.left)):
+                    if tensor(other) and isinstance(side, ast.Name):
+                        tensors.add(side.id)
+                        arithmetic.add(side.id)
+            elif isinstance(node, ast.Assign) and tensor(node.value):
+                tensors.update(n for target in node.targets for n in names(target))
+        grown = len(tensors) > before
+    dims = {
+        value.id
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Call)
+        for value in [
+            *(k.value for k in node.keywords if k.arg in ("dim", "axis")),
+            *(node.args[:1] if _takes_dim_first(node, tensor) else ()),
+        ]
+        if isinstance(value, ast.Name) and value.id not in tensors
+    }
+    return tensors, arithmetic, dims
 
 
 _PLACEHOLDER = "torch.randn(...)"
@@ -1831,6 +1900,7 @@ def _example_args_hint(
     values: list[str] = []
     unknown: list[str] = []
     reasons: list[str] = []
+    tensors, arithmetic, dims = _tensor_names(fn)
     for name in required:
         need: Any = None
         if ctx is not None:
@@ -1840,15 +1910,20 @@ def _example_args_hint(
                 reasons.append(f"`{name}` first goes into {exc}")
             except Exception:  # as above
                 need = None
+        guess = _guess_value(name)  # a mask, a rate, a flag: the name says
+        if guess == "None" and name in arithmetic:  # `x / lengths`: not an optional None
+            guess = _COUNT
+        if guess == _COUNT and name in dims:  # `x.sum(dim)`: the last one always exists
+            guess = "-1"
         if need:
             values.append(describe_value(need[0]))
-        elif _guess_value(name) != "16":  # a mask, a rate, a flag: the name says
-            values.append(_guess_value(name))
-        elif _used_as_tensor(fn, name):
+        elif guess != _COUNT:
+            values.append(guess)
+        elif name in tensors:
             values.append(_PLACEHOLDER)
             unknown.append(name)
         else:
-            values.append("16")
+            values.append(_COUNT)
     kwonly = {a.arg for a in fn.args.kwonlyargs}
     if any(name in kwonly for name in required):
         returned = "{" + ", ".join(f"{n!r}: {v}" for n, v in zip(required, values, strict=True))

@@ -54,6 +54,10 @@ def is_internal(path: str) -> bool:
 
 INPLACE_MSG = "modified by an inplace operation"
 LEAF_MSG = "a leaf Variable that requires grad"
+SECOND_BACKWARD_MSG = "backward through the graph a second time"
+# The key of an autograd node's metadata that names the call which built it on a graph that a
+# backward had freed (the call's site, a key of `Tracer.retained`).
+_REUSE = "inplace_lsp.reuse"
 
 # Dunder methods that write into ``self``. Every other ``__x__`` name ends with "_" too but is
 # out of place (``__add__``, ``__getitem__``), so dunders are matched against this set only.
@@ -498,8 +502,10 @@ class Tracer:
     Options (all off for verify): ``history`` keeps each saved tensor's writes (up to
     ``HISTORY_LIMIT``); ``numpy`` compares, at backward, the values of saved tensors whose
     memory a NumPy array shares; ``leaves`` remembers where tensors that require grad were
-    created; ``retention`` remembers the graph each backward freed and reports calls that build
-    on it. ``on_error(record, message)`` gives the text of the in-place error raised at backward;
+    created. The graph each backward freed is remembered, and the calls that build on it
+    (``retained``: a reused hidden state, an accumulated loss); when a backward then fails
+    "through the graph a second time", ``reused`` names those of its graph.
+    ``on_error(record, message)`` gives the text of the in-place error raised at backward;
     ``on_call_error(func, args, kwargs, exc, frame)`` sees every torch call that raised.
     """
 
@@ -510,7 +516,6 @@ class Tracer:
         history: bool = False,
         numpy: bool = False,
         leaves: bool = False,
-        retention: bool = False,
     ) -> None:
         import torch
 
@@ -544,11 +549,13 @@ class Tracer:
         self.numpy_changed: list[Saved] = []  # saved tensors whose values changed that way
         self.leaves = leaves
         self.leaf_sites: dict[int, tuple[weakref.ref[torch.Tensor], Site | None]] = {}
-        self.retention = retention
         # id -> node of the graph the last backward freed, held so that ids stay unique
         self.freed: dict[int, object] = {}
         self.freed_site: Site | None = None
         self.retained: dict[Site | None, tuple[str, Site | None]] = {}  # use -> (op, backward)
+        # The uses (keys of `retained`) in the graph of the backward that failed "through the
+        # graph a second time"; None until one does.
+        self.reused: list[Site | None] | None = None
         self.on_error: Callable[[Saved, str], str] | None = None
         self.on_backward: Callable[[], None] | None = None  # after each backward() returned
         self.on_call_error: (
@@ -676,8 +683,10 @@ class Tracer:
             name, plain, position = _CALLS[func]
         except (KeyError, TypeError):
             name, plain, position = _call_info(func)
-        if plain and not (self.retention and self.freed):
+        if plain:
             # Most calls: no special name, and no write unless `out=` or `inplace` says so.
+            if self.freed:
+                self.check_retention(name, args, result, caller)
             if kwargs:
                 if self.leaves and kwargs.get("requires_grad"):
                     self.remember_leaves(result, caller)
@@ -695,11 +704,11 @@ class Tracer:
             name == "grad" and getattr(func, "__module__", "") == "torch.autograd"
         ):
             self.backward_calls += 1
-            if self.retention and name == "backward":
+            if name == "backward":
                 self.remember_freed(args, kwargs, caller)
             if self.on_backward is not None:
                 self.on_backward()
-        elif self.retention and self.freed:
+        elif self.freed:
             self.check_retention(name, args, result, caller)
         if self.numpy and name in ("numpy", "from_numpy"):
             self.share_with_numpy(args[0] if name == "numpy" else result, caller)
@@ -909,13 +918,44 @@ class Tracer:
             if id(node) in freed or any(
                 nxt is not None and id(nxt) in freed for nxt, _ in node.next_functions
             ):
-                if not any(t.requires_grad for t in tensors(result)):
+                built = [t for t in tensors(result) if t.requires_grad]
+                if not built:
                     return
                 site = self.frames.site(frame)
                 if site not in self.retained:
                     self.retained[site] = (name, self.freed_site)
+                for out in built:  # the failing backward finds the use in its own graph
+                    node = _grad_fn_of(out)
+                    if node is not None:
+                        node.metadata[_REUSE] = site
                 return
 
+    def second_backward(self, args: tuple[Any, ...]) -> None:
+        """A backward of ``args[0]`` failed "through the graph a second time": ``reused``, the
+        uses of a freed graph that its graph holds: those that built on the freed graph itself
+        (``y = labels[i]``, not ``y_hat - y``, which built on ``y``), else the others; every use
+        known where none is found."""
+        first: list[Site | None] = []
+        then: list[Site | None] = []
+        seen: set[int] = set()
+        todo = [node for t in tensors(args[:1]) if (node := _grad_fn_of(t)) is not None]
+        while todo and len(seen) < _GRAPH_WALK_LIMIT:
+            node = todo.pop()
+            if id(node) in seen or id(node) in self.freed:
+                continue
+            seen.add(id(node))
+            following = [nxt for nxt, _ in node.next_functions if nxt is not None]
+            use = node.metadata.get(_REUSE, _NOT_REUSED)
+            if use is not _NOT_REUSED:
+                on_freed = any(id(nxt) in self.freed for nxt in following)
+                (first if on_freed else then).append(use)
+            todo.extend(following)
+        self.reused = list(dict.fromkeys(first or then)) or list(self.retained)
+
+
+# The nodes a failed backward's graph is searched through for the uses of a freed graph.
+_GRAPH_WALK_LIMIT = 200_000
+_NOT_REUSED = object()
 
 # Bump.silent of a write through `.data` (the fused optimizer kernels name themselves).
 _DATA_WRITE = ".data"
@@ -1315,6 +1355,8 @@ def _mode_class() -> type:
             try:
                 result = func(*args, **kwargs)
             except RuntimeError as exc:
+                if SECOND_BACKWARD_MSG in error_text(exc):
+                    tracer.second_backward(args)
                 if tracer.on_call_error is not None:
                     tracer.on_call_error(func, args, kwargs, exc, sys._getframe(1))
                 raise
@@ -1401,6 +1443,25 @@ def build_report(tracer: Tracer, error: BaseException | None, frames: UserFrames
         report["message"] = (
             f"in-place write on a leaf tensor that requires grad{where}{via}: "
             "wrap the update in torch.no_grad()"
+        )
+    elif isinstance(error, RuntimeError) and SECOND_BACKWARD_MSG in text and tracer.reused:
+        report["status"] = "retention-error"
+        uses = [use for use in tracer.reused if use is not None]
+        op, freed_by = tracer.retained[uses[0] if uses else None]
+        if uses:
+            report["mutation"] = uses[0].as_json()
+        if freed_by is not None:
+            related.append({**freed_by.as_json(), "message": "this backward freed the graph"})
+        related += [
+            {**use.as_json(), "message": f"{tracer.retained[use][0]} also builds on it"}
+            for use in uses[1:]
+        ]
+        where = f" at {uses[0]}" if uses else ""
+        by = f" at {freed_by}" if freed_by is not None else " of an earlier step"
+        report["message"] = (
+            f"{op}{where} builds on the graph that the backward{by} freed; the next backward "
+            "raised 'Trying to backward through the graph a second time': detach() what is "
+            "kept across steps, or pass retain_graph=True to the first backward"
         )
     else:
         report["status"] = "error"

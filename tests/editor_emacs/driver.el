@@ -135,6 +135,11 @@
 (defun e2e-with-code (code diagnostics)
   (cl-remove-if-not (lambda (d) (equal (alist-get 'code d) code)) diagnostics))
 
+(defun e2e-confirmed (diagnostics)
+  "The DIAGNOSTICS that say verify confirmed them."
+  (cl-remove-if-not (lambda (d) (string-search "(confirmed by verify: " (alist-get 'text d)))
+                    diagnostics))
+
 (defun e2e-current-line ()
   (buffer-substring-no-properties (line-beginning-position) (line-end-position)))
 
@@ -194,9 +199,11 @@
     ;; 4. verify the broken module: M-x inplace-lsp-verify
     (when (equal (getenv "E2E_VERIFY") "1")
       (e2e-verify-command 'verify_broken)
-      ;; the server publishes the failure as a diagnostic too
+      ;; the server publishes the failure too: the IPL001 Error on that line says verify
+      ;; confirmed it (one entry per bug)
       (e2e-wait "verify_diagnostic"
-                (lambda () (e2e-with-code "verify" (e2e-diagnostics))))
+                (lambda () (e2e-confirmed (e2e-diagnostics))))
+      (e2e-put 'verify_confirmed (vconcat (e2e-confirmed (e2e-diagnostics))))
       (e2e-put 'verify_diagnostics (vconcat (e2e-with-code "verify" (e2e-diagnostics)))))
 
     ;; 5. M-x eglot-code-actions RET: the preferred quick fix, the menu's default

@@ -130,11 +130,19 @@ if os.getenv('E2E_LSP_LOG_LEVEL') then -- e.g. DEBUG: the whole traffic in lsp.l
   vim.lsp.set_log_level(os.getenv('E2E_LSP_LOG_LEVEL'))
 end
 
--- What the setup shows the user (the :InplaceVerify result).
+-- What the user is shown: notifications (the setup's, and the server's error messages, which
+-- Neovim's handler notifies), and every window/showMessage of the server (Neovim echoes the
+-- others).
 local notify = vim.notify
 vim.notify = function(message, level, opts)
   table.insert(report.notifications, { message = tostring(message), level = level })
   return notify(message, level, opts)
+end
+report.messages = {}
+local show_message = vim.lsp.handlers['window/showMessage']
+vim.lsp.handlers['window/showMessage'] = function(err, result, ctx, config)
+  table.insert(report.messages, { message = result.message, type = result.type })
+  return show_message(err, result, ctx, config)
 end
 
 if os.getenv('E2E_START') then
@@ -211,20 +219,31 @@ local function attach(bufnr)
   return client
 end
 
+-- :InplaceVerify: what the server said, the notifications shown meanwhile, the quickfix list.
 local function verify(label)
-  local before = #report.notifications
+  local notes, messages = #report.notifications, #report.messages
+  local lists = vim.fn.getqflist({ nr = '$' }).nr
   vim.cmd('InplaceVerify')
-  local shown
-  wait_for(VERIFY_TIMEOUT, label .. ': :InplaceVerify showed no result', function()
-    for i = before + 1, #report.notifications do
-      local note = report.notifications[i]
-      if note.message:find('^inplace%-lsp verify:') then
-        shown = note
-        return true
-      end
-    end
-    return false
+  local said
+  wait_for(VERIFY_TIMEOUT, label .. ': the server said nothing of :InplaceVerify', function()
+    said = report.messages[messages + 1]
+    return said ~= nil
   end)
+  -- The reply follows the message: a failure's places make a new quickfix list.
+  vim.wait(said.type == 1 and 2000 or 500, function()
+    return vim.fn.getqflist({ nr = '$' }).nr > lists
+  end, 20)
+  local shown = { message = said.message, type = said.type, notifications = {}, quickfix = {} }
+  for i = notes + 1, #report.notifications do
+    table.insert(shown.notifications, report.notifications[i].message)
+  end
+  if vim.fn.getqflist({ nr = '$' }).nr > lists then
+    shown.quickfix_title = vim.fn.getqflist({ title = 0 }).title
+    for _, item in ipairs(vim.fn.getqflist()) do
+      local file = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(item.bufnr), ':t')
+      table.insert(shown.quickfix, ('%s:%d: %s'):format(file, item.lnum, item.text))
+    end
+  end
   report[label] = shown
   step(label)
 end
@@ -282,10 +301,17 @@ local function main()
     vim.api.nvim_win_set_cursor(0, { VERIFY_LINE, VERIFY_COL })
     verify('verify_broken')
     -- Pushed before the command's reply; a pulling client needs a refresh (the test decides).
+    -- Where the analysis has an Error on that line, that diagnostic says it is confirmed.
+    local function confirmed()
+      return vim.tbl_filter(function(d)
+        return d.message:find('(confirmed by verify: ', 1, true) ~= nil
+      end, diagnostics(bufnr))
+    end
     vim.wait(2000, function()
-      return #diagnostics(bufnr, 'inplace-lsp verify') > 0
+      return #diagnostics(bufnr, 'inplace-lsp verify') > 0 or #confirmed() > 0
     end, 20)
     report.verify_diagnostics = vim.tbl_map(simple, diagnostics(bufnr, 'inplace-lsp verify'))
+    report.verify_confirmed = vim.tbl_map(simple, confirmed())
     step('verify_diagnostic')
   end
 

@@ -655,13 +655,17 @@ test('the Verify code lens on the broken block names the write and the saving li
     const toast = page.locator('.notifications-toasts .notification-toast', { hasText: summary }).first();
     await toast.waitFor({ timeout: 30000 });
     lap(`notification: ${(await toast.innerText()).replace(/\s+/g, ' ').trim()}`);
-    // The server publishes the failure next to the analysis's diagnostic, on the writing line.
-    const entry = page.locator('.markers-panel .monaco-list-row', { hasText: summary }).first();
+    // One Problems entry for the bug: the analysis's IPL001 on the writing line says verify
+    // confirmed it, with verify's places; no second entry from verify beside it.
+    const confirmed = `(confirmed by verify: ${summary}`;
+    const entry = page.locator('.markers-panel .monaco-list-row', { hasText: confirmed }).first();
     await entry.waitFor({ timeout: 30000 });
     const text = (await entry.innerText()).replace(/\s+/g, ' ');
     lap(`Problems panel: ${text}`);
-    assert.match(text, /inplace-lsp verify/);
-    assert.match(text, /\[Ln 22, Col 9\]/);
+    assert.match(text, /IPL001/);
+    assert.match(text, /\[Ln 22, Col 23\]/);
+    const apart = page.locator('.markers-panel .monaco-list-row', { hasText: 'inplace-lsp verify' });
+    assert.equal(await apart.count(), 0, 'verify adds no second Problems entry');
     lap(`screenshot ${await shot('verify-failed.png')}`);
     await picture('verify.png', [toast, entry]);
   });
@@ -865,6 +869,9 @@ test('a run report written after the server started shows its finding within 8 s
     assert.match(text, /inplace-lsp run/);
     assert.match(text, /inplace-error/);
     assert.match(text, /\[Ln 22, Col 9\]/);
+    // The report names places by absolute path; in the file they are lines, as elsewhere.
+    assert.match(text, /line 22 modifies in place a tensor that SigmoidBackward0 saved at line 21/);
+    assert.ok(!text.includes(ws), `an absolute path in the Problems entry: ${text}`);
     // The saving line comes with it, as related information (a row under the entry).
     const saving = panel.locator('.monaco-list-row', { hasText: /\[Ln 21, Col 9\].*SigmoidBackward0/ }).first();
     await saving.waitFor({ timeout: 10000 });
