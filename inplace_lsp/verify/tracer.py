@@ -542,6 +542,7 @@ class Tracer:
         # view of one, leave the saved tensor's version alone.
         self.aliases: dict[int, weakref.ref[torch.Tensor]] = {}
         self.data_property = torch.Tensor.data
+        self.tensor_type = torch.Tensor
         self.history = history
         self.numpy = numpy
         # storage address -> (tensor, line of the `.numpy()` / `from_numpy`) shared with NumPy
@@ -549,9 +550,15 @@ class Tracer:
         self.numpy_changed: list[Saved] = []  # saved tensors whose values changed that way
         self.leaves = leaves
         self.leaf_sites: dict[int, tuple[weakref.ref[torch.Tensor], Site | None]] = {}
-        # id -> node of the graph the last backward freed, held so that ids stay unique
-        self.freed: dict[int, object] = {}
+        # The outputs' nodes of the last backward that freed its graph (a graph is held by
+        # its roots), and id -> node of that graph, walked when first needed: a training
+        # step that carries no tensor of the last graph over never needs it.
+        self.freed_roots: list[Any] = []
+        self._freed: dict[int, object] | None = None
         self.freed_site: Site | None = None
+        # The autograd sequence number of the first node built after the last backward: a
+        # tensor of a newer node was checked for retention when the call that made it returned.
+        self.built_since = 0
         self.retained: dict[Site | None, tuple[str, Site | None]] = {}  # use -> (op, backward)
         # The uses (keys of `retained`) in the graph of the backward that failed "through the
         # graph a second time"; None until one does.
@@ -685,7 +692,7 @@ class Tracer:
             name, plain, position = _call_info(func)
         if plain:
             # Most calls: no special name, and no write unless `out=` or `inplace` says so.
-            if self.freed:
+            if self.freed_roots:
                 self.check_retention(name, args, result, caller)
             if kwargs:
                 if self.leaves and kwargs.get("requires_grad"):
@@ -708,7 +715,7 @@ class Tracer:
                 self.remember_freed(args, kwargs, caller)
             if self.on_backward is not None:
                 self.on_backward()
-        elif self.freed:
+        elif self.freed_roots:
             self.check_retention(name, args, result, caller)
         if self.numpy and name in ("numpy", "from_numpy"):
             self.share_with_numpy(args[0] if name == "numpy" else result, caller)
@@ -882,7 +889,7 @@ class Tracer:
     def remember_freed(
         self, args: tuple[Any, ...], kwargs: Mapping[str, Any], frame: FrameType | None
     ) -> None:
-        """After ``backward(...)``: the nodes of the graph it freed (none with retain_graph)."""
+        """After ``backward(...)``: the roots of the graph it freed (none with retain_graph)."""
         retain = kwargs.get("retain_graph")
         if retain is None and len(args) > 2:
             retain = args[2]
@@ -890,45 +897,73 @@ class Tracer:
             retain = kwargs.get("create_graph") or (len(args) > 3 and bool(args[3]))
         if retain:
             return
-        freed: dict[int, object] = {}
-        todo = [node for t in tensors(args[:1]) if (node := _grad_fn_of(t)) is not None]
-        while todo:
-            node = todo.pop()
-            if id(node) in freed:
-                continue
-            freed[id(node)] = node
-            todo.extend(
-                nxt
-                for nxt, _ in node.next_functions
-                if nxt is not None and type(nxt).__name__ != "AccumulateGrad"  # leaves stay
-            )
-        self.freed = freed
+        self.freed_roots = [n for t in tensors(args[:1]) if (n := _grad_fn_of(t)) is not None]
+        self._freed = None
         self.freed_site = self.frames.site(frame)
+        self.built_since = _next_sequence_nr()
+
+    @property
+    def freed(self) -> dict[int, object]:
+        """id -> node of the graph the last backward freed (held, so that ids stay unique)."""
+        if self._freed is None:
+            freed: dict[int, object] = {}
+            todo = list(self.freed_roots)
+            while todo:
+                node = todo.pop()
+                if id(node) in freed:
+                    continue
+                freed[id(node)] = node
+                todo.extend(
+                    nxt
+                    for nxt, _ in node.next_functions
+                    if nxt is not None and type(nxt).__name__ != "AccumulateGrad"  # leaves stay
+                )
+            self._freed = freed
+        return self._freed
 
     def check_retention(
         self, name: str, args: tuple[Any, ...], result: object, frame: FrameType | None
     ) -> None:
         """A call whose output requires grad and builds on the graph the last backward freed:
         an accumulator keeps every step's graph alive, a reused tensor fails the next backward."""
-        freed = self.freed
-        for tensor in tensors(args, 6):  # the arguments, and the tensors of lists among them
-            node = _grad_fn_of(tensor)
-            if node is None:
+        # Runs on every call after a backward: the arguments are looked at inline (a tensor,
+        # or the tensors of a list among them), most have no node or a node built since.
+        since, tensor_type = self.built_since, self.tensor_type
+        for arg in args:
+            if isinstance(arg, tensor_type):
+                found: Iterable[torch.Tensor] = (arg,)
+            elif isinstance(arg, (list, tuple)):
+                found = tensors(arg, 7)
+            else:
                 continue
-            if id(node) in freed or any(
-                nxt is not None and id(nxt) in freed for nxt, _ in node.next_functions
-            ):
-                built = [t for t in tensors(result) if t.requires_grad]
-                if not built:
+            for tensor in found:
+                try:
+                    node = tensor.grad_fn
+                except RuntimeError:  # see _grad_fn_of
+                    continue
+                if node is None or (node._sequence_nr() >= since and tensor is not result):
+                    continue  # built since that backward, and judged then (an in-place write's
+                    # node is this call's own: judged now)
+                freed = self.freed
+                if id(node) in freed or any(
+                    nxt is not None and id(nxt) in freed for nxt, _ in node.next_functions
+                ):
+                    self._retained_use(name, result, frame)
                     return
-                site = self.frames.site(frame)
-                if site not in self.retained:
-                    self.retained[site] = (name, self.freed_site)
-                for out in built:  # the failing backward finds the use in its own graph
-                    node = _grad_fn_of(out)
-                    if node is not None:
-                        node.metadata[_REUSE] = site
-                return
+
+    def _retained_use(self, name: str, result: object, frame: FrameType | None) -> None:
+        """The call `name` built `result` on a freed graph: remember where, and tag its nodes
+        so that a failing backward finds the use in its own graph."""
+        built = [t for t in tensors(result) if t.requires_grad]
+        if not built:
+            return
+        site = self.frames.site(frame)
+        if site not in self.retained:
+            self.retained[site] = (name, self.freed_site)
+        for out in built:
+            node = _grad_fn_of(out)
+            if node is not None:
+                node.metadata[_REUSE] = site
 
     def second_backward(self, args: tuple[Any, ...]) -> None:
         """A backward of ``args[0]`` failed "through the graph a second time": ``reused``, the
@@ -938,19 +973,39 @@ class Tracer:
         first: list[Site | None] = []
         then: list[Site | None] = []
         seen: set[int] = set()
+        freed = self.freed
         todo = [node for t in tensors(args[:1]) if (node := _grad_fn_of(t)) is not None]
         while todo and len(seen) < _GRAPH_WALK_LIMIT:
             node = todo.pop()
-            if id(node) in seen or id(node) in self.freed:
+            if id(node) in seen or id(node) in freed:
                 continue
             seen.add(id(node))
             following = [nxt for nxt, _ in node.next_functions if nxt is not None]
             use = node.metadata.get(_REUSE, _NOT_REUSED)
             if use is not _NOT_REUSED:
-                on_freed = any(id(nxt) in self.freed for nxt in following)
+                on_freed = any(id(nxt) in freed for nxt in following)
                 (first if on_freed else then).append(use)
             todo.extend(following)
         self.reused = list(dict.fromkeys(first or then)) or list(self.retained)
+
+
+@functools.cache
+def _probe() -> torch.Tensor:
+    import torch
+
+    with torch._C.DisableTorchFunction():
+        return torch.zeros((), requires_grad=True)
+
+
+def _next_sequence_nr() -> int:
+    """The sequence number the next autograd node built in this thread gets (every node has
+    one, counted up per thread): nodes with smaller ones were built before now."""
+    import torch
+
+    probe = _probe()
+    with torch._C.DisableTorchFunction(), torch.enable_grad():
+        node = probe.view_as(probe).grad_fn
+    return node._sequence_nr() + 1 if node is not None else sys.maxsize
 
 
 # The nodes a failed backward's graph is searched through for the uses of a freed graph.
