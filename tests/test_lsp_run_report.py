@@ -246,6 +246,19 @@ def pull(server: Server, request_id: int, uri: str) -> dict[str, Any]:
             return dict(message["result"])
 
 
+def open_beside_run(server: Server, workspace: Path) -> tuple[str, dict, dict]:
+    """Opens model.py: (its uri, the run's diagnostic, the analysis's IPL001), once both are
+    published."""
+    uri = (workspace / "model.py").as_uri()
+    open_document(server, uri, MODEL)
+    found = wait_published(
+        server, uri, lambda d: has_run(d) and any(x.get("code") == "IPL001" for x in d), "both"
+    )
+    [ran] = run_of(found)
+    [analysed] = [d for d in found if d.get("code") == "IPL001"]
+    return uri, ran, analysed
+
+
 @pytest.mark.lsp
 def test_a_report_present_at_start_shows_next_to_the_analysis(
     server: Server, workspace: Path
@@ -261,13 +274,7 @@ def test_a_report_present_at_start_shows_next_to_the_analysis(
     line = TRAIN.splitlines()[TOTAL]
     assert kept["range"] == _line_range(TOTAL, line, line.strip(), "utf-16")
 
-    uri = (workspace / "model.py").as_uri()
-    open_document(server, uri, MODEL)
-    found = wait_published(
-        server, uri, lambda d: has_run(d) and any(x.get("code") == "IPL001" for x in d), "both"
-    )
-    [ran] = run_of(found)
-    [analysed] = [d for d in found if d.get("code") == "IPL001"]
+    uri, ran, analysed = open_beside_run(server, workspace)
     assert analysed["source"] == "inplace-lsp" and analysed["range"]["start"]["line"] == WRITE
     line = MODEL.splitlines()[WRITE]
     assert ran["range"] == _line_range(WRITE, line, WRITE_TEXT, "utf-16")
@@ -307,13 +314,7 @@ def test_a_run_finding_offers_the_fix_of_its_lines_analysis_finding(
     line is offered, for the run's diagnostic too, and applies."""
     write_report(workspace, [inplace_finding(workspace)])
     server.initialize()
-    uri = (workspace / "model.py").as_uri()
-    open_document(server, uri, MODEL)
-    found = wait_published(
-        server, uri, lambda d: has_run(d) and any(x.get("code") == "IPL001" for x in d), "both"
-    )
-    [ran] = run_of(found)
-    [analysed] = [d for d in found if d.get("code") == "IPL001"]
+    uri, ran, analysed = open_beside_run(server, workspace)
     assert analysed["range"]["start"]["character"] > 8  # after `note = "é😀"; `
     params = {
         "textDocument": {"uri": uri},

@@ -969,6 +969,21 @@ def describe(result: Mapping[str, Any], path: str | None = None) -> str:
     return line
 
 
+# What a failure that names one line did there: (the line where none is named, what).
+_FAILS_AT = {
+    "leaf-error": (
+        "a line",
+        "writes in place into a leaf tensor that requires grad (wrap it in torch.no_grad())",
+    ),
+    "retention-error": (
+        "a call",
+        "builds on a graph that an earlier backward freed, and the next backward raised "
+        "'Trying to backward through the graph a second time' (detach what is kept across "
+        "steps)",
+    ),
+}
+
+
 def _describe_outcome(result: Mapping[str, Any], path: str | None) -> str:
     target = result.get("target") or "target"
     status = result.get("status")
@@ -999,21 +1014,10 @@ def _describe_outcome(result: Mapping[str, Any], path: str | None) -> str:
         if mutation:
             return f"{target} fails: {_where(mutation, path)} overwrites {what}"
         return f"{target} fails: {what} was modified in place: {result.get('message')}"
-    if status == "leaf-error":
+    if status in _FAILS_AT:
+        unknown, what = _FAILS_AT[status]
         mutation = result.get("mutation")
-        where = _where(mutation, path) if mutation else "a line"
-        return (
-            f"{target} fails: {where} writes in place into a leaf tensor that requires grad "
-            "(wrap it in torch.no_grad())"
-        )
-    if status == "retention-error":
-        mutation = result.get("mutation")
-        where = _where(mutation, path) if mutation else "a call"
-        return (
-            f"{target} fails: {where} builds on a graph that an earlier backward freed, and the "
-            "next backward raised 'Trying to backward through the graph a second time' (detach "
-            "what is kept across steps)"
-        )
+        return f"{target} fails: {_where(mutation, path) if mutation else unknown} {what}"
     if status == "timeout":
         return str(result.get("message"))  # "X did not finish within N s; ..."
     return f"{target}: error: {result.get('message')}"
