@@ -1575,8 +1575,7 @@ def _guess_value(name: str) -> str:
     if any(word in lowered for word in ("mask", "lengths", "cache", "state", "hidden")):
         return "None"
     # Words of the name, not substrings: `steps` holds "eps" but is a count.
-    words = lowered.split("_")
-    if any(w.startswith("drop") or w in ("eps", "rate", "scale") for w in words):
+    if any(w.startswith("drop") or w in ("eps", "rate", "scale") for w in lowered.split("_")):
         return "0.1"
     if lowered.startswith(("use_", "is_", "has_")) or lowered in ("bias", "batch_first"):
         return "True"
@@ -1813,7 +1812,8 @@ def _takes_dim_first(call: ast.Call, tensor: Callable[[ast.expr], bool]) -> bool
     return isinstance(func, ast.Attribute) and func.attr in _DIM_FIRST and tensor(func.value)
 
 
-_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult)
+# Arithmetic whose operands broadcast as tensors (`x ** p` takes a number for `p`).
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult)
 
 
 def _tensor_names(fn: ast.FunctionDef) -> tuple[set[str], set[str], set[str]]:
