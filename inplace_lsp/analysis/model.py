@@ -94,6 +94,14 @@ def call_keyword(call: ast.Call, name: str) -> ast.keyword | None:
     return next((kw for kw in call.keywords if kw.arg == name), None)
 
 
+def call_argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
+    """What a call passes as `name`: by that keyword, or at `position`; None: not passed."""
+    keyword = call_keyword(call, name)
+    if keyword is not None:
+        return keyword.value
+    return call.args[position] if len(call.args) > position else None
+
+
 @dataclass
 class ClassInfo:
     name: str

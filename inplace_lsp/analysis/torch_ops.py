@@ -29,7 +29,13 @@ from inplace_lsp.analysis.domain import (
 from inplace_lsp.analysis.events import Events
 from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, OpInfo
 from inplace_lsp.analysis.knowledge import load as load_knowledge
-from inplace_lsp.analysis.model import ModuleModel, Undecidable, call_keyword, evaluate
+from inplace_lsp.analysis.model import (
+    ModuleModel,
+    Undecidable,
+    call_argument,
+    call_keyword,
+    evaluate,
+)
 
 # The torch facts below come from data/autograd.json (scripts/gen_autograd_table.py probes
 # them); the analysis and the fixes read them by these names.
@@ -810,11 +816,7 @@ def _dropout_p(ref: ModuleRef) -> float | None:
     sub, owner = ref.submodule, owning_instance(ref)
     if sub is None:
         return None
-    arg = (
-        sub.call.args[0]
-        if sub.call.args
-        else next((k.value for k in sub.call.keywords if k.arg == "p"), None)
-    )
+    arg = call_argument(sub.call, "p", 0)
     if arg is None:
         return 0.5  # the default
     try:
@@ -983,12 +985,8 @@ def _layer_grad_fn(grad_fn: str | None, ref: ModuleRef) -> str | None:
     if grad_fn != "AddmmBackward0":
         return grad_fn
     given = ref.layer_args.get("bias", ref.layer_args.get("#2"))
-    call = ref.call
-    if given is None and call is not None:
-        keyword = call_keyword(call, "bias")
-        spelled = keyword.value if isinstance(keyword, ast.keyword) else None
-        if spelled is None and len(call.args) > 2:
-            spelled = call.args[2]
+    if given is None and ref.call is not None:
+        spelled = call_argument(ref.call, "bias", 2)
         if isinstance(spelled, ast.Constant):
             given = spelled.value
     return "MmBackward0" if given is False else grad_fn

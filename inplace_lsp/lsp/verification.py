@@ -33,7 +33,6 @@ TITLE = "Verify forward/backward"
 ACTION_KIND = "source.verify.inplace-lsp"
 SOURCE = "inplace-lsp verify"
 CODE = "verify"
-FAILED = runner.FAILED  # the statuses that name a line of the user's code
 
 
 class Progress(Protocol):
@@ -193,7 +192,7 @@ def diagnostics(
     A flagged line that the run never reached gets an Information diagnostic saying so."""
     if result.get("status") == "ok":
         return _not_run_diagnostics(result, lines, encoding)
-    if result.get("status") not in FAILED:
+    if result.get("status") not in runner.FAILED:
         return []
     mutation = result.get("mutation")
     related: list[types.DiagnosticRelatedInformation] = []
@@ -319,7 +318,7 @@ def message(result: Mapping[str, Any], path: str | None) -> tuple[str, types.Mes
     if status == "ok":
         unproven = bool(result.get("not_run"))  # "OK, but line N did not run"
         return line, types.MessageType.Warning if unproven else types.MessageType.Info
-    if status in FAILED:
+    if status in runner.FAILED:
         return line, types.MessageType.Error
     if result.get("cancelled"):
         return str(result.get("message") or "verify was cancelled"), types.MessageType.Info

@@ -146,7 +146,7 @@ class Verifying:
     ) -> None:
         """verified_result for a notebook: the diagnostics land in the cells they point into,
         while the notebook is still as verified (`parsed`: the program, parsed)."""
-        if result.get("status") not in ("ok", *verification.FAILED):
+        if result.get("status") not in ("ok", *runner.FAILED):
             return
         document = self._session._documents.get(notebook)
         if document is None or document.layout != layout:
@@ -231,7 +231,7 @@ class Verifying:
         """A run that says ok or names a line replaces the document's verify diagnostics;
         a timeout, an error or a cancel leaves them; so does a text changed meanwhile
         (`parsed`: the text of `lines`, parsed)."""
-        if result.get("status") not in ("ok", *verification.FAILED):
+        if result.get("status") not in ("ok", *runner.FAILED):
             return
         document = self._session._documents.get(uri)
         if document is None or document.layout.is_notebook:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
@@ -1806,12 +1806,6 @@ _DIM_FIRST = frozenset(
 )
 
 
-def _takes_dim_first(call: ast.Call, tensor: Callable[[ast.expr], bool]) -> bool:
-    """``x.sum(...)`` on a tensor ``x`` (``tensor`` says which expressions are)."""
-    func = call.func
-    return isinstance(func, ast.Attribute) and func.attr in _DIM_FIRST and tensor(func.value)
-
-
 # Arithmetic whose operands broadcast as tensors (`x ** p` takes a number for `p`).
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult)
 
@@ -1867,16 +1861,15 @@ def _tensor_names(fn: ast.FunctionDef) -> tuple[set[str], set[str], set[str]]:
             elif isinstance(node, ast.Assign) and tensor(node.value):
                 tensors.update(n for target in node.targets for n in names(target))
         grown = len(tensors) > before
-    dims = {
-        value.id
-        for node in ast.walk(fn)
-        if isinstance(node, ast.Call)
-        for value in [
-            *(k.value for k in node.keywords if k.arg in ("dim", "axis")),
-            *(node.args[:1] if _takes_dim_first(node, tensor) else ()),
-        ]
-        if isinstance(value, ast.Name) and value.id not in tensors
-    }
+    dims: set[str] = set()
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        given = [k.value for k in node.keywords if k.arg in ("dim", "axis")]
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _DIM_FIRST and tensor(func.value):
+            given += node.args[:1]  # `x.sum(dim)`
+        dims.update(v.id for v in given if isinstance(v, ast.Name) and v.id not in tensors)
     return tensors, arithmetic, dims
 
 
