@@ -31,6 +31,7 @@ from inplace_lsp.analysis.evaluator import (
     TimeLimit,
 )
 from inplace_lsp.analysis.findings import Finding, Severity, Span
+from inplace_lsp.analysis.frameworks import stub_model
 from inplace_lsp.analysis.knowledge import Knowledge, load
 from inplace_lsp.analysis.lines import lines_with_ends, split_lines
 from inplace_lsp.analysis.model import ClassInfo
@@ -746,7 +747,7 @@ class DocumentAnalysis:
             self._imports = {k: v for k, v in self._imports.items() if k in texts}
 
     def _model(self, blocks: list[Block], alone: bool = False) -> model_mod.ModuleModel:
-        model = model_mod.ModuleModel()
+        model = model_mod.ModuleModel(stubs=stub_model)
         model.classes = model_mod.Recorded("c", self._box)
         model.functions = model_mod.Recorded("f", self._box)
         if self.workspace is not None and self.path is not None:

@@ -48,7 +48,7 @@ def frameworks() -> tuple[Framework, ...]:
     for path in sorted(STUBS.glob("*.pyi")):
         text = path.read_text(encoding="utf-8")
         tree = ast.parse(text, str(path))
-        model = build([(tree, 1, True)], path=str(path), lines=text.splitlines())
+        model = build([(tree, 1, True)], path=str(path), lines=text.splitlines(), stubs=stub_model)
         found.append(
             Framework(
                 _constant_names(tree, "__stands_for__"),
@@ -150,3 +150,10 @@ def framework_of(qualname: str) -> Framework | None:
         if any(qualname == p or qualname.startswith(p + ".") for p in framework.prefixes):
             return framework
     return None
+
+
+def stub_model(qualname: str) -> ModuleModel | None:
+    """The model of the stub answering for an imported name: what a ModuleModel reads an
+    imported class from where no file of the workspace defines it (ModuleModel.stubs)."""
+    framework = framework_of(qualname)
+    return framework.model if framework is not None else None

@@ -154,8 +154,11 @@ class ModuleModel:
     kernels: set[str] = field(default_factory=set)  # functions registered as an op's kernel
     local_classes: list[ClassInfo] = field(default_factory=list)  # (see Fragment)
     lines: list[str] = field(default_factory=list)
-    # Resolves an imported qualified name to the model of the file defining it.
+    # Resolves an imported qualified name to the model of the file defining it, and, where
+    # no file does, to the model of the framework stub answering for it (frameworks.stub_model:
+    # the stubs are models built here, so they come in as a function, not an import).
     resolver: Callable[[str], ModuleModel | None] | None = None
+    stubs: Callable[[str], ModuleModel | None] | None = None
     _def_keys: dict[int, str] = field(default_factory=dict)
 
     def def_key(self, fn: ast.AST) -> str:
@@ -232,10 +235,8 @@ class ModuleModel:
         found = self.resolver(qualname) if self.resolver is not None else None
         if found is not None:
             return found
-        from inplace_lsp.analysis.frameworks import framework_of  # stubs are built with build()
-
-        framework = framework_of(qualname)
-        return framework.model if framework is not None and framework.model is not self else None
+        stub = self.stubs(qualname) if self.stubs is not None else None
+        return stub if stub is not self else None
 
     def start_of(self, node: ast.AST) -> int:
         return self.block_starts.get(id(node), 1)
@@ -927,9 +928,10 @@ def build(
     path: str | None = None,
     lines: list[str] | None = None,
     resolver: Callable[[str], ModuleModel | None] | None = None,
+    stubs: Callable[[str], ModuleModel | None] | None = None,
 ) -> ModuleModel:
     """The model of a file from its parsed blocks: (tree, start, has_import)."""
-    model = ModuleModel(path=path, lines=lines or [], resolver=resolver)
+    model = ModuleModel(path=path, lines=lines or [], resolver=resolver, stubs=stubs)
     blocks = list(blocks)
     for tree, _, has_import in blocks:
         if has_import:

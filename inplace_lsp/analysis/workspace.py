@@ -21,6 +21,7 @@ from pathlib import Path
 from inplace_lsp import files
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.blocks import ParseCache, Splitter
+from inplace_lsp.analysis.frameworks import stub_model
 from inplace_lsp.analysis.lines import read_python, split_lines
 
 MAX_FILE_BYTES = 2_000_000  # larger imported files are not modelled
@@ -234,7 +235,11 @@ class Workspace:
             if b.tree is not None
         ]
         return model_mod.build(
-            blocks, path=path, lines=split_lines(text), resolver=self.resolver_for(path)
+            blocks,
+            path=path,
+            lines=split_lines(text),
+            resolver=self.resolver_for(path),
+            stubs=stub_model,
         )
 
     def files(self) -> dict[str, list[str]]:

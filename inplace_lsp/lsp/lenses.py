@@ -1,6 +1,7 @@
 """The code lenses of a session: the verify targets of each document's newest analysed
-version, found in the scheduler's worker thread (`Session._analysed`) and cached here until
-the client asks for them (textDocument/codeLens); the verify code action offers the same."""
+version, found in the scheduler's worker thread (the session's scheduler callback) and cached
+here until the client asks for them (textDocument/codeLens); the verify code action offers the
+same."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ from inplace_lsp.lsp.verification import LensTarget
 from inplace_lsp.notebook import Layout
 
 if TYPE_CHECKING:
-    from inplace_lsp.lsp.session import Session
+    from inplace_lsp.lsp.publisher import Publisher
 
 
 class Lenses:
     """The session's code lenses; every method runs on the event loop thread."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Publisher) -> None:
         self._session = session
         # The code lenses of the newest snapshot (written by the scheduler's worker threads).
         self._lenses: dict[str, tuple[Snapshot, tuple[LensTarget, ...]]] = {}

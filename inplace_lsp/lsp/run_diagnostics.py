@@ -28,7 +28,7 @@ from inplace_lsp.lsp.run_findings import (
 )
 
 if TYPE_CHECKING:
-    from inplace_lsp.lsp.session import Cells, Session
+    from inplace_lsp.lsp.publisher import Cells, Publisher
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ PUBLISH_SLICE_S = 0.01
 class RunDiagnostics:
     """The run findings of a session; every method runs on the event loop thread."""
 
-    def __init__(self, session: Session, folders: list[str]) -> None:
+    def __init__(self, session: Publisher, folders: list[str]) -> None:
         self._session = session
         # The newest `inplace-lsp run` report, read from the workspace folders' .inplace-lsp/;
         # without folders (an editor in single-file mode), from the open files' project roots.
@@ -76,9 +76,7 @@ class RunDiagnostics:
         if self.workspace_folders:
             return self.workspace_folders
         folders = {
-            os.path.dirname(os.path.abspath(d.path))
-            for d in self._session._documents.values()
-            if d.path
+            os.path.dirname(os.path.abspath(d.path)) for d in self._session.documents() if d.path
         }
         return sorted({report.project_root(folder) for folder in folders})
 
@@ -188,7 +186,7 @@ class RunDiagnostics:
         return self._run.diagnostics(key, self._session.features.encoding)
 
     def pushed_apart(self, uri: str) -> list[types.Diagnostic]:
-        """The run findings in an open file, for a push of their own (Session._pushed_apart)."""
+        """The run findings in an open file, for a push of their own (Publisher.pushed_apart)."""
         ran = self.diagnostics(uri)
         if ran:
             self._run_pushed.add(uri)  # cleared when the file closes, if none are left then
@@ -243,7 +241,7 @@ class RunDiagnostics:
             if not uri:  # a notebook cell's code that no open cell holds
                 continue
             owner = session.key_of(uri)  # the file, or the notebook of a cell
-            document = session._documents.get(owner) if owner is not None else None
+            document = session.document(owner) if owner is not None else None
             if document is None or (owner == uri and self._run_keys.get(uri) != key):
                 found = self._run.diagnostics(key, features.encoding)
                 if found or uri in self._run_pushed:
@@ -252,12 +250,12 @@ class RunDiagnostics:
             elif features.verify_pushed:
                 cell = document.layout.cell(uri)
                 version = cell.version if cell is not None else None
-                session.client.publish(uri, version, session._pushed_apart(uri, version))
+                session.client.publish(uri, version, session.pushed_apart(uri, version))
             elif features.pull:
                 refresh = True
             elif document.key not in pushed and session.scheduler.snapshot(document.key):
                 pushed.add(document.key)
-                session._push(document.key)
+                session.push(document.key)
         if refresh and features.refresh:
             session.client.refresh_diagnostics()
 
@@ -331,7 +329,7 @@ class RunDiagnostics:
             if pushed != uri or session.features.pull:  # a push of the analysis replaces it
                 session.client.publish(pushed, None, [])
         if key in changed.keys and session.features.verify_pushed:
-            session.client.publish(uri, version, session._pushed_apart(uri, version))
+            session.client.publish(uri, version, session.pushed_apart(uri, version))
         self._changed(changed.keys - {key})  # related lines in other files moved
         if not self.workspace_folders:
             self.poll()  # a report of this file's project, not looked at yet
@@ -357,10 +355,10 @@ class RunDiagnostics:
         self.generation += 1
         if key in changed.keys:
             if session.features.verify_pushed:
-                session.client.publish(uri, version, session._pushed_apart(uri, version))
+                session.client.publish(uri, version, session.pushed_apart(uri, version))
             elif key in changed.dropped and not session.features.pull:
                 if session.scheduler.snapshot(uri) is not None:
-                    session._push(uri)  # now, not after the analysis (which may wait for a save)
+                    session.push(uri)  # now, not after the analysis (which may wait for a save)
         self._changed(changed.keys - {key})
 
     def closed(self, uri: str) -> None:

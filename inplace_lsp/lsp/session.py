@@ -22,10 +22,9 @@ import gc
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from lsprotocol import types
 
@@ -36,6 +35,7 @@ from inplace_lsp.config import MAX_FILE_BYTES, Settings, too_large
 from inplace_lsp.lsp import actions, convert, hover, verification
 from inplace_lsp.lsp.diagnostics import View, build_view
 from inplace_lsp.lsp.lenses import Lenses, in_document, lens_targets
+from inplace_lsp.lsp.publisher import Cells, Client, Document, Features
 from inplace_lsp.lsp.run_diagnostics import POLL_S, REPORT_GLOBS, WATCHED_POLL_S, RunDiagnostics
 from inplace_lsp.lsp.scheduler import Scheduler, Snapshot, new_analysis
 from inplace_lsp.lsp.settings import Effective, SettingsStore, debug_info
@@ -65,95 +65,6 @@ logger = logging.getLogger(__name__)
 BURST_GAP_S = 0.03
 BURST_WAIT_S = 0.05
 
-Cells = Sequence[tuple[str, int | None, str]]  # (cell uri, cell version, text), in order
-
-
-class Client(Protocol):
-    """What the session needs from the connection to the editor."""
-
-    def call_soon(self, callback: Callable[[], None]) -> None:
-        """Runs `callback` on the event loop thread (callable from any thread)."""
-
-    def publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
-        """textDocument/publishDiagnostics"""
-
-    def refresh_diagnostics(self) -> None:
-        """workspace/diagnostic/refresh"""
-
-    def show(self, message: str, kind: types.MessageType) -> None:
-        """window/showMessage"""
-
-    def refresh_code_lenses(self) -> None:
-        """workspace/codeLens/refresh"""
-
-
-def _get(obj: object, path: str) -> Any:
-    for name in path.split("."):
-        if obj is None:
-            return None
-        obj = getattr(obj, name, None)
-    return obj
-
-
-@dataclass(frozen=True)
-class Features:
-    """What the client supports, read once from its capabilities."""
-
-    encoding: str = convert.UTF16
-    pull: bool = False  # textDocument/diagnostic: the client pulls, the server does not push
-    refresh: bool = False  # workspace/diagnostic/refresh
-    lazy_edits: bool = False  # codeAction/resolve fills in `edit`
-    document_changes: bool = False
-    markdown: bool = False
-    configuration: bool = False  # workspace/configuration
-    watch_files: bool = False  # dynamic registration of didChangeWatchedFiles
-    register_configuration: bool = False  # dynamic registration of didChangeConfiguration
-    work_done_progress: bool = False  # window/workDoneProgress/create
-    code_lens: bool = False  # textDocument/codeLens
-    code_lens_refresh: bool = False  # workspace/codeLens/refresh
-
-    @property
-    def verify_pushed(self) -> bool:
-        """Verify results (and run findings) go out as published diagnostics of their own: the
-        client pulls but cannot be told to pull again (Neovim 0.11), so a pulled result would
-        only show after the next edit, which drops it. Clients keep pushed and pulled
-        diagnostics apart."""
-        return self.pull and not self.refresh
-
-    @classmethod
-    def of(cls, caps: types.ClientCapabilities, encoding: str) -> Features:
-        resolvable = _get(caps, "text_document.code_action.resolve_support.properties") or []
-        formats = _get(caps, "text_document.hover.content_format") or []
-        return cls(
-            encoding=encoding,
-            pull=_get(caps, "text_document.diagnostic") is not None,
-            refresh=bool(_get(caps, "workspace.diagnostics.refresh_support")),
-            lazy_edits="edit" in resolvable,
-            document_changes=bool(_get(caps, "workspace.workspace_edit.document_changes")),
-            markdown=types.MarkupKind.Markdown in formats or "markdown" in formats,
-            configuration=bool(_get(caps, "workspace.configuration")),
-            watch_files=bool(_get(caps, "workspace.did_change_watched_files.dynamic_registration")),
-            register_configuration=bool(
-                _get(caps, "workspace.did_change_configuration.dynamic_registration")
-            ),
-            work_done_progress=bool(_get(caps, "window.work_done_progress")),
-            code_lens=_get(caps, "text_document.code_lens") is not None,
-            code_lens_refresh=bool(_get(caps, "workspace.code_lens.refresh_support")),
-        )
-
-
-@dataclass
-class _Document:
-    key: str  # the file's URI, or the notebook's
-    path: str | None
-    layout: Layout  # of the editor's buffer (the newest version received)
-    text: str = ""  # the buffer's program (a notebook: its code cells joined)
-    submitted: int | None = None  # the version last handed to the scheduler
-    published: set[str] = field(default_factory=set)  # URIs holding pushed diagnostics
-    changed_at: float = 0.0  # monotonic time of the last change
-    # Its settings, and the settings generation they were resolved in (see Session._settings)
-    resolved: tuple[int, Settings] | None = None
-
 
 class Session:
     def __init__(
@@ -172,7 +83,7 @@ class Session:
         self.scheduler = scheduler or Scheduler(self._analysed)
         self.scheduler.workspace = self.workspace
         self.scheduler.analysis_factory = self._new_analysis  # (under each document's settings)
-        self._documents: dict[str, _Document] = {}
+        self._documents: dict[str, Document] = {}
         self._cell_owner: dict[str, str] = {}  # cell URI -> notebook URI
         self._views: dict[str, View] = {}
         self._published_version: dict[str, int | None] = {}
@@ -180,8 +91,8 @@ class Session:
         # uri -> (version, size in bytes, limit) of a document above max_file_bytes
         self._too_large: dict[str, tuple[int | None, int, int]] = {}
         # The features, each with its state (they reach the documents through the session).
-        self.verifying = Verifying(self)
         self.lenses = Lenses(self)
+        self.verifying = Verifying(self, self.lenses)
         self.runs = RunDiagnostics(self, list(folders) or ([root] if root is not None else []))
 
     # ------------------------------------------------------------------ documents
@@ -190,7 +101,7 @@ class Session:
         path = uri_to_path(uri)
         layout = Layout.single(uri, version)
         text = self._sized(uri, path, version, text)
-        self._documents[uri] = _Document(uri, path, layout, text, version)
+        self._documents[uri] = Document(uri, path, layout, text, version)
         self._published_version.pop(uri, None)  # a reopened document counts from 1 again
         self._report_project_problems(path)
         if path is not None:
@@ -247,7 +158,7 @@ class Session:
         ]
 
     def _submit(
-        self, document: _Document, version: int | None, text: str, layout: Layout, *, saved: bool
+        self, document: Document, version: int | None, text: str, layout: Layout, *, saved: bool
     ) -> None:
         settings = self._settings(document.key, document.path)
         text = self._sized(document.key, document.path, version, text)
@@ -297,7 +208,7 @@ class Session:
         self._cell_owner.update((cell.uri, uri) for cell in layout.cells)
         path = uri_to_path(uri)
         text = self._sized(uri, path, version, text)
-        self._documents[uri] = _Document(uri, path, layout, text, version)
+        self._documents[uri] = Document(uri, path, layout, text, version)
         self._report_project_problems(path)
         self.scheduler.open(uri, path, version, text, attachment=layout)
         self.runs.notebook(uri, path, cells)
@@ -333,6 +244,15 @@ class Session:
         """The analysed document a URI belongs to: itself, or the notebook of a cell."""
         if uri in self._documents:
             return uri
+        return self._cell_owner.get(uri)
+
+    def document(self, key: str) -> Document | None:
+        return self._documents.get(key)
+
+    def documents(self) -> Iterable[Document]:
+        return self._documents.values()
+
+    def notebook_of(self, uri: str) -> str | None:
         return self._cell_owner.get(uri)
 
     # ------------------------------------------------------------------ results
@@ -415,7 +335,7 @@ class Session:
             elif self._settings(snapshot.key, self._path(snapshot.key)).run == "onSave":
                 self.client.refresh_diagnostics()  # the client pulls on changes, not saves
             return
-        self._push(snapshot.key)
+        self.push(snapshot.key)
 
     def _settings(self, key: str, path: str | None) -> Settings:
         """An open document's settings, resolved once per settings generation (a keystroke
@@ -434,7 +354,7 @@ class Session:
         document = self._documents.get(key)
         return document.path if document is not None else None
 
-    def _push(self, key: str) -> None:
+    def push(self, key: str) -> None:
         document = self._documents.get(key)
         view = self.view(key)
         if document is None or view is None:
@@ -456,7 +376,7 @@ class Session:
             self.client.publish(gone, None, [])  # a cell deleted from the notebook
         document.published = uris | (document.published & {c.uri for c in view.layout.cells})
 
-    def _pushed_apart(self, uri: str, version: int | None) -> list[types.Diagnostic]:
+    def pushed_apart(self, uri: str, version: int | None) -> list[types.Diagnostic]:
         """What a client that pulls the analysis gets pushed (`Features.verify_pushed`): the
         verify results and the run findings, in one list (a publish replaces the last)."""
         ran = self.runs.pushed_apart(uri)
@@ -603,7 +523,7 @@ class Session:
             return
         for key in list(self._documents):
             if self.scheduler.snapshot(key) is not None:
-                self._push(key)
+                self.push(key)
 
     def files_changed(self, uris: Sequence[str]) -> None:
         """workspace/didChangeWatchedFiles: a pyproject.toml reloads the settings; a Python

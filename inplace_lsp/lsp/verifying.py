@@ -20,13 +20,14 @@ from inplace_lsp.analysis.findings import Finding, Span
 from inplace_lsp.analysis.lines import split_lines
 from inplace_lsp.config import Settings
 from inplace_lsp.lsp import convert, verification
+from inplace_lsp.lsp.lenses import Lenses
 from inplace_lsp.lsp.uris import untitled_path, uri_to_path
 from inplace_lsp.notebook import Cell, Layout
 from inplace_lsp.verify import runner
 from inplace_lsp.verify.parsed import Parsed
 
 if TYPE_CHECKING:
-    from inplace_lsp.lsp.session import Session
+    from inplace_lsp.lsp.publisher import Publisher
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +54,9 @@ class Verifying:
     """The verify runs of a session and their diagnostics; every method runs on the event
     loop thread."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Publisher, lenses: Lenses) -> None:
         self._session = session
+        self._lenses = lenses  # the lens a result names is found among its document's
         # document key -> verified target -> its diagnostics (each target keeps its own)
         self._verified: dict[str, dict[str, _Verified]] = {}
         self.generation = 0  # bumped when verify diagnostics change (pull result ids)
@@ -76,7 +78,7 @@ class Verifying:
         session = self._session
         path = uri_to_path(uri)
         cell: tuple[Layout, Cell] | None = None
-        owner = session._cell_owner.get(uri)
+        owner = session.notebook_of(uri)
         if owner is not None:  # a notebook cell: the notebook's definitions, as one program
             prepared = await self._notebook_program(owner, uri, where)
             if prepared is None:
@@ -148,7 +150,7 @@ class Verifying:
         while the notebook is still as verified (`parsed`: the program, parsed)."""
         if result.get("status") not in ("ok", *runner.FAILED):
             return
-        document = self._session._documents.get(notebook)
+        document = self._session.document(notebook)
         if document is None or document.layout != layout:
             return  # a cell changed while it ran: the result is stale
         name = str(result.get("target") or "")
@@ -233,13 +235,13 @@ class Verifying:
         (`parsed`: the text of `lines`, parsed)."""
         if result.get("status") not in ("ok", *runner.FAILED):
             return
-        document = self._session._documents.get(uri)
+        document = self._session.document(uri)
         if document is None or document.layout.is_notebook:
             return
         if document.layout.cells[0].version != version:
             return  # the text changed while it ran: the result is stale
         target_line = next(
-            (t.line for t in self._session.lenses.targets(uri) if t.name == result.get("target")),
+            (t.line for t in self._lenses.targets(uri) if t.name == result.get("target")),
             line,
         )
         found = verification.diagnostics(
@@ -275,17 +277,17 @@ class Verifying:
         the file itself (`edited`) a pulling client pulls it anyway."""
         session = self._session
         self.generation += 1
-        document = session._documents.get(key)
+        document = session.document(key)
         if session.features.verify_pushed:
             for uri in sorted(uris):
                 cell = document.layout.cell(uri) if document is not None else None
                 version = cell.version if cell is not None else None
-                session.client.publish(uri, version, session._pushed_apart(uri, version))
+                session.client.publish(uri, version, session.pushed_apart(uri, version))
         elif session.features.pull:
             if session.features.refresh and not edited:
                 session.client.refresh_diagnostics()
         elif session.scheduler.snapshot(key) is not None:
-            session._push(key)  # now, not after the analysis (which may wait for a save)
+            session.push(key)  # now, not after the analysis (which may wait for a save)
 
     def follow_verified(self, uri: str, version: int | None, text: str) -> None:
         """A file changed: each target's verify diagnostics move with their lines when those
@@ -313,7 +315,7 @@ class Verifying:
             del self._verified[uri]
         if self._session.features.verify_pushed and (dropped or moved):
             self.generation += 1
-            self._session.client.publish(uri, version, self._session._pushed_apart(uri, version))
+            self._session.client.publish(uri, version, self._session.pushed_apart(uri, version))
         elif dropped:
             self._verified_changed(uri, {uri}, edited=True)
         # Moved only: a pushing client gets them with the new version's analysis.

@@ -29,6 +29,7 @@ from typing import Any, TypeGuard
 
 from inplace_lsp.analysis import model as model_mod
 from inplace_lsp.analysis.constants import BINARY_OPS, NotConstant, Scope, evaluate
+from inplace_lsp.analysis.frameworks import stub_model
 from inplace_lsp.analysis.lines import line_count, split_lines
 from inplace_lsp.analysis.model import (
     ClassInfo,
@@ -2063,7 +2064,7 @@ def find_target(
         tree = parse(text, parsed)
     except SyntaxError as exc:
         raise VerifyError(f"cannot parse {where}: line {exc.lineno}: {exc.msg}") from None
-    model = model_mod.build([(tree, 1, True)], path=path, lines=split_lines(text))
+    model = model_mod.build([(tree, 1, True)], path=path, lines=split_lines(text), stubs=stub_model)
     consts = _module_consts(tree, model)
     enclosing = _enclosing(tree, line) if line is not None else None
     if line is not None and enclosing is None:
