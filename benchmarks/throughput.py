@@ -3,8 +3,11 @@ corpora named), as a ratio to reading and `ast.parse`-ing the same files sequent
 process.
 
     python benchmarks/throughput.py [--jobs N] [--repeat R] [--corpora NAME ...]
+                                    [--match GLOB] [--first N]
 
-(issue 24 measures `--corpora torchvision timm transformers`)
+(issue 24 measures `--corpora torchvision timm transformers`; issue 41 also `--corpora
+transformers --match 'transformers/models/*/modeling_*.py' --first 300`: the 300 first
+modelling files in sorted order)
 
 Rows: (a) the reference, read + ast.parse of every file, one after the other; (b) the CLI's code
 path, `cli.check_files` (worker processes above cli.PARALLEL_MIN_FILES files, skips files that
@@ -12,13 +15,15 @@ never mention torch, applies settings and noqa); (c) our analysis alone, sequent
 process: a fresh DocumentAnalysis().update() per file; (d) and (e) (b) with the check cache in an
 empty directory, run twice: cold, then warm (nothing changed: every result read back; issue 12's
 target is <= 0.1x). Findings are counted by code and severity; these packages are known-good
-code, so every Error is a false positive until a run proves it.
+code, so every Error is a false positive until a run proves it. The peak resident memory of
+the CLI's worker processes (b) and of this process (after (c)) is printed beside.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import fnmatch
 import os
 import resource
 import statistics
@@ -94,12 +99,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=list(_sources.PACKAGES),
         help="the library corpora to check (default: torchvision timm)",
     )
+    parser.add_argument(
+        "--match", help="only the files whose path ends as this glob does (fnmatch, '/'-separated)"
+    )
+    parser.add_argument("--first", type=int, help="only the first N files, in sorted order")
     args = parser.parse_args(argv)
     try:
         paths = [p for files in _sources.corpus_files(args.corpora).values() for p in files]
     except _sources.SourcesUnavailable as exc:
         print(f"throughput: skipped, sources unavailable: {exc}")
         return 0
+    if args.match:
+        paths = sorted(p for p in paths if fnmatch.fnmatchcase(p.as_posix(), "*/" + args.match))
+    if args.first is not None:
+        paths = sorted(paths)[: args.first]
     texts = [path.read_text(encoding="utf-8") for path in paths]  # also warms the page cache
     lines = sum(len(split_lines(text)) for text in texts)
     mentions_torch = sum("torch" in text for text in texts)
@@ -111,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     per_file: list[list[Finding]] = []
     names = [str(p) for p in paths]
     cli_s, cli_cpu = _timed(lambda: results.extend(via_cli(names, args.jobs)))
+    workers_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     with tempfile.TemporaryDirectory(prefix="inplace-lsp-cache-") as cache:
         os.environ[ENV_DIR] = cache  # the workers inherit it
         cached: list[cli.FileResult] = []
@@ -143,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{cpu:>9.3f}{cpu / parse_cpu:>7.2f}x"
         )
     print(f"files mentioning torch (the CLI analyses only these): {mentions_torch}")
+    own_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS: (b)'s largest worker {workers_mb:.0f} MB; this process {own_mb:.0f} MB")
     print(f"warm cache: the same findings as (b): {'yes' if same else 'NO'}")
     print()
     for row in _counts_table("(b) findings", cli_findings):
