@@ -7,7 +7,8 @@ as do the findings of the newest `inplace-lsp run` report in the workspace folde
 `Session` holds the documents and what goes out for them, and is what `server.py` calls; each
 feature is an object of its own that it holds, with the feature's state, in a module of its
 own: `verifying.Verifying` (verify runs and their diagnostics), `run_diagnostics.RunDiagnostics`
-(the run findings) and `lenses.Lenses` (code lenses).
+(the run findings) and `lenses.Lenses` (code lenses). They see the session through
+`publisher.Publisher` and do not import this module.
 
 It knows LSP types but not pygls: `server.py` hands it texts and a `Client` to talk through.
 Every method runs on the event loop thread except the scheduler's callback, which finds the
@@ -90,7 +91,8 @@ class Session:
         self._other_lines: dict[str, list[str] | None] = {}
         # uri -> (version, size in bytes, limit) of a document above max_file_bytes
         self._too_large: dict[str, tuple[int | None, int, int]] = {}
-        # The features, each with its state (they reach the documents through the session).
+        # The features, each with its state: they reach the documents through the session,
+        # as a publisher.Publisher (the interface they see of it).
         self.lenses = Lenses(self)
         self.verifying = Verifying(self, self.lenses)
         self.runs = RunDiagnostics(self, list(folders) or ([root] if root is not None else []))
