@@ -6,6 +6,7 @@ the tests that need a fresh one say so). The others only read source text.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import os
@@ -25,7 +26,7 @@ from typing import Any
 import pytest
 
 from inplace_lsp.config import Settings, VerifySettings, from_wire
-from inplace_lsp.verify import coverage, runner, targets
+from inplace_lsp.verify import coverage, runner, targets, walk
 from inplace_lsp.verify.runner import RunOptions, describe_lines, run_verify
 from inplace_lsp.verify.targets import VerifyError, find_target
 
@@ -167,6 +168,33 @@ def module(init: str, forward: str, args: str = "x") -> str:
         ("self.w = nn.Parameter(torch.randn(5, dim))", "return F.linear(x, self.w)", [2, 16]),
         ("self.gamma = nn.Parameter(torch.ones(dim))", "return x * self.gamma", [2, 16]),
         ("self.fc = nn.Linear(dim, 2)", "return self._head(x)", [2, 16]),
+        # statements that hold others, in __init__ and in forward (verify/walk.py)
+        (
+            "match dim:\n    case 16:\n        self.fc = nn.Linear(dim, 3)\n"
+            "    case _:\n        self.fc = nn.Linear(4, 3)",
+            "return self.fc(x)",
+            [2, 16],
+        ),
+        (
+            "try:\n    import apex\nexcept ImportError:\n    self.fc = nn.Linear(dim, 3)",
+            "return self.fc(x)",
+            [2, 16],
+        ),
+        (
+            "n = 0\nwhile n < 1:\n    self.fc = nn.Linear(dim, 2)\n    n += 1",
+            "return self.fc(x)",
+            [2, 16],
+        ),
+        (
+            "self.fc = nn.Linear(6, 2)",
+            "match x.dim():\n    case 2:\n        return self.fc(x)\nreturn x",
+            [2, 6],
+        ),
+        (
+            "self.fc = nn.Linear(6, 2)",
+            "try:\n    pass\nexcept RuntimeError:\n    return self.fc(x)\nreturn x",
+            [2, 6],
+        ),
     ],
 )
 def test_input_synthesis(init: str, forward: str, shape: list[int]) -> None:
@@ -174,6 +202,22 @@ def test_input_synthesis(init: str, forward: str, shape: list[int]) -> None:
     if "self._head" in forward:
         text += "\n    def _head(self, h):\n        return self.fc(h.tanh())\n"
     assert first_shape(text, 5) == shape
+
+
+def test_verify_reads_every_statement_kind_and_names_one_it_does_not() -> None:
+    for kind in ast.stmt.__subclasses__():  # those of this Python
+        node = kind(**{name: [] for name in kind._fields})
+        node.lineno = 1
+        walk.parts(node)  # raises for a kind no reader knows
+
+    class Odd(ast.stmt):
+        pass
+
+    odd = Odd()
+    odd.lineno = 3
+    assert walk.STRICT  # (the suite's conftest sets INPLACE_LSP_STRICT=1)
+    with pytest.raises(walk.UnhandledStatement, match="line 3: no reader for Odd"):
+        walk.parts(odd)
 
 
 def test_local_submodule_class_is_followed_with_its_arguments() -> None:

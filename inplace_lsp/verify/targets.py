@@ -37,6 +37,7 @@ from inplace_lsp.analysis.model import (
     calls_backward,
     looks_like_module,
 )
+from inplace_lsp.verify import walk
 from inplace_lsp.verify.parsed import Parsed, parse
 
 __all__ = ["VerifyError", "find_target", "SPEC_VERSION"]
@@ -540,13 +541,7 @@ def _run_statement(stmt: ast.stmt, scope: _Scope, depth: int) -> None:
     elif isinstance(stmt, ast.If):
         test = _try_eval(stmt.test, scope)
         if isinstance(test, NotConstant):
-            _run_body(stmt.body, scope, depth)
-            saved_names, saved_attrs = dict(scope.names), dict(scope.attrs or {})
-            _run_body(stmt.orelse, scope, depth)
-            # unknown test: the first branch's values win where both assign
-            scope.names.update({k: v for k, v in saved_names.items()})
-            if scope.attrs is not None:
-                scope.attrs.update(saved_attrs)
+            _run_either([stmt.body, stmt.orelse], scope, depth)
         else:
             _run_body(stmt.body if test else stmt.orelse, scope, depth)
     elif isinstance(stmt, (ast.For, ast.AsyncFor)):
@@ -564,16 +559,35 @@ def _run_statement(stmt: ast.stmt, scope: _Scope, depth: int) -> None:
                 return
         _bind_target(stmt.target, first, scope)
         _run_body(stmt.body, scope, depth)
-    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-        _run_body(stmt.body, scope, depth)
-    elif isinstance(stmt, ast.Try):
-        _run_body(stmt.body, scope, depth)
+    elif isinstance(stmt, (ast.Try, ast.TryStar)):
+        # a handler runs instead of the rest of the body: the body's values win
+        _run_either([stmt.body, *(h.body for h in stmt.handlers)], scope, depth)
         _run_body(stmt.orelse, scope, depth)
         _run_body(stmt.finalbody, scope, depth)
+    elif isinstance(stmt, ast.Match):
+        _run_either([case.body for case in stmt.cases], scope, depth)
     elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         _run_call_statement(stmt.value, scope)
     elif isinstance(stmt, ast.Return):
         raise _Returned(None if stmt.value is None else _try_eval(stmt.value, scope))
+    else:  # `with`, `while`: their bodies, once (a strict run names a kind not known)
+        for part in walk.parts(stmt):
+            _run_body(part, scope, depth)
+
+
+def _run_either(arms: Sequence[Sequence[ast.stmt]], scope: _Scope, depth: int) -> None:
+    """Statement lists of which one runs, not known which (an `if` on an unknown test, a
+    `try`'s body and its handlers, a `match`'s cases): each runs, and where several bind a
+    name the first one's value stays."""
+    first: tuple[dict[str, Any], dict[str, Any]] | None = None
+    for arm in arms:
+        _run_body(arm, scope, depth)
+        if first is None:
+            first = dict(scope.names), dict(scope.attrs or {})
+    if first is not None:
+        scope.names.update(first[0])
+        if scope.attrs is not None:
+            scope.attrs.update(first[1])
 
 
 _NO_ITEM = object()
@@ -1116,23 +1130,18 @@ class _Walk:
                 self.loop_layers[stmt.target.elts[1].id] = layer
             self.block(stmt.body)
             self.block(stmt.orelse)
-        elif isinstance(stmt, (ast.If, ast.While)):
-            self.visit(stmt.test)
-            self.block(stmt.body)
-            self.block(stmt.orelse)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
-                self.visit(item.context_expr)
-            self.block(stmt.body)
-        elif isinstance(stmt, ast.Try):
-            for part in (stmt.body, stmt.orelse, stmt.finalbody):
-                self.block(part)
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif isinstance(stmt, walk.DEFINITIONS):
             return
         else:
+            # the expressions of the statement itself (an `if`'s test, a `with`'s context
+            # managers, a `match`'s subject), then the statements it holds
             for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.withitem):
+                    child = child.context_expr
                 if isinstance(child, ast.expr):
                     self.visit(child)
+            for part in walk.parts(stmt):
+                self.block(part)
 
     def layer_of_iter(self, node: ast.expr) -> Any:
         """``for blk in self.blocks`` / ``self.blocks.values()`` / ``enumerate(self.blocks)``."""
