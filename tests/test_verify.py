@@ -26,8 +26,9 @@ from typing import Any
 import pytest
 
 from inplace_lsp.config import Settings, VerifySettings, from_wire
-from inplace_lsp.verify import coverage, runner, targets, walk
+from inplace_lsp.verify import coverage, runner, walk
 from inplace_lsp.verify.runner import RunOptions, describe_lines, run_verify
+from inplace_lsp.verify.spec import MAX_COMBOS, SPATIAL
 from inplace_lsp.verify.targets import VerifyError, find_target
 
 try:
@@ -247,7 +248,7 @@ def test_local_submodule_class_is_followed_with_its_arguments() -> None:
     assert spec["inputs"]["candidates"][0]["args"][0]["shape"] == [2, 5, 32, 32]
     # every spatial size is a candidate the harness may try
     sizes = [c["args"][0]["shape"][-1] for c in spec["inputs"]["candidates"]]
-    assert sizes == list(targets.SPATIAL[2])
+    assert sizes == list(SPATIAL[2])
 
 
 def test_embedding_indices_stay_within_num_embeddings() -> None:
@@ -265,7 +266,7 @@ def test_multiple_inputs_and_keyword_only() -> None:
     spec = find_target(text, 5)
     first = spec["inputs"]["candidates"][0]
     assert [a["shape"] for a in first["args"]] == [[2, 16], [2, 8]]
-    assert len(spec["inputs"]["candidates"]) <= targets.MAX_COMBOS
+    assert len(spec["inputs"]["candidates"]) <= MAX_COMBOS
 
 
 def test_enclosing_line_picks_class_method_or_function() -> None:

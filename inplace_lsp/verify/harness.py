@@ -455,7 +455,7 @@ def _resolve(module: ModuleType, qualname: str) -> Any:
 
 
 def _materialize(spec: Any, device: str) -> Any:
-    """The value a targets.py value spec describes, on ``device``."""
+    """The value a value spec (spec.py) describes, on ``device``."""
     import torch
 
     if not isinstance(spec, Mapping):

@@ -1,10 +1,13 @@
 """Decide what `verify` runs: the target at a line, how to construct it and what to feed it.
 
 Pure: reads the source with ``ast`` (imports and classes through
-``inplace_lsp.analysis.model``, constant expressions through ``inplace_lsp.analysis.constants``,
-whose ``Scope`` ``_Scope`` extends with ``self.<attr>``, tensors and layer constructor calls)
-and imports neither torch nor pygls. The product is a JSON-able spec that ``harness.run_spec``
-executes in the user's interpreter:
+``inplace_lsp.analysis.model``) and imports neither torch nor pygls. The jobs are split by
+module: construct.py reads what a class's ``__init__`` builds (constant expressions through
+``inplace_lsp.analysis.constants``, whose ``Scope`` ``InitScope`` extends with ``self.<attr>``,
+tensors and layer constructor calls), shapes.py what its ``forward`` must be fed, walk.py which
+statements the two read, spec.py the vocabulary of the result; this module picks the target and
+assembles its spec. The product is a JSON-able spec that ``harness.run_spec`` executes in the
+user's interpreter:
 
 * ``kind`` "module" (an ``nn.Module`` subclass) or "function" (a top-level function);
 * ``construct``: a user hook (``example_args()``), literal arguments (defaults, a call of the
@@ -23,1418 +26,49 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from inplace_lsp.analysis import model as model_mod
-from inplace_lsp.analysis.constants import BINARY_OPS, NotConstant, Scope, evaluate
+from inplace_lsp.analysis.constants import NotConstant, evaluate
 from inplace_lsp.analysis.frameworks import stub_model
 from inplace_lsp.analysis.lines import line_count, split_lines
-from inplace_lsp.analysis.model import (
-    ClassInfo,
-    ModuleModel,
-    calls_backward,
-    looks_like_module,
+from inplace_lsp.analysis.model import ClassInfo, ModuleModel, calls_backward, looks_like_module
+from inplace_lsp.verify.construct import (
+    SUPER,
+    ClassCtx,
+    InitScope,
+    LayerRef,
+    Returned,
+    assign,
+    class_ctx,
+    init_of,
+    module_consts,
+    required_names,
+    run_body,
+    signature_args,
+    try_eval,
 )
-from inplace_lsp.verify import walk
 from inplace_lsp.verify.parsed import Parsed, parse
+from inplace_lsp.verify.shapes import PASS, Finder, NoShape
+from inplace_lsp.verify.spec import (
+    BATCH,
+    MAX_COMBOS,
+    SEQ,
+    Spec,
+    VerifyError,
+    describe_value,
+    literal_spec,
+)
 
 __all__ = ["VerifyError", "find_target", "SPEC_VERSION"]
 
 SPEC_VERSION = 1
-BATCH = 2
-SEQ = 8
-MAX_COMBOS = 8
-# Spatial sizes tried, in order, for convolution inputs (a Linear after the convolutions often
-# fixes one size: 32 for CIFAR nets, 28 for MNIST nets, 224 for ImageNet nets).
-SPATIAL: dict[int, tuple[int, ...]] = {
-    1: (32, 64, 128, 16),
-    2: (32, 28, 64, 224, 16),
-    3: (16, 8, 32),
-}
 INPUT_HOOK = "example_inputs"
 ARGS_HOOK = "example_args"
 # Entry points preferred when no line is given: the file's own training / demo function.
 ENTRY_NAMES = ("run", "main", "train", "train_step", "step", "demo")
-
-Spec = dict[str, Any]
-
-
-class VerifyError(Exception):
-    """Verify cannot run this target; the message says what is missing and how to provide it."""
-
-    def __str__(self) -> str:
-        return f"VerifyError: {self.args[0]}" if self.args else "VerifyError"
-
-    @property
-    def reason(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-# --------------------------------------------------------------------------- value specs
-
-
-def randn(*shape: int) -> Spec:
-    return {"tensor": "randn", "shape": list(shape)}
-
-
-def randint(high: int, *shape: int) -> Spec:
-    return {"tensor": "randint", "high": high, "shape": list(shape)}
-
-
-def literal_spec(value: object) -> Spec:
-    """The value spec of a Python literal (numbers, strings, None, tuples, lists, dicts)."""
-    if isinstance(value, tuple):
-        return {"tuple": [literal_spec(v) for v in value]}
-    if isinstance(value, list):
-        return {"list": [literal_spec(v) for v in value]}
-    if isinstance(value, dict):
-        return {"dict": {str(k): literal_spec(v) for k, v in value.items()}}
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return {"value": value}
-    raise NotConstant(f"{type(value).__name__} is not a literal")
-
-
-def describe_value(spec: Spec) -> str:
-    """Python source that builds the value a spec describes (for messages)."""
-    if "tensor" in spec:
-        shape = ", ".join(str(n) for n in spec["shape"])
-        if spec["tensor"] == "randint":
-            comma = "," if len(spec["shape"]) == 1 else ""
-            return f"torch.randint(0, {spec['high']}, ({shape}{comma}))"
-        dtype = ", dtype=torch.bool" if spec.get("dtype") == "bool" else ""
-        return f"torch.{spec['tensor']}({shape}{dtype})"
-    if "tuple" in spec:
-        items = [describe_value(v) for v in spec["tuple"]]
-        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-    if "list" in spec:
-        return "[" + ", ".join(describe_value(v) for v in spec["list"]) + "]"
-    if "dict" in spec:
-        return "{" + ", ".join(f"{k!r}: {describe_value(v)}" for k, v in spec["dict"].items()) + "}"
-    return repr(spec.get("value"))
-
-
-# --------------------------------------------------------------------------- evaluation
-
-
-@dataclass
-class _Tensor:
-    """A tensor built in __init__ (``torch.randn(a, b)``, ``nn.Parameter(...)``): its shape."""
-
-    shape: tuple[int, ...]
-
-
-@dataclass
-class LayerRef:
-    """A module constructor call seen in __init__ (``nn.Linear(dim, 4 * dim)``)."""
-
-    qual: str | None  # "torch.nn.Linear", a local class name, "timm.create_model", or None
-    call: ast.Call
-    scope: _Scope
-    children: list[Any] | None = None  # Sequential / ModuleList contents (LayerRef or unknown)
-
-    @property
-    def kind(self) -> str:
-        """The torch.nn class name (``Linear``) or the qualified name for anything else."""
-        qual = self.qual or ast.unparse(self.call.func)
-        if qual.startswith("torch.nn."):
-            return qual.rsplit(".", 1)[-1]
-        return qual
-
-    def text(self) -> str:
-        source = ast.unparse(self.call)
-        return source if len(source) <= 60 else source[:57] + "..."
-
-
-_TENSOR_MAKERS = frozenset(
-    {"randn", "rand", "zeros", "ones", "empty", "full", "randint", "normal", "arange", "eye"}
-)
-_PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-
-
-@dataclass
-class _Scope(Scope):
-    """Names visible while running ``__init__`` symbolically: locals, ``self`` attributes,
-    module constants; on top of the generic constants, tensors (``_Tensor``) and constructor
-    calls (``LayerRef``), module-level helpers run symbolically."""
-
-    model: ModuleModel
-    names: dict[str, Any]
-    attrs: dict[str, Any] | None = None  # self.<attr> values (shared while __init__ runs)
-    consts: dict[str, Any] = field(default_factory=dict)  # module-level constants
-    depth: int = 0  # helper functions being run symbolically
-
-    def snapshot(self) -> _Scope:
-        return _Scope(self.model, dict(self.names), self.attrs, self.consts, self.depth)
-
-    def lookup(self, name: str) -> Any:
-        if name in self.names:
-            value = self.names[name]
-        elif name in self.consts:
-            value = self.consts[name]
-        elif name in ("True", "False", "None"):
-            return {"True": True, "False": False, "None": None}[name]
-        else:
-            raise NotConstant(f"`{name}` is not a constant")
-        if isinstance(value, NotConstant):
-            raise value
-        return value
-
-    def qualify(self, node: ast.expr) -> str | None:
-        return self.model.qualify(node)
-
-    def attribute(self, node: ast.Attribute) -> Any:
-        if isinstance(node.value, ast.Name) and node.value.id == "self" and self.attrs is not None:
-            if node.attr not in self.attrs:
-                raise NotConstant(f"`self.{node.attr}` is not known")
-            value = self.attrs[node.attr]
-            if isinstance(value, NotConstant):
-                raise value
-            return value
-        return super().attribute(node)
-
-    def member(self, value: Any, node: ast.Attribute) -> Any:
-        if isinstance(value, _Tensor) and node.attr == "shape":
-            return value.shape
-        if isinstance(value, Mapping) and node.attr in value:
-            return value[node.attr]
-        return super().member(value, node)
-
-    def binary(self, node: ast.BinOp, left: Any, right: Any) -> Any:
-        if isinstance(left, _Tensor) or isinstance(right, _Tensor):
-            # torch.randn(d, r) / d ** 0.5: scaling keeps the shape
-            tensors = [v for v in (left, right) if isinstance(v, _Tensor)]
-            others = [v for v in (left, right) if not isinstance(v, _Tensor)]
-            if all(isinstance(v, (int, float)) for v in others):
-                return tensors[0]
-            if len(tensors) == 2 and tensors[0].shape == tensors[1].shape:
-                return tensors[0]
-            raise NotConstant(ast.unparse(node))
-        return super().binary(node, left, right)
-
-    def comprehension(self, node: ast.ListComp | ast.GeneratorExp) -> Any:
-        # [Block(dim) for _ in range(depth)]: one element is enough to know the layer.
-        gen = node.generators[0]
-        first = next(iter(evaluate(gen.iter, self)), _NO_ITEM)
-        if first is _NO_ITEM:
-            return []
-        inner = self.snapshot()
-        _bind_target(gen.target, first, inner)
-        return [evaluate(node.elt, inner)]
-
-    def call(self, node: ast.Call) -> Any:
-        """Tensor makers, ``nn.Parameter``, ``OrderedDict``, local helpers, and constructor
-        calls (``LayerRef``) for the rest."""
-        func = node.func
-        qual = self.model.qualify(func)
-        if qual in _PARAMETER and node.args:
-            return evaluate(node.args[0], self)
-        if (
-            qual is not None
-            and qual.startswith("torch.")
-            and qual.rsplit(".", 1)[-1] in _TENSOR_MAKERS
-        ):
-            return _Tensor(_tensor_shape(qual.rsplit(".", 1)[-1], node, self))
-        if isinstance(func, ast.Attribute) and func.attr in ("clone", "detach", "float", "t"):
-            base = evaluate(func.value, self)
-            if isinstance(base, _Tensor):
-                return _Tensor(base.shape[::-1]) if func.attr == "t" else base
-        if qual in ("collections.OrderedDict", "OrderedDict", "dict") and node.args:
-            pairs = evaluate(node.args[0], self)
-            return dict(pairs)
-        if isinstance(func, ast.Name) and qual in self.model.functions:
-            return _call_local_function(self.model.functions[func.id], node, self)
-        if qual is None and isinstance(func, ast.Attribute):
-            # self.make_layer(...) or config.something(): a module we cannot see into.
-            return LayerRef(None, node, self.snapshot())
-        ref = LayerRef(qual, node, self.snapshot())
-        if ref.kind in ("Sequential", "ModuleList", "ModuleDict"):
-            ref.children = _container_children(ref, self)
-        return ref
-
-
-class _Returned(Exception):
-    """Control flow: a ``return`` while running a function body symbolically."""
-
-    def __init__(self, value: Any) -> None:
-        super().__init__("return")
-        self.value = value
-
-
-def _call_local_function(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.Call, scope: _Scope
-) -> Any:
-    """Run a module-level helper (``def conv3x3(i, o): return nn.Conv2d(...)``) symbolically."""
-    if scope.depth > 8:
-        raise NotConstant(f"{fn.name}() nests too deeply")
-    args, kwargs = _evaluate_args(node, scope)
-    inner = _Scope(scope.model, {}, None, scope.consts, scope.depth + 1)
-    inner.names.update(_bind_call(fn, args, kwargs, inner, skip_self=False))
-    try:
-        _run_body(fn.body, inner, scope.depth + 1)
-    except _Returned as returned:
-        if isinstance(returned.value, NotConstant):
-            raise returned.value from None
-        return returned.value
-    raise NotConstant(f"{fn.name}() returns nothing verify can follow")
-
-
-def _tensor_shape(maker: str, node: ast.Call, scope: _Scope) -> tuple[int, ...]:
-    args = [a for a in node.args]
-    if maker in ("full",):
-        args = args[:1]
-    elif maker == "randint":
-        args = args[-1:] if len(args) >= 2 else []
-        for kw in node.keywords:
-            if kw.arg == "size":
-                args = [kw.value]
-    elif maker == "arange":
-        values = [evaluate(a, scope) for a in args]
-        return (len(range(*[int(v) for v in values])),)
-    elif maker == "eye":
-        size = int(evaluate(args[0], scope))
-        return (size, size)
-    elif maker == "normal":
-        for kw in node.keywords:
-            if kw.arg == "size":
-                args = [kw.value]
-    for kw in node.keywords:
-        if kw.arg == "size":
-            args = [kw.value]
-    dims: list[int] = []
-    for arg in args:
-        value = evaluate(arg, scope)
-        if isinstance(value, (tuple, list)):
-            dims.extend(int(v) for v in value)
-        elif isinstance(value, int) and not isinstance(value, bool):
-            dims.append(value)
-        else:
-            raise NotConstant(ast.unparse(node))
-    return tuple(dims)
-
-
-def _container_children(ref: LayerRef, scope: _Scope) -> list[Any]:
-    """The modules a Sequential / ModuleList / ModuleDict is built from, in order."""
-    values: list[Any] = []
-    for arg in ref.call.args:
-        try:
-            if isinstance(arg, ast.Starred):
-                values.extend(evaluate(arg.value, scope))
-            else:
-                value = evaluate(arg, scope)
-                if ref.kind in ("ModuleList", "ModuleDict") or isinstance(value, dict):
-                    values.extend(value.values() if isinstance(value, dict) else value)
-                else:
-                    values.append(value)
-        except NotConstant as exc:
-            values.append(exc)
-        except TypeError:
-            values.append(NotConstant(ast.unparse(arg)))
-    return values
-
-
-def _bind_target(target: ast.expr, value: Any, scope: _Scope) -> None:
-    """Assign ``value`` to a Name / Tuple target in ``scope.names`` (unknown parts stay unknown)."""
-    if isinstance(target, ast.Name):
-        scope.names[target.id] = value
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        try:
-            items = list(value) if not isinstance(value, NotConstant) else None
-        except TypeError:
-            items = None
-        for i, elt in enumerate(target.elts):
-            if isinstance(elt, ast.Starred):
-                elt = elt.value
-            item = items[i] if items is not None and i < len(items) else NotConstant("unpacking")
-            _bind_target(elt, item, scope)
-
-
-# --------------------------------------------------------------------------- __init__
-
-
-@dataclass
-class _ClassCtx:
-    """A module class with its constructor arguments bound: what ``self.<attr>`` holds.
-
-    For a top-level function target there is no class (``info`` None) and ``names`` holds
-    what its bare names are bound to: its own locals (``w = torch.zeros(3, 5)``,
-    ``lin = nn.Linear(5, 2)``) over the module's (``net = Net()``)."""
-
-    info: ClassInfo | None
-    model: ModuleModel
-    attrs: dict[str, Any]
-    names: dict[str, Any] = field(default_factory=dict)
-
-    def method(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-        if self.info is None:
-            return None
-        found = self.model.find_method(self.info, name)
-        return found[1] if found is not None else None
-
-
-def _init_of(model: ModuleModel, info: ClassInfo) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    found = model.find_method(info, "__init__")
-    return found[1] if found is not None else None
-
-
-def _parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef, skip_self: bool) -> list[ast.arg]:
-    positional = [*fn.args.posonlyargs, *fn.args.args]
-    return positional[1:] if skip_self and positional else positional
-
-
-def _defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
-    positional = [*fn.args.posonlyargs, *fn.args.args]
-    found = {
-        a.arg: d for a, d in zip(reversed(positional), reversed(fn.args.defaults), strict=False)
-    }
-    for arg, default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
-        if default is not None:
-            found[arg.arg] = default
-    return found
-
-
-def _required(fn: ast.FunctionDef | ast.AsyncFunctionDef, skip_self: bool) -> list[str]:
-    defaults = _defaults(fn)
-    names = [a.arg for a in _parameters(fn, skip_self)] + [a.arg for a in fn.args.kwonlyargs]
-    return [n for n in names if n not in defaults]
-
-
-def _bind_call(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef,
-    args: Sequence[Any],
-    kwargs: Mapping[str, Any],
-    scope: _Scope,
-    skip_self: bool = True,
-) -> dict[str, Any]:
-    """Parameter name -> value for a call with the given (already evaluated) arguments."""
-    params = _parameters(fn, skip_self)
-    bound: dict[str, Any] = {}
-    for param, value in zip(params, args, strict=False):
-        bound[param.arg] = value
-    if fn.args.vararg is not None:
-        bound[fn.args.vararg.arg] = tuple(args[len(params) :])
-    extra: dict[str, Any] = {}
-    names = {p.arg for p in params} | {a.arg for a in fn.args.kwonlyargs}
-    for key, value in kwargs.items():
-        if key in names:
-            bound[key] = value
-        else:
-            extra[key] = value
-    if fn.args.kwarg is not None:
-        bound[fn.args.kwarg.arg] = extra
-    for name, default in _defaults(fn).items():
-        if name not in bound:
-            try:
-                bound[name] = evaluate(default, scope)
-            except NotConstant as exc:
-                bound[name] = exc
-    for name in names:
-        bound.setdefault(name, NotConstant(f"`{name}` has no value"))
-    return bound
-
-
-def _evaluate_args(call: ast.Call, scope: _Scope) -> tuple[list[Any], dict[str, Any]]:
-    args: list[Any] = []
-    for arg in call.args:
-        try:
-            if isinstance(arg, ast.Starred):
-                args.extend(evaluate(arg.value, scope))
-            else:
-                args.append(evaluate(arg, scope))
-        except NotConstant as exc:
-            if isinstance(arg, ast.Starred):
-                break  # the positions after it are unknown
-            args.append(exc)
-        except TypeError:
-            break
-    kwargs: dict[str, Any] = {}
-    for kw in call.keywords:
-        try:
-            value = evaluate(kw.value, scope)
-        except NotConstant as exc:
-            value = exc
-        if kw.arg is None:
-            if isinstance(value, Mapping):
-                kwargs.update(value)
-        else:
-            kwargs[kw.arg] = value
-    return args, kwargs
-
-
-def _class_ctx(
-    model: ModuleModel,
-    info: ClassInfo,
-    args: Sequence[Any],
-    kwargs: Mapping[str, Any],
-    consts: dict[str, Any],
-    depth: int = 0,
-) -> _ClassCtx:
-    """Run ``__init__`` symbolically with these arguments; unknown values stay unknown."""
-    attrs: dict[str, Any] = {}
-    owner = info.owner or model
-    init = _init_of(owner, info)
-    if init is not None:
-        module_scope = _Scope(owner, {}, None, consts)
-        names = _bind_call(init, args, kwargs, module_scope)
-        scope = _Scope(owner, names, attrs, consts)
-        try:
-            _run_body(init.body, scope, depth)
-        except _Returned:
-            pass
-        parent = attrs.get(_SUPER)
-        if isinstance(parent, LayerRef) and info.bases:
-            # class Block(nn.Sequential): super().__init__(conv, bn, act)
-            parent.qual = info.bases[0]
-            if parent.kind in ("Sequential", "ModuleList", "ModuleDict"):
-                parent.children = _container_children(parent, parent.scope)
-    # class-level constants (``expansion = 4``) are visible as self.<name>
-    for stmt in info.node.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target = stmt.targets[0]
-            if isinstance(target, ast.Name) and target.id not in attrs:
-                try:
-                    attrs[target.id] = evaluate(stmt.value, _Scope(owner, {}, None, consts))
-                except NotConstant:
-                    pass
-    return _ClassCtx(info, owner, attrs)
-
-
-def _run_body(body: Sequence[ast.stmt], scope: _Scope, depth: int) -> None:
-    for stmt in body:
-        _run_statement(stmt, scope, depth)
-
-
-def _assign(target: ast.expr, value: Any, scope: _Scope) -> None:
-    if (
-        isinstance(target, ast.Attribute)
-        and isinstance(target.value, ast.Name)
-        and target.value.id == "self"
-        and scope.attrs is not None
-    ):
-        scope.attrs[target.attr] = value
-    elif isinstance(target, (ast.Name, ast.Tuple, ast.List)):
-        _bind_target(target, value, scope)
-
-
-def _try_eval(node: ast.expr, scope: _Scope) -> Any:
-    try:
-        return evaluate(node, scope)
-    except NotConstant as exc:
-        return exc
-    except (TypeError, ValueError, ArithmeticError, IndexError, KeyError) as exc:
-        return NotConstant(f"{ast.unparse(node)}: {exc}")
-
-
-def _run_statement(stmt: ast.stmt, scope: _Scope, depth: int) -> None:
-    if isinstance(stmt, ast.Assign):
-        value = _try_eval(stmt.value, scope)
-        for target in stmt.targets:
-            _assign(target, value, scope)
-    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        _assign(stmt.target, _try_eval(stmt.value, scope), scope)
-    elif isinstance(stmt, ast.AugAssign):
-        op = BINARY_OPS.get(type(stmt.op))
-        load = ast.BinOp(left=_as_load(stmt.target), op=stmt.op, right=stmt.value)
-        value = _try_eval(load, scope) if op is not None else NotConstant("augmented assignment")
-        _assign(stmt.target, value, scope)
-    elif isinstance(stmt, ast.If):
-        test = _try_eval(stmt.test, scope)
-        if isinstance(test, NotConstant):
-            _run_either([stmt.body, stmt.orelse], scope, depth)
-        else:
-            _run_body(stmt.body if test else stmt.orelse, scope, depth)
-    elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-        iterable = _try_eval(stmt.iter, scope)
-        first: Any = NotConstant("loop variable")
-        if not isinstance(iterable, NotConstant):
-            try:
-                # Only the first item is bound: `range(10**9)` in a training loop must not
-                # become a list.
-                items = iter(iterable)
-            except TypeError:
-                return
-            first = next(items, _NO_ITEM)
-            if first is _NO_ITEM:
-                return
-        _bind_target(stmt.target, first, scope)
-        _run_body(stmt.body, scope, depth)
-    elif isinstance(stmt, (ast.Try, ast.TryStar)):
-        # a handler runs instead of the rest of the body: the body's values win
-        _run_either([stmt.body, *(h.body for h in stmt.handlers)], scope, depth)
-        _run_body(stmt.orelse, scope, depth)
-        _run_body(stmt.finalbody, scope, depth)
-    elif isinstance(stmt, ast.Match):
-        _run_either([case.body for case in stmt.cases], scope, depth)
-    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        _run_call_statement(stmt.value, scope)
-    elif isinstance(stmt, ast.Return):
-        raise _Returned(None if stmt.value is None else _try_eval(stmt.value, scope))
-    else:  # `with`, `while`: their bodies, once (a strict run names a kind not known)
-        for part in walk.parts(stmt):
-            _run_body(part, scope, depth)
-
-
-def _run_either(arms: Sequence[Sequence[ast.stmt]], scope: _Scope, depth: int) -> None:
-    """Statement lists of which one runs, not known which (an `if` on an unknown test, a
-    `try`'s body and its handlers, a `match`'s cases): each runs, and where several bind a
-    name the first one's value stays."""
-    first: tuple[dict[str, Any], dict[str, Any]] | None = None
-    for arm in arms:
-        _run_body(arm, scope, depth)
-        if first is None:
-            first = dict(scope.names), dict(scope.attrs or {})
-    if first is not None:
-        scope.names.update(first[0])
-        if scope.attrs is not None:
-            scope.attrs.update(first[1])
-
-
-_NO_ITEM = object()
-
-
-def _as_load(target: ast.expr) -> ast.expr:
-    if isinstance(target, ast.Name):
-        return ast.Name(id=target.id, ctx=ast.Load())
-    if isinstance(target, ast.Attribute):
-        return ast.Attribute(value=target.value, attr=target.attr, ctx=ast.Load())
-    return target
-
-
-def _run_call_statement(call: ast.Call, scope: _Scope) -> None:
-    """``self.layers.append(Block(d))``, ``self.add_module("fc", ...)``, register_buffer."""
-    func = call.func
-    if not isinstance(func, ast.Attribute):
-        return
-    if func.attr in ("append", "extend"):
-        try:
-            container = evaluate(func.value, scope)
-        except NotConstant:
-            return
-        if isinstance(container, LayerRef) and container.children is not None and call.args:
-            value = _try_eval(call.args[0], scope)
-            if func.attr == "append":
-                container.children.append(value)
-            elif isinstance(value, (list, tuple)):
-                container.children.extend(value)
-        elif isinstance(container, list) and call.args:
-            value = _try_eval(call.args[0], scope)
-            if func.attr == "append":
-                container.append(value)
-            elif isinstance(value, (list, tuple)):
-                container.extend(value)
-        return
-    if (
-        func.attr == "__init__"
-        and isinstance(func.value, ast.Call)
-        and isinstance(func.value.func, ast.Name)
-        and func.value.func.id == "super"
-        and scope.attrs is not None
-    ):
-        scope.attrs[_SUPER] = LayerRef(None, call, scope.snapshot())
-        return
-    is_self = isinstance(func.value, ast.Name) and func.value.id == "self"
-    if not is_self or scope.attrs is None or len(call.args) < 2:
-        return
-    if func.attr in ("add_module", "register_module", "register_buffer", "register_parameter"):
-        name = _try_eval(call.args[0], scope)
-        if isinstance(name, str):
-            scope.attrs[name] = _try_eval(call.args[1], scope)
-
-
-_SUPER = "<super().__init__>"  # attrs key: the base class constructor call
-
-
-def _module_consts(tree: ast.Module, model: ModuleModel) -> dict[str, Any]:
-    """Module-level ``NAME = <constant expression>`` values, in file order."""
-    consts: dict[str, Any] = {}
-    scope = _Scope(model, consts, None, {})
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign):
-            value = _try_eval(stmt.value, scope)
-            if isinstance(value, LayerRef) or isinstance(value, NotConstant):
-                for target in stmt.targets:
-                    if isinstance(target, ast.Name):
-                        consts.pop(target.id, None)
-                continue
-            for target in stmt.targets:
-                if isinstance(target, ast.Name):
-                    consts[target.id] = value
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            if isinstance(stmt.target, ast.Name):
-                value = _try_eval(stmt.value, scope)
-                if not isinstance(value, (LayerRef, NotConstant)):
-                    consts[stmt.target.id] = value
-    return consts
-
-
-# --------------------------------------------------------------------------- inputs
-
-# Layers that keep the shape class of their input (any rank works): tracking goes through them.
-_PASS_THROUGH = frozenset(
-    (
-        "ReLU ReLU6 GELU SiLU Sigmoid Tanh ELU CELU SELU LeakyReLU PReLU RReLU Softmax LogSoftmax "
-        "Softmin Softplus Softsign Mish Hardswish Hardsigmoid Hardtanh Threshold Tanhshrink "
-        "Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout Identity Flatten "
-        "Upsample UpsamplingNearest2d UpsamplingBilinear2d MaxPool1d MaxPool2d MaxPool3d "
-        "AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d "
-        "AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d ZeroPad1d ZeroPad2d "
-        "ReflectionPad1d ReflectionPad2d ReplicationPad1d ReplicationPad2d ConstantPad1d "
-        "ConstantPad2d LocalResponseNorm ChannelShuffle"
-    ).split()
-)
-# Methods and functions that keep the tensor's shape (or only reshape it: flatten/view).
-_KEEP_METHODS = frozenset(
-    (
-        "float half double bfloat16 contiguous clone detach to cuda cpu type type_as relu sigmoid "
-        "tanh exp abs neg mul add sub div pow sqrt clamp masked_fill softmax log_softmax "
-        "requires_grad_ flatten view reshape squeeze"
-    ).split()
-)
-_KEEP_FUNCTIONS = frozenset(
-    (
-        "relu relu6 gelu silu sigmoid tanh elu leaky_relu hardswish mish softplus softmax "
-        "log_softmax dropout dropout1d dropout2d normalize exp abs neg clamp flatten reshape "
-        "squeeze max_pool1d max_pool2d avg_pool1d avg_pool2d adaptive_avg_pool2d interpolate pad "
-        "mul add sub div"
-    ).split()
-)
-_OPAQUE = frozenset({"flatten", "view", "reshape", "squeeze"})
-_TORCH_PREFIXES = ("torch.", "torch.nn.functional.")
-
-
-# ("transpose", a, b) | ("permute", dims) | ("unsqueeze", d) | ("index", ops) | ("opaque",)
-Transform = tuple[Any, ...]
-
-
-class _Found(Exception):
-    """Control flow: the first consumer of the tracked tensor was found."""
-
-    def __init__(self, candidates: list[Spec]) -> None:
-        super().__init__("found")
-        self.candidates = candidates
-
-
-class _NoShape(Exception):
-    """The first consumer is known, but what it expects is not; the message says why."""
-
-
-_PASS = "pass"
-
-
-def _invert(shape: list[int], transforms: Sequence[Transform]) -> list[int] | None:
-    """The shape before ``transforms`` of a tensor that has ``shape`` after them."""
-    shape = list(shape)
-    for transform in reversed(transforms):
-        kind = transform[0]
-        rank = len(shape)
-        if kind == "transpose":
-            a, b = (d % rank for d in transform[1:3])
-            shape[a], shape[b] = shape[b], shape[a]
-        elif kind == "permute":
-            dims = [d % rank for d in transform[1]]
-            if sorted(dims) != list(range(rank)):
-                return None
-            permuted = [0] * rank
-            for new_index, old_index in enumerate(dims):
-                permuted[old_index] = shape[new_index]
-            shape = permuted
-        elif kind == "unsqueeze":
-            d = transform[1] % rank
-            del shape[d]
-        elif kind == "index":
-            original: list[int] = []
-            i = 0
-            for op in transform[1]:
-                if op == "keep":
-                    if i >= rank:
-                        return None
-                    original.append(shape[i])
-                    i += 1
-                elif op == "new":
-                    i += 1
-                else:  # an integer index removed this dimension
-                    original.append(max(SEQ, op + 1) if op >= 0 else SEQ)
-            shape = original + shape[i:]
-        elif kind == "opaque":
-            continue
-    return shape
-
-
-def _with_transforms(candidates: list[Spec], transforms: Sequence[Transform]) -> list[Spec]:
-    if not transforms:
-        return candidates
-    result: list[Spec] = []
-    for spec in candidates:
-        if "tensor" not in spec:
-            result.append(spec)
-            continue
-        try:
-            shape = _invert(spec["shape"], transforms)
-        except (IndexError, ZeroDivisionError):
-            shape = None
-        if shape is not None:
-            result.append({**spec, "shape": shape})
-    return result
-
-
-_LAYER_PARAMS: dict[str, tuple[str, ...]] = {
-    "Linear": ("in_features", "out_features", "bias"),
-    "Bilinear": ("in1_features", "in2_features", "out_features"),
-    "Embedding": ("num_embeddings", "embedding_dim", "padding_idx"),
-    "EmbeddingBag": ("num_embeddings", "embedding_dim"),
-    "RNN": ("input_size", "hidden_size", "num_layers"),
-    "LSTM": ("input_size", "hidden_size", "num_layers", "bias", "batch_first"),
-    "GRU": ("input_size", "hidden_size", "num_layers", "bias", "batch_first"),
-    "RNNCell": ("input_size", "hidden_size"),
-    "LSTMCell": ("input_size", "hidden_size"),
-    "GRUCell": ("input_size", "hidden_size"),
-    "LayerNorm": ("normalized_shape", "eps"),
-    "RMSNorm": ("normalized_shape", "eps"),
-    "GroupNorm": ("num_groups", "num_channels"),
-    "MultiheadAttention": (
-        "embed_dim",
-        "num_heads",
-        "dropout",
-        "bias",
-        "add_bias_kv",
-        "add_zero_attn",
-        "kdim",
-        "vdim",
-        "batch_first",
-    ),
-    "TransformerEncoderLayer": (
-        "d_model",
-        "nhead",
-        "dim_feedforward",
-        "dropout",
-        "activation",
-        "layer_norm_eps",
-        "batch_first",
-        "norm_first",
-    ),
-    "TransformerDecoderLayer": (
-        "d_model",
-        "nhead",
-        "dim_feedforward",
-        "dropout",
-        "activation",
-        "layer_norm_eps",
-        "batch_first",
-        "norm_first",
-    ),
-    "TransformerEncoder": ("encoder_layer", "num_layers", "norm"),
-    "TransformerDecoder": ("decoder_layer", "num_layers", "norm"),
-    "Transformer": (
-        "d_model",
-        "nhead",
-        "num_encoder_layers",
-        "num_decoder_layers",
-        "dim_feedforward",
-        "dropout",
-        "activation",
-        "custom_encoder",
-        "custom_decoder",
-        "layer_norm_eps",
-        "batch_first",
-    ),
-}
-for _rank in (1, 2, 3):
-    for _conv in (f"Conv{_rank}d", f"ConvTranspose{_rank}d"):
-        _LAYER_PARAMS[_conv] = ("in_channels", "out_channels", "kernel_size", "stride", "padding")
-    for _norm in (f"BatchNorm{_rank}d", f"InstanceNorm{_rank}d"):
-        _LAYER_PARAMS[_norm] = ("num_features", "eps", "momentum")
-_LAYER_PARAMS["SyncBatchNorm"] = ("num_features",)
-_TRANSFORMER_DEFAULTS = {"Transformer": 512}
-
-
-def _layer_args(ref: LayerRef) -> dict[str, Any]:
-    names = _LAYER_PARAMS.get(ref.kind, ())
-    args, kwargs = _evaluate_args(ref.call, ref.scope)
-    bound: dict[str, Any] = dict(zip(names, args, strict=False))
-    bound.update(kwargs)
-    return bound
-
-
-def _int_arg(ref: LayerRef, bound: Mapping[str, Any], name: str) -> int:
-    value = bound.get(name)
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, NotConstant):
-            raise _NoShape(f"{ref.kind}'s {name} in `{ref.text()}`: {value}")
-        if value is None and ref.kind == "Transformer" and name == "d_model":
-            return _TRANSFORMER_DEFAULTS["Transformer"]
-        raise _NoShape(f"{ref.kind}'s {name} in `{ref.text()}` is not a constant")
-    return value
-
-
-def _seq_shape(rank: int | None, feature: int, batch_first: bool = True) -> list[list[int]]:
-    """Shapes for a layer that reads the last dimension: (B, F), (B, T, F), honouring a rank."""
-    if rank is not None and rank >= 1:
-        return [[BATCH, *([SEQ] * (rank - 2)), feature] if rank >= 2 else [feature]]
-    return [[BATCH, feature], [BATCH, SEQ, feature]]
-
-
-def _float_inputs(shapes: list[list[int]]) -> list[Spec]:
-    return [randn(*shape) for shape in shapes]
-
-
-class _Finder:
-    """Finds how a module's ``forward`` (or a helper method) consumes one of its parameters."""
-
-    def __init__(self, ctx: _ClassCtx, depth: int = 0) -> None:
-        self.ctx = ctx
-        self.depth = depth
-
-    # -------------------------------------------------------------- layer needs
-    def layer_need(self, ref: Any, index: int, keyword: str | None, rank: int | None) -> Any:
-        """Candidates for input ``index`` (or ``keyword``) of a layer; _PASS for shape-keeping
-        layers. Raises _NoShape when the layer is known but its input is not."""
-        if isinstance(ref, NotConstant):
-            raise _NoShape(str(ref))
-        if not isinstance(ref, LayerRef):
-            raise _NoShape(f"{type(ref).__name__} is not a module")
-        kind = ref.kind
-        if kind in _PASS_THROUGH:
-            return _PASS
-        if kind == "Sequential":
-            return self.sequential_need(ref, rank)
-        local = self.ctx.model.lookup_class(ref.qual or "") if ref.qual else None
-        if local is not None and looks_like_module(local):
-            return self.local_need(ref, local, index, keyword)
-        if kind.startswith("Lazy"):
-            shapes: dict[str, list[int]] = {
-                "LazyLinear": [BATCH, 16],
-                "LazyConv1d": [BATCH, 3, SPATIAL[1][0]],
-                "LazyConv2d": [BATCH, 3, SPATIAL[2][0], SPATIAL[2][0]],
-                "LazyConv3d": [BATCH, 3, *[SPATIAL[3][0]] * 3],
-                "LazyBatchNorm1d": [BATCH, 16],
-                "LazyBatchNorm2d": [BATCH, 3, 16, 16],
-            }
-            if kind in shapes:
-                return [randn(*shapes[kind])]
-        if kind.startswith("torchvision.models"):
-            return [randn(BATCH, 3, size, size) for size in (64, 224)]
-        bound = _layer_args(ref)
-        if kind in ("Linear",):
-            return _float_inputs(_seq_shape(rank, _int_arg(ref, bound, "in_features")))
-        if kind == "Bilinear":
-            name = "in2_features" if index == 1 or keyword == "input2" else "in1_features"
-            return _float_inputs(_seq_shape(rank, _int_arg(ref, bound, name)))
-        if kind in ("Embedding", "EmbeddingBag"):
-            high = _int_arg(ref, bound, "num_embeddings")
-            if rank == 1:
-                return [randint(high, SEQ)]
-            return [randint(high, BATCH, SEQ)]
-        if kind in ("RNN", "LSTM", "GRU"):
-            if index > 0 or keyword == "hx":
-                raise _NoShape(f"the hidden state of `{ref.text()}`")
-            size = _int_arg(ref, bound, "input_size")
-            if bound.get("batch_first") is True:
-                return [randn(BATCH, SEQ, size)]
-            return [randn(SEQ, BATCH, size)]
-        if kind in ("RNNCell", "LSTMCell", "GRUCell"):
-            if index > 0:
-                raise _NoShape(f"the hidden state of `{ref.text()}`")
-            return [randn(BATCH, _int_arg(ref, bound, "input_size"))]
-        if kind in ("LayerNorm", "RMSNorm"):
-            shape = bound.get("normalized_shape")
-            if isinstance(shape, int) and not isinstance(shape, bool):
-                if rank is not None:
-                    return _float_inputs(_seq_shape(rank, shape))
-                return _float_inputs([[BATCH, SEQ, shape], [BATCH, shape]])
-            if isinstance(shape, (tuple, list)) and all(isinstance(n, int) for n in shape):
-                return [randn(BATCH, *shape)]
-            raise _NoShape(f"LayerNorm's normalized_shape in `{ref.text()}` is not a constant")
-        if kind == "GroupNorm":
-            channels = _int_arg(ref, bound, "num_channels")
-            return [randn(BATCH, channels, s, s) for s in (8,)] + [randn(BATCH, channels, SEQ)]
-        if kind.startswith(("Conv", "ConvTranspose")) and kind[-2:] in ("1d", "2d", "3d"):
-            dims = int(kind[-2])
-            channels = _int_arg(ref, bound, "in_channels")
-            return [randn(BATCH, channels, *([s] * dims)) for s in SPATIAL[dims]]
-        if kind.startswith(("BatchNorm", "InstanceNorm")) or kind == "SyncBatchNorm":
-            features = _int_arg(ref, bound, "num_features")
-            dims = int(kind[-2]) if kind[-2:] in ("1d", "2d", "3d") else 2
-            if dims == 1:
-                shapes_1d = [[BATCH, features], [BATCH, features, SEQ]]
-                if kind.startswith("InstanceNorm"):
-                    shapes_1d.reverse()
-                if rank == 3:
-                    shapes_1d = [[BATCH, features, SEQ]]
-                return _float_inputs(shapes_1d)
-            sizes = SPATIAL[2] if dims == 2 else SPATIAL[3]
-            return [randn(BATCH, features, *([s] * dims)) for s in sizes]
-        if kind == "MultiheadAttention":
-            embed = _int_arg(ref, bound, "embed_dim")
-            position = {"query": 0, "key": 1, "value": 2}.get(keyword or "", index)
-            if position > 2:
-                raise _NoShape(f"argument {position} of `{ref.text()}`")
-            size = embed
-            for pos, name in ((1, "kdim"), (2, "vdim")):
-                if position == pos and isinstance(bound.get(name), int):
-                    size = bound[name]
-            if bound.get("batch_first") is True:
-                return [randn(BATCH, SEQ, size)]
-            return [randn(SEQ, BATCH, size)]
-        if kind in ("TransformerEncoderLayer", "TransformerDecoderLayer", "Transformer"):
-            if index > 1 or (keyword and keyword not in ("src", "tgt", "memory")):
-                raise _NoShape(f"argument {keyword or index} of `{ref.text()}`")
-            d_model = _int_arg(ref, bound, "d_model")
-            if bound.get("batch_first") is True:
-                return [randn(BATCH, SEQ, d_model)]
-            return [randn(SEQ, BATCH, d_model)]
-        if kind in ("TransformerEncoder", "TransformerDecoder"):
-            layer_name = "encoder_layer" if kind == "TransformerEncoder" else "decoder_layer"
-            inner = bound.get(layer_name)
-            return self.layer_need(inner, index, keyword, rank)
-        raise _NoShape(f"`{ref.text()}` ({kind}) has an input shape verify cannot infer")
-
-    def sequential_need(self, ref: LayerRef, rank: int | None) -> Any:
-        for child in ref.children or []:
-            need = self.layer_need(child, 0, None, rank)
-            if need is not _PASS:
-                return need
-        return _PASS
-
-    def local_need(self, ref: LayerRef, info: ClassInfo, index: int, keyword: str | None) -> Any:
-        if self.depth > 6:
-            raise _NoShape(f"`{ref.text()}` nests too deeply")
-        args, kwargs = _evaluate_args(ref.call, ref.scope)
-        ctx = _class_ctx(
-            info.owner or self.ctx.model, info, args, kwargs, ref.scope.consts, self.depth + 1
-        )
-        forward = ctx.method("forward")
-        if forward is None:
-            parent = ctx.attrs.get(_SUPER)
-            if isinstance(parent, LayerRef) and parent.qual and parent.qual.startswith("torch."):
-                return _Finder(ctx, self.depth + 1).layer_need(parent, index, keyword, None)
-            raise _NoShape(f"{info.name} has no forward()")
-        params = _parameters(forward, skip_self=True)
-        if keyword is not None:
-            name = keyword
-        elif index < len(params):
-            name = params[index].arg
-        else:
-            raise _NoShape(f"argument {index} of {info.name}.forward")
-        finder = _Finder(ctx, self.depth + 1)
-        need = finder.param_need(forward, name)
-        if need is None:
-            return _PASS
-        return need
-
-    # -------------------------------------------------------------- forward walk
-    def param_need(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> Any:
-        """Candidates for ``param`` of ``fn``; None when no layer consumes it (it may still
-        flow out unchanged). Raises _NoShape when the first consumer is opaque."""
-        walk = _Walk(self, fn, param)
-        try:
-            walk.run()
-        except _Found as found:
-            if walk.rank is not None:
-                ranked = [c for c in found.candidates if len(c.get("shape", ())) == walk.rank]
-                return ranked or found.candidates
-            return found.candidates
-        return None
-
-
-def _rank_hint(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> int | None:
-    """The rank of ``param`` if ``fn`` unpacks its shape (``B, T, C = x.shape``)."""
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-            if isinstance(target, ast.Tuple) and not any(
-                isinstance(e, ast.Starred) for e in target.elts
-            ):
-                if _is_shape_of(value, param):
-                    return len(target.elts)
-        if isinstance(node, ast.Compare) and len(node.ops) == 1:
-            left, right = node.left, node.comparators[0]
-            if (
-                isinstance(node.ops[0], ast.Eq)
-                and isinstance(right, ast.Constant)
-                and isinstance(right.value, int)
-                and _is_rank_of(left, param)
-            ):
-                return right.value
-    return None
-
-
-def _is_shape_of(node: ast.expr, param: str) -> bool:
-    if isinstance(node, ast.Attribute) and node.attr == "shape":
-        return isinstance(node.value, ast.Name) and node.value.id == param
-    if isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute):
-        func = node.func
-        return func.attr == "size" and isinstance(func.value, ast.Name) and func.value.id == param
-    return False
-
-
-def _is_rank_of(node: ast.expr, param: str) -> bool:
-    if isinstance(node, ast.Attribute) and node.attr == "ndim":
-        return isinstance(node.value, ast.Name) and node.value.id == param
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        func = node.func
-        return (
-            func.attr in ("dim", "ndimension")
-            and isinstance(func.value, ast.Name)
-            and (func.value.id == param)
-        )
-    return False
-
-
-class _Walk:
-    """One pass over a function body, in evaluation order, tracking a parameter's aliases."""
-
-    def __init__(
-        self, finder: _Finder, fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str
-    ) -> None:
-        self.finder = finder
-        self.ctx = finder.ctx
-        self.fn = fn
-        self.aliases: dict[str, tuple[Transform, ...]] = {param: ()}
-        self.loop_layers: dict[str, Any] = {}
-        self.rank = _rank_hint(fn, param)
-
-    def run(self) -> None:
-        self.block(self.fn.body)
-
-    def block(self, body: Sequence[ast.stmt]) -> None:
-        for stmt in body:
-            self.statement(stmt)
-
-    def statement(self, stmt: ast.stmt) -> None:
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            if stmt.value is None:
-                return
-            self.visit(stmt.value)
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            derived = self.derive(stmt.value)
-            if isinstance(stmt, ast.AugAssign):
-                return
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    if derived is not None:
-                        self.aliases[target.id] = derived
-                    else:
-                        self.aliases.pop(target.id, None)
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            self.visit(stmt.iter)
-            layer = self.layer_of_iter(stmt.iter)
-            if layer is not None and isinstance(stmt.target, ast.Name):
-                self.loop_layers[stmt.target.id] = layer
-            elif (
-                isinstance(stmt.target, ast.Tuple)
-                and len(stmt.target.elts) == 2
-                and isinstance(stmt.target.elts[1], ast.Name)
-                and layer is not None
-            ):
-                self.loop_layers[stmt.target.elts[1].id] = layer
-            self.block(stmt.body)
-            self.block(stmt.orelse)
-        elif isinstance(stmt, walk.DEFINITIONS):
-            return
-        else:
-            # the expressions of the statement itself (an `if`'s test, a `with`'s context
-            # managers, a `match`'s subject), then the statements it holds
-            for child in ast.iter_child_nodes(stmt):
-                if isinstance(child, ast.withitem):
-                    child = child.context_expr
-                if isinstance(child, ast.expr):
-                    self.visit(child)
-            for part in walk.parts(stmt):
-                self.block(part)
-
-    def layer_of_iter(self, node: ast.expr) -> Any:
-        """``for blk in self.blocks`` / ``self.blocks.values()`` / ``enumerate(self.blocks)``."""
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
-            if node.func.id in ("enumerate", "reversed"):
-                return self.layer_of_iter(node.args[0])
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in ("values", "children", "modules"):
-                return self.layer_of_iter(node.func.value)
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
-            node = node.value
-        container = self.self_attr(node)
-        if isinstance(container, LayerRef) and container.children:
-            return container.children[0]
-        return None
-
-    def self_attr(self, node: ast.expr) -> Any:
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "self"
-        ):
-            return self.ctx.attrs.get(node.attr)
-        return None
-
-    def visit(self, node: ast.expr) -> None:
-        """Visit sub-expressions in evaluation order; check each call for a consumer."""
-        if isinstance(node, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp)):
-            return
-        if isinstance(node, ast.Call):
-            self.visit(node.func)
-            for arg in node.args:
-                self.visit(arg.value if isinstance(arg, ast.Starred) else arg)
-            for kw in node.keywords:
-                self.visit(kw.value)
-            self.check_call(node)
-            return
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            self.visit(node.left)
-            self.visit(node.right)
-            self.check_matmul(node.left, node.right)
-            return
-        if isinstance(node, ast.BinOp):
-            self.visit(node.left)
-            self.visit(node.right)
-            self.check_broadcast(node.left, node.right)
-            self.check_broadcast(node.right, node.left)
-            return
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
-                self.visit(child)
-
-    def callee(self, func: ast.expr) -> tuple[str, Any] | None:
-        """("layer", LayerRef) / ("method", name) / ("function", qualname) for a call."""
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            if func.value.id == "self":
-                value = self.ctx.attrs.get(func.attr)
-                if value is not None:
-                    return "layer", value
-                if self.ctx.method(func.attr) is not None:
-                    return "method", func.attr
-                return "layer", NotConstant(f"`self.{func.attr}` is not built in __init__")
-        if isinstance(func, ast.Subscript):
-            container = self.self_attr(func.value)
-            if isinstance(container, LayerRef) and container.children:
-                try:
-                    index = evaluate(func.slice, _Scope(self.ctx.model, {}, None, {}))
-                except NotConstant:
-                    index = 0
-                children = container.children
-                if isinstance(index, int) and -len(children) <= index < len(children):
-                    return "layer", children[index]
-                return "layer", children[0]
-        if isinstance(func, ast.Name) and func.id in self.loop_layers:
-            return "layer", self.loop_layers[func.id]
-        if isinstance(func, ast.Name) and func.id not in self.aliases:
-            local = self.ctx.names.get(func.id)
-            if isinstance(local, LayerRef):  # a function target's `lin = nn.Linear(5, 2)`
-                return "layer", local
-        qual = self.ctx.model.qualify(func)
-        if qual is not None:
-            return "function", qual
-        return None
-
-    def consumed(self, call: ast.Call) -> Iterator[tuple[int, str | None, tuple[Transform, ...]]]:
-        for index, arg in enumerate(call.args):
-            if isinstance(arg, ast.Starred):
-                break
-            transforms = self.derive(arg)
-            if transforms is not None:
-                yield index, None, transforms
-        for kw in call.keywords:
-            if kw.arg is None:
-                continue
-            transforms = self.derive(kw.value)
-            if transforms is not None:
-                yield -1, kw.arg, transforms
-
-    def check_call(self, call: ast.Call) -> None:
-        uses = list(self.consumed(call))
-        if not uses:
-            return
-        callee = self.callee(call.func)
-        if callee is None:
-            return
-        kind, target = callee
-        for index, keyword, transforms in uses:
-            if kind == "layer":
-                rank = self.rank if not transforms else None
-                need = self.finder.layer_need(target, max(index, 0), keyword, rank)
-                if need is _PASS:
-                    continue
-                raise _Found(_with_transforms(need, transforms))
-            if kind == "method":
-                method = self.ctx.method(target)
-                assert method is not None
-                params = _parameters(method, skip_self=True)
-                name = keyword
-                if name is None and index < len(params):
-                    name = params[index].arg
-                if name is None:
-                    continue
-                sub = _Finder(self.ctx, self.finder.depth + 1)
-                if self.finder.depth > 6:
-                    continue
-                need = sub.param_need(method, name)
-                if need is not None:
-                    raise _Found(_with_transforms(need, transforms))
-            if kind == "function":
-                self.check_function(target, call, index, transforms)
-
-    def check_function(
-        self, qual: str, call: ast.Call, index: int, transforms: tuple[Transform, ...]
-    ) -> None:
-        """F.linear(x, self.w), F.embedding(x, self.w), F.conv2d(x, self.w), torch.matmul."""
-        name = qual.rsplit(".", 1)[-1]
-        if not qual.startswith("torch.") or index != 0 or len(call.args) < 2:
-            return
-        weight = self.tensor_value(call.args[1])
-        if weight is None:
-            return
-        shape = list(weight.shape)
-        if name == "linear" and len(shape) == 2:
-            need = _float_inputs(_seq_shape(self.rank, shape[1]))
-            raise _Found(_with_transforms(need, transforms))
-        if name == "embedding" and len(shape) == 2:
-            raise _Found(_with_transforms([randint(shape[0], BATCH, SEQ)], transforms))
-        if name in ("conv1d", "conv2d", "conv3d") and len(shape) >= 3:
-            dims = int(name[-2])
-            candidates = [randn(BATCH, shape[1], *([s] * dims)) for s in SPATIAL[dims]]
-            raise _Found(_with_transforms(candidates, transforms))
-        if name in ("matmul", "mm") and len(shape) == 2:
-            need = _float_inputs(_seq_shape(self.rank, shape[0]))
-            raise _Found(_with_transforms(need, transforms))
-
-    def check_matmul(self, left: ast.expr, right: ast.expr) -> None:
-        transforms = self.derive(left)
-        if transforms is None:
-            return
-        weight = self.tensor_value(right)
-        if weight is not None and len(weight.shape) == 2:
-            need = _float_inputs(_seq_shape(self.rank, weight.shape[0]))
-            raise _Found(_with_transforms(need, transforms))
-        if isinstance(right, ast.Attribute) and right.attr == "T":
-            weight = self.tensor_value(right.value)
-            if weight is not None and len(weight.shape) == 2:
-                need = _float_inputs(_seq_shape(self.rank, weight.shape[1]))
-                raise _Found(_with_transforms(need, transforms))
-
-    def check_broadcast(self, operand: ast.expr, other: ast.expr) -> None:
-        """``x * self.gamma`` with ``self.gamma = nn.Parameter(torch.ones(dim))``."""
-        transforms = self.derive(operand)
-        if transforms is None:
-            return
-        weight = self.tensor_value(other)
-        if weight is None or not weight.shape:
-            return
-        shape = [8 if d == 1 else d for d in weight.shape]
-        if len(shape) == 1:
-            need = _float_inputs(_seq_shape(self.rank, shape[0]))
-        else:
-            need = [randn(BATCH, *shape)]
-        raise _Found(_with_transforms(need, transforms))
-
-    def tensor_value(self, node: ast.expr) -> _Tensor | None:
-        value = self.self_attr(node)
-        if isinstance(value, _Tensor):
-            return value
-        if isinstance(node, ast.Name) and node.id not in self.aliases:
-            local = self.ctx.names.get(node.id)
-            if isinstance(local, _Tensor):  # a function target's `w = torch.zeros(3, 5)`
-                return local
-        if isinstance(value, LayerRef) and isinstance(node, ast.Attribute):
-            return None
-        return None
-
-    def derive(self, node: ast.expr) -> tuple[Transform, ...] | None:
-        """The transforms from the tracked parameter to ``node``'s value, or None when
-        ``node`` is not (a shape-kept form of) the parameter."""
-        if isinstance(node, ast.Name):
-            return self.aliases.get(node.id)
-        if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
-            left = self.derive(node.left)
-            return left if left is not None else self.derive(node.right)
-        if isinstance(node, ast.UnaryOp):
-            return self.derive(node.operand)
-        if isinstance(node, ast.IfExp):
-            body = self.derive(node.body)
-            return body if body is not None else self.derive(node.orelse)
-        if isinstance(node, ast.Subscript):
-            base = self.derive(node.value)
-            index = self.index_transform(node.slice) if base is not None else None
-            return None if base is None or index is None else (*base, index)
-        if not isinstance(node, ast.Call):
-            return None
-        func = node.func
-        if isinstance(func, ast.Attribute):
-            receiver = self.derive(func.value)
-            if receiver is not None:
-                return self.method_transform(func.attr, node, receiver)
-        callee = self.callee(func)
-        if callee is None or not node.args:
-            return None
-        first = node.args[0]
-        transforms = self.derive(first) if not isinstance(first, ast.Starred) else None
-        if transforms is None:
-            return None
-        kind, target = callee
-        if kind == "layer":
-            try:
-                need = self.finder.layer_need(target, 0, None, None)
-            except _NoShape:
-                return None
-            return transforms if need is _PASS else None
-        if kind == "function" and any(target.startswith(p) for p in _TORCH_PREFIXES):
-            name = target.rsplit(".", 1)[-1]
-            if name in ("transpose", "swapaxes") and len(node.args) >= 3:
-                dims = self.constants(node.args[1:3])
-                return (*transforms, ("transpose", *dims)) if dims else None
-            if name == "permute" and len(node.args) >= 2:
-                dims = self.constants(node.args[1:])
-                if dims and len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-                    dims = list(dims[0])
-                return (*transforms, ("permute", tuple(dims))) if dims else None
-            if name == "unsqueeze" and len(node.args) >= 2:
-                dims = self.constants(node.args[1:2])
-                return (*transforms, ("unsqueeze", dims[0])) if dims else None
-            if name in _KEEP_FUNCTIONS:
-                return (*transforms, ("opaque",)) if name in _OPAQUE else transforms
-        return None
-
-    def index_transform(self, index: ast.expr) -> Transform | None:
-        """``x[:, t]`` keeps dim 0 and removes dim 1: ("index", ("keep", t))."""
-        elements = index.elts if isinstance(index, ast.Tuple) else [index]
-        ops: list[Any] = []
-        for element in elements:
-            if isinstance(element, ast.Slice):
-                ops.append("keep")
-            elif isinstance(element, ast.Constant) and element.value is None:
-                ops.append("new")
-            elif isinstance(element, ast.Constant) and element.value is Ellipsis:
-                return None
-            elif isinstance(element, ast.Constant) and isinstance(element.value, int):
-                ops.append(element.value)
-            elif isinstance(element, (ast.Name, ast.BinOp, ast.UnaryOp)):
-                ops.append(-1)
-            else:
-                return None
-        return ("index", tuple(ops))
-
-    def method_transform(
-        self, name: str, call: ast.Call, transforms: tuple[Transform, ...]
-    ) -> tuple[Transform, ...] | None:
-        if name in ("transpose", "swapaxes") and len(call.args) == 2:
-            dims = self.constants(call.args)
-            return (*transforms, ("transpose", *dims)) if dims else None
-        if name == "permute" and call.args:
-            dims = self.constants(call.args)
-            if dims and len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-                dims = list(dims[0])
-            return (*transforms, ("permute", tuple(dims))) if dims else None
-        if name == "unsqueeze" and len(call.args) == 1:
-            dims = self.constants(call.args)
-            return (*transforms, ("unsqueeze", dims[0])) if dims else None
-        if name in _KEEP_METHODS or name.endswith("_") and name[:-1] in _KEEP_METHODS:
-            return (*transforms, ("opaque",)) if name in _OPAQUE else transforms
-        return None
-
-    def constants(self, nodes: Sequence[ast.expr]) -> list[Any] | None:
-        try:
-            return [evaluate(n, _Scope(self.ctx.model, {}, None, {})) for n in nodes]
-        except NotConstant:
-            return None
 
 
 # --------------------------------------------------------------------------- targets
@@ -1493,7 +127,7 @@ def _hook(
     return None
 
 
-def _static_return(fn: ast.FunctionDef, scope: _Scope) -> Any:
+def _static_return(fn: ast.FunctionDef, scope: InitScope) -> Any:
     """The value of a hook whose body is ``return <constant expression>``."""
     body = [
         s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
@@ -1536,7 +170,7 @@ def _literal_call_args(
     visit(tree, {})
     found.sort(key=lambda item: (item[0], item[1]))
     for _, _, call, defaults in found:
-        scope = _Scope(model, dict(defaults), None, consts)
+        scope = InitScope(model, dict(defaults), None, consts)
         try:
             args = [evaluate(a, scope) for a in call.args if not isinstance(a, ast.Starred)]
             if any(isinstance(a, ast.Starred) for a in call.args):
@@ -1558,7 +192,7 @@ def _literal_defaults(
     consts: dict[str, Any],
 ) -> dict[str, Any]:
     """A function's parameters whose defaults evaluate to literals."""
-    scope = _Scope(model, {}, None, consts)
+    scope = InitScope(model, {}, None, consts)
     args = fn.args
     positional = [*args.posonlyargs, *args.args]
     pairs = list(
@@ -1593,7 +227,7 @@ def _guess_value(name: str) -> str:
 
 
 def _function_signature(fn: ast.FunctionDef | ast.AsyncFunctionDef, skip_self: bool) -> str:
-    names = [a.arg for a in _parameters(fn, skip_self)] + [a.arg for a in fn.args.kwonlyargs]
+    names = [a.arg for a in signature_args(fn, skip_self)] + [a.arg for a in fn.args.kwonlyargs]
     return ", ".join(names)
 
 
@@ -1605,9 +239,9 @@ def _construct_spec(
     supplied: Mapping[str, Any] | Sequence[Any] | None,
 ) -> tuple[Spec, list[Any], dict[str, Any], bool]:
     """(construct spec, args, kwargs, statically known) for a module class."""
-    init = _init_of(info.owner or model, info)
-    required = _required(init, skip_self=True) if init is not None else []
-    scope = _Scope(model, {}, None, consts)
+    init = init_of(info.owner or model, info)
+    required = required_names(init, skip_self=True) if init is not None else []
+    scope = InitScope(model, {}, None, consts)
     if supplied is not None:
         args, kwargs = _split_args(
             dict(supplied) if isinstance(supplied, Mapping) else tuple(supplied)
@@ -1668,17 +302,17 @@ def _input_candidates(
     found = model.find_method(info, "forward")
     if found is None and known:
         # class ConvBNAct(nn.Sequential): the base class's forward reads the input
-        base_ctx = _class_ctx(model, info, args, kwargs, consts)
-        parent = base_ctx.attrs.get(_SUPER)
+        base_ctx = class_ctx(model, info, args, kwargs, consts)
+        parent = base_ctx.attrs.get(SUPER)
         if isinstance(parent, LayerRef) and parent.qual and parent.qual.startswith("torch."):
             try:
-                need = _Finder(base_ctx).layer_need(parent, 0, None, None)
-            except _NoShape as exc:
+                need = Finder(base_ctx).layer_need(parent, 0, None, None)
+            except NoShape as exc:
                 raise VerifyError(
                     f"cannot infer the input of {info.name}: it goes into {exc}; add "
                     f"`def example_inputs(): return ({_guess_input('x')},)` to the class"
                 ) from None
-            if need is not _PASS:
+            if need is not PASS:
                 return [{"args": [c], "kwargs": {}} for c in need[:MAX_COMBOS]], (
                     f"input={describe_value(need[0])}"
                 )
@@ -1695,9 +329,9 @@ def _input_candidates(
             if forward.args.vararg is not None
             else f"cannot infer the input of {signature}: it is async"
         )
-    required = _required(forward, skip_self=True)
+    required = required_names(forward, skip_self=True)
     kwonly = {a.arg for a in forward.args.kwonlyargs}
-    ctx = _class_ctx(model, info, args, kwargs, consts) if known else None
+    ctx = class_ctx(model, info, args, kwargs, consts) if known else None
     needs: dict[str, list[Spec]] = {}
     problems: list[str] = []
     for name in required:
@@ -1707,8 +341,8 @@ def _input_candidates(
             )
             break
         try:
-            need = _Finder(ctx).param_need(forward, name)
-        except _NoShape as exc:
+            need = Finder(ctx).param_need(forward, name)
+        except NoShape as exc:
             problems.append(f"`{name}` first goes into {exc}")
             continue
         except (RecursionError, NotConstant) as exc:
@@ -1783,30 +417,30 @@ def _forward_parameters(node: ast.ClassDef) -> list[str]:
     forward = _class_hook(node, "forward")
     if forward is None:
         return []
-    return [a.arg for a in (*_parameters(forward, skip_self=True), *forward.args.kwonlyargs)]
+    return [a.arg for a in (*signature_args(forward, skip_self=True), *forward.args.kwonlyargs)]
 
 
 def _function_ctx(
     tree: ast.Module, model: ModuleModel, consts: dict[str, Any], fn: ast.FunctionDef
-) -> _ClassCtx:
+) -> ClassCtx:
     """What the bare names in ``fn`` hold: the module's top-level values (layers too), then
     ``fn``'s body run symbolically with its parameters unknown."""
     module_names: dict[str, Any] = {}
-    module_scope = _Scope(model, module_names, None, consts)
+    module_scope = InitScope(model, module_names, None, consts)
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign):
-            value = _try_eval(stmt.value, module_scope)
+            value = try_eval(stmt.value, module_scope)
             for target in stmt.targets:
-                _assign(target, value, module_scope)
-    params = [a.arg for a in (*_parameters(fn, False), *fn.args.kwonlyargs)]
-    scope = _Scope(model, dict(module_names), None, consts)
+                assign(target, value, module_scope)
+    params = [a.arg for a in (*signature_args(fn, False), *fn.args.kwonlyargs)]
+    scope = InitScope(model, dict(module_names), None, consts)
     for name in params:
         scope.names[name] = NotConstant(f"`{name}` is an argument")
     try:
-        _run_body(fn.body, scope, 0)
-    except _Returned:
+        run_body(fn.body, scope, 0)
+    except Returned:
         pass
-    return _ClassCtx(None, model, {}, {k: v for k, v in scope.names.items() if k not in params})
+    return ClassCtx(None, model, {}, {k: v for k, v in scope.names.items() if k not in params})
 
 
 # Tensor methods whose first argument is a dimension (`x.sum(dim)`); others take sizes first.
@@ -1897,7 +531,7 @@ def _example_args_hint(
     (``x @ w`` with ``w = torch.zeros(3, 5)``, ``lin(x)`` with ``lin = nn.Linear(5, 2)``),
     else ``torch.randn(...)`` placeholders, said plainly, for the user to fill in."""
     try:
-        ctx: _ClassCtx | None = _function_ctx(tree, model, consts, fn)
+        ctx: ClassCtx | None = _function_ctx(tree, model, consts, fn)
     except Exception:  # best effort: a hint must never turn into an internal error
         ctx = None
     values: list[str] = []
@@ -1908,8 +542,8 @@ def _example_args_hint(
         need: Any = None
         if ctx is not None:
             try:
-                need = _Finder(ctx).param_need(fn, name)
-            except _NoShape as exc:
+                need = Finder(ctx).param_need(fn, name)
+            except NoShape as exc:
                 reasons.append(f"`{name}` first goes into {exc}")
             except Exception:  # as above
                 need = None
@@ -1950,7 +584,7 @@ def _example_args_hint(
 def _function_spec(
     tree: ast.Module, fn: ast.FunctionDef, model: ModuleModel, consts: dict[str, Any]
 ) -> Spec:
-    required = _required(fn, skip_self=False)
+    required = required_names(fn, skip_self=False)
     hook = _hook(tree, None, ARGS_HOOK)
     construct: Spec = {"hook": None, "args": [], "kwargs": {}, "source": "no arguments"}
     if hook is not None and (required or fn.args.args):
@@ -1966,7 +600,7 @@ def _function_spec(
         "name": fn.name,
         "line": _span(fn)[0],
         "end_line": _span(fn)[1],
-        "parameters": [a.arg for a in (*_parameters(fn, skip_self=False), *fn.args.kwonlyargs)],
+        "parameters": [a.arg for a in (*signature_args(fn, skip_self=False), *fn.args.kwonlyargs)],
         "construct": construct,
         "inputs": None,
         "calls_backward": calls_backward(fn),
@@ -1990,7 +624,7 @@ def _default_target(tree: ast.Module, model: ModuleModel) -> ast.FunctionDef | C
     }
     for name in ENTRY_NAMES:
         fn = functions.get(name)
-        if fn is not None and not _required(fn, False) and calls_backward(fn):
+        if fn is not None and not required_names(fn, False) and calls_backward(fn):
             return fn
     modules = [model.classes[s.name] for s in tree.body if _module_class(s, model)]
     used: set[str] = set()
@@ -2004,7 +638,7 @@ def _default_target(tree: ast.Module, model: ModuleModel) -> ast.FunctionDef | C
     if roots:
         return roots[-1]
     for fn in functions.values():
-        if not _required(fn, False) and calls_backward(fn):
+        if not required_names(fn, False) and calls_backward(fn):
             return fn
     return None
 
@@ -2074,7 +708,7 @@ def find_target(
     except SyntaxError as exc:
         raise VerifyError(f"cannot parse {where}: line {exc.lineno}: {exc.msg}") from None
     model = model_mod.build([(tree, 1, True)], path=path, lines=split_lines(text), stubs=stub_model)
-    consts = _module_consts(tree, model)
+    consts = module_consts(tree, model)
     enclosing = _enclosing(tree, line) if line is not None else None
     if line is not None and enclosing is None:
         count = line_count(text)
