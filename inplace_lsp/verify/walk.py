@@ -1,8 +1,8 @@
 """The statements verify reads without running them, for both of its readers (construct.py:
-the constants a constructor binds; shapes.py: the shapes a forward implies): which statement lists a
-compound statement holds, and which statements hold none. A statement kind named nowhere here
-raises UnhandledStatement in strict mode (the test suite's INPLACE_LSP_STRICT=1, as the
-analysis's evaluator does) instead of being skipped unseen.
+the constants a constructor binds; shapes.py: the shapes a forward implies): which statement
+lists a compound statement holds, and which statements hold none. A statement kind named
+nowhere here raises UnhandledStatement in strict mode (the test suite's INPLACE_LSP_STRICT=1,
+as the analysis's evaluator does) instead of being skipped unseen.
 """
 
 from __future__ import annotations
