@@ -16,7 +16,8 @@ process: a fresh DocumentAnalysis().update() per file; (d) and (e) (b) with the 
 empty directory, run twice: cold, then warm (nothing changed: every result read back; issue 12's
 target is <= 0.1x). Findings are counted by code and severity; these packages are known-good
 code, so every Error is a false positive until a run proves it. The peak resident memory of
-the CLI's worker processes (b) and of this process (after (c)) is printed beside.
+the CLI's worker processes (b) and of this process (after (c)) is printed beside, and what the
+garbage collector did during (c): its runs, their time and the objects they freed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import ast
 import fnmatch
+import gc
 import os
 import resource
 import statistics
@@ -67,6 +69,33 @@ def reference(paths: Sequence[Path]) -> None:
 
 def via_cli(paths: Sequence[str], jobs: int, use_cache: bool = False) -> list[cli.FileResult]:
     return cli.check_files(paths, config.Settings(), jobs=jobs, use_cache=use_cache)
+
+
+class Collections:
+    """The cyclic garbage collector's runs while a block runs: how many, their seconds and the
+    objects they freed. The analysis holds the collector off during each update (engine.
+    CollectorPause), so what these runs free is the garbage the updates left."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.seconds = 0.0
+        self.freed = 0
+        self._started = 0.0
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.runs += 1
+            self.seconds += time.perf_counter() - self._started
+            self.freed += info["collected"]
+
+    def __enter__(self) -> Collections:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
 
 
 def sequential(texts: Sequence[str]) -> list[list[Finding]]:
@@ -132,7 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         warm_s, warm_cpu = _timed(lambda: cached.extend(via_cli(names, args.jobs, use_cache=True)))
         del os.environ[ENV_DIR]
     same = [r.findings for r in cached] == [r.findings for r in results]
-    seq_s, seq_cpu = _timed(lambda: per_file.extend(sequential(texts)))
+    with Collections() as collections:
+        seq_s, seq_cpu = _timed(lambda: per_file.extend(sequential(texts)))
     after = [_timed(lambda: reference(paths)) for _ in range(args.repeat)]
     parse_s = statistics.median(wall for wall, _ in before + after)
     parse_cpu = statistics.median(cpu for _, cpu in before + after)
@@ -157,6 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{cpu:>9.3f}{cpu / parse_cpu:>7.2f}x"
         )
     print(f"files mentioning torch (the CLI analyses only these): {mentions_torch}")
+    print(
+        f"(c)'s garbage collections: {collections.runs}, {collections.seconds:.3f} s "
+        f"({collections.seconds / seq_cpu:.0%} of its CPU), {collections.freed} objects freed"
+    )
     own_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS: (b)'s largest worker {workers_mb:.0f} MB; this process {own_mb:.0f} MB")
     print(f"warm cache: the same findings as (b): {'yes' if same else 'NO'}")
