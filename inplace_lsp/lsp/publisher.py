@@ -135,6 +135,6 @@ class Publisher(Protocol):
     def push(self, key: str) -> None:
         """Publishes the document's diagnostics now: the analysis's with the features'."""
 
-    def pushed_apart(self, uri: str, version: int | None) -> list[types.Diagnostic]:
-        """What a client that pulls the analysis gets pushed (`Features.verify_pushed`): the
-        verify results and the run findings, in one list."""
+    def push_apart(self, uri: str, version: int | None) -> None:
+        """Publishes what a client that pulls the analysis gets pushed (`Features.
+        verify_pushed`): the verify results and the run findings, in one list."""

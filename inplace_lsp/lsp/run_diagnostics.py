@@ -186,7 +186,7 @@ class RunDiagnostics:
         return self._run.diagnostics(key, self._session.features.encoding)
 
     def pushed_apart(self, uri: str) -> list[types.Diagnostic]:
-        """The run findings in an open file, for a push of their own (Publisher.pushed_apart)."""
+        """The run findings in an open file, for a push of their own (Publisher.push_apart)."""
         ran = self.diagnostics(uri)
         if ran:
             self._run_pushed.add(uri)  # cleared when the file closes, if none are left then
@@ -250,7 +250,7 @@ class RunDiagnostics:
             elif features.verify_pushed:
                 cell = document.layout.cell(uri)
                 version = cell.version if cell is not None else None
-                session.client.publish(uri, version, session.pushed_apart(uri, version))
+                session.push_apart(uri, version)
             elif features.pull:
                 refresh = True
             elif document.key not in pushed and session.scheduler.snapshot(document.key):
@@ -329,7 +329,7 @@ class RunDiagnostics:
             if pushed != uri or session.features.pull:  # a push of the analysis replaces it
                 session.client.publish(pushed, None, [])
         if key in changed.keys and session.features.verify_pushed:
-            session.client.publish(uri, version, session.pushed_apart(uri, version))
+            session.push_apart(uri, version)
         self._changed(changed.keys - {key})  # related lines in other files moved
         if not self.workspace_folders:
             self.poll()  # a report of this file's project, not looked at yet
@@ -355,7 +355,7 @@ class RunDiagnostics:
         self.generation += 1
         if key in changed.keys:
             if session.features.verify_pushed:
-                session.client.publish(uri, version, session.pushed_apart(uri, version))
+                session.push_apart(uri, version)
             elif key in changed.dropped and not session.features.pull:
                 if session.scheduler.snapshot(uri) is not None:
                     session.push(uri)  # now, not after the analysis (which may wait for a save)

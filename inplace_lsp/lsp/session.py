@@ -378,11 +378,12 @@ class Session:
             self.client.publish(gone, None, [])  # a cell deleted from the notebook
         document.published = uris | (document.published & {c.uri for c in view.layout.cells})
 
-    def pushed_apart(self, uri: str, version: int | None) -> list[types.Diagnostic]:
-        """What a client that pulls the analysis gets pushed (`Features.verify_pushed`): the
-        verify results and the run findings, in one list (a publish replaces the last)."""
+    def push_apart(self, uri: str, version: int | None) -> None:
+        """Publishes what a client that pulls the analysis gets pushed (`Features.
+        verify_pushed`): the verify results and the run findings, in one list (a publish
+        replaces the last)."""
         ran = self.runs.pushed_apart(uri)
-        return self.verifying.diagnostics(uri, version) + ran
+        self.client.publish(uri, version, self.verifying.diagnostics(uri, version) + ran)
 
     async def pull(
         self, uri: str, previous_result_id: str | None

@@ -282,7 +282,7 @@ class Verifying:
             for uri in sorted(uris):
                 cell = document.layout.cell(uri) if document is not None else None
                 version = cell.version if cell is not None else None
-                session.client.publish(uri, version, session.pushed_apart(uri, version))
+                session.push_apart(uri, version)
         elif session.features.pull:
             if session.features.refresh and not edited:
                 session.client.refresh_diagnostics()
@@ -315,7 +315,7 @@ class Verifying:
             del self._verified[uri]
         if self._session.features.verify_pushed and (dropped or moved):
             self.generation += 1
-            self._session.client.publish(uri, version, self._session.pushed_apart(uri, version))
+            self._session.push_apart(uri, version)
         elif dropped:
             self._verified_changed(uri, {uri}, edited=True)
         # Moved only: a pushing client gets them with the new version's analysis.
