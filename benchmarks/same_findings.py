@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import tempfile
 import time
@@ -66,11 +67,7 @@ def _files(group: str, differential: int, scratch: Path) -> list[Path]:
 def _lines(group: str, paths: Sequence[Path], root: Path) -> Iterator[str]:
     results = cli.check_files([str(p) for p in paths], config.Settings(), cli.Fixing.REPORT)
     for path, result in zip(paths, results, strict=True):
-        try:
-            name = str(path.relative_to(root))
-        except ValueError:
-            name = path.name
-        head = f"{group}\t{name}\t"
+        head = f"{group}\t{path.relative_to(root)}\t"
         yield head + json.dumps(
             {"checked": result.checked, "notes": result.notes, "fixes": result.fixes}
         )
@@ -88,9 +85,7 @@ def dump(out: Path, groups: Sequence[str], differential: int) -> int:
             except _sources.SourcesUnavailable as exc:
                 print(f"{group}: left out, sources unavailable: {exc}")
                 continue
-            root = paths[0].parent if paths else REPO
-            while paths and not all(p.is_relative_to(root) for p in paths):
-                root = root.parent
+            root = Path(os.path.commonpath([p.parent for p in paths])) if paths else REPO
             start = time.perf_counter()
             count = 0
             for line in _lines(group, paths, root):
@@ -117,11 +112,10 @@ def compare(before_path: Path, after_path: Path, show: int) -> int:
         old, new = before.get(group, {}), after.get(group, {})
         names = old.keys() | new.keys()
         same_files = sum(old.get(n) == new.get(n) for n in names)
-        counts = [len(old.get(n, [])) - 1 for n in names]
-        same = sum(
-            len(old[n]) - 1 for n in names if n in new and old.get(n) == new.get(n) and old[n]
-        )
-        print(f"{group:<22}{len(names):>7}{same_files:>7}{sum(counts):>10}{same:>7}")
+        # (each file's first line is its header, not a finding)
+        count = sum(len(lines) - 1 for lines in old.values())
+        same = sum(len(lines) - 1 for name, lines in old.items() if new.get(name) == lines)
+        print(f"{group:<22}{len(names):>7}{same_files:>7}{count:>10}{same:>7}")
         for name in sorted(names):
             a, b = old.get(name, []), new.get(name, [])
             if a != b:
