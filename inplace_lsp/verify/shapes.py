@@ -157,26 +157,6 @@ _LAYER_PARAMS: dict[str, tuple[str, ...]] = {
         "vdim",
         "batch_first",
     ),
-    "TransformerEncoderLayer": (
-        "d_model",
-        "nhead",
-        "dim_feedforward",
-        "dropout",
-        "activation",
-        "layer_norm_eps",
-        "batch_first",
-        "norm_first",
-    ),
-    "TransformerDecoderLayer": (
-        "d_model",
-        "nhead",
-        "dim_feedforward",
-        "dropout",
-        "activation",
-        "layer_norm_eps",
-        "batch_first",
-        "norm_first",
-    ),
     "TransformerEncoder": ("encoder_layer", "num_layers", "norm"),
     "TransformerDecoder": ("decoder_layer", "num_layers", "norm"),
     "Transformer": (
@@ -193,6 +173,17 @@ _LAYER_PARAMS: dict[str, tuple[str, ...]] = {
         "batch_first",
     ),
 }
+for _layer in ("TransformerEncoderLayer", "TransformerDecoderLayer"):  # the same signature
+    _LAYER_PARAMS[_layer] = (
+        "d_model",
+        "nhead",
+        "dim_feedforward",
+        "dropout",
+        "activation",
+        "layer_norm_eps",
+        "batch_first",
+        "norm_first",
+    )
 for _rank in (1, 2, 3):
     for _conv in (f"Conv{_rank}d", f"ConvTranspose{_rank}d"):
         _LAYER_PARAMS[_conv] = ("in_channels", "out_channels", "kernel_size", "stride", "padding")
