@@ -9,11 +9,12 @@ Pure data: no AST walking, no torch knowledge.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import itertools
 import re
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule
 
@@ -42,7 +43,7 @@ def new_id() -> int:
     return next(_ids)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Function:
     """A function of the code as a value (a def nested in a function, a hook passed around):
     its node, the first line of the block holding it, and the file's model."""
@@ -55,7 +56,7 @@ class Function:
     bound: ModuleRef | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Hook:
     kind: str  # "pre" (register_forward_pre_hook) or "post" (register_forward_hook)
     function: Function
@@ -68,7 +69,7 @@ EITHER = "either"
 NO_NAMES: frozenset[str] = frozenset()  # (one object: `frozenset()` makes a new one)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ModuleRef:
     """An object: an nn.Module instance (a local class, a torch.nn class, or unknown), or an
     object of another class of the code (a Trainer holding models and optimizers)."""
@@ -181,7 +182,7 @@ class ModuleRef:
             child.parent = self
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Value:
     # "tensor" | "scalar" | "module" | "optimizer" | "params" | "container" | "symbol" | "unknown"
     kind: str
@@ -256,10 +257,39 @@ Copied = TypeVar("Copied", "Value", "ModuleRef", "Save", "Mutation", "Function",
 def replace(value: Copied, **changes: object) -> Copied:
     """A shallow copy of a Value (or a module, a save, a write, a function) with some fields
     changed: dataclasses.replace is slow, and none of these has a __post_init__."""
-    clone = object.__new__(type(value))
-    clone.__dict__.update(value.__dict__)
-    clone.__dict__.update(changes)
+    kind = type(value)
+    copy = _COPIERS.get(kind) or _copier(kind)
+    clone = cast(Copied, copy(value))
+    for name, new in changes.items():
+        object.__setattr__(clone, name, new)  # (a frozen one's too: it is not shared yet)
     return clone
+
+
+# The analysis's objects are slotted dataclasses: no __dict__ each (half the objects the
+# garbage collector walks after an update, -11 % peak memory on transformers' models), so
+# they are copied slot by slot, by a function made once per class (0.9 us a Value; the old
+# copy of its __dict__ took 1.4, a call of its __init__ 1.8).
+_COPIERS: dict[type, Callable[[object], object]] = {}
+
+
+def _copier(kind: type) -> Callable[[object], object]:
+    """The copier of a slotted dataclass: a function that makes a new object of it and sets
+    each field (through object.__setattr__ for a frozen one)."""
+    names = [f.name for f in dataclasses.fields(kind)]
+    if kind.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        body = "".join(f"    store(clone, {name!r}, value.{name})\n" for name in names)
+    else:
+        body = "".join(f"    clone.{name} = value.{name}\n" for name in names)
+    source = f"def copy(value):\n    clone = new(kind)\n{body}    return clone\n"
+    namespace: dict[str, object] = {
+        "new": object.__new__,
+        "kind": kind,
+        "store": object.__setattr__,
+    }
+    exec(source, namespace)  # (as dataclasses makes __init__)
+    copy = cast(Callable[[object], object], namespace["copy"])
+    _COPIERS[kind] = copy
+    return copy
 
 
 def scalar() -> Value:
@@ -286,7 +316,7 @@ def constant(value: object) -> Value:
     return Value("scalar", tensor=False, grad=False, const=value, has_const=True)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Ctx:
     """A branch context; a save in an ancestor context happens on every path to its children."""
 
@@ -329,7 +359,7 @@ def exclusive(one: Ctx, other: Ctx) -> bool:
     return False
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Save:
     id: int
     group: int
@@ -360,7 +390,7 @@ class Save:
     reach: frozenset[int] = frozenset()
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Mutation:
     id: int
     # "augassign" | "method" | "setitem" | "out" | "inplace_kwarg" | "inplace_module" | "step"
@@ -385,7 +415,7 @@ class Mutation:
     aliases_read: list[str] = field(default_factory=list)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Conflict:
     """A write to a tensor after an op saved it, reached by backward (or escaping to it)."""
 
@@ -412,7 +442,7 @@ class Conflict:
     backward_ctx: Ctx | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Refusal:
     """An in-place write that torch refuses at once, whatever was saved: into an inference
     tensor outside inference mode, `out=` with an argument that requires grad, into an
@@ -431,7 +461,7 @@ class Refusal:
     unknown_grad: bool = False
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class LeafWrite:
     mutation: Mutation
     definite: bool
@@ -445,7 +475,7 @@ class LeafWrite:
     grad_mode: str = ""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Retention:
     """A backward() through saves an earlier backward() freed (torch: "Trying to backward
     through the graph a second time"): `use` is the op that built on the freed graph (an RNN
@@ -458,7 +488,7 @@ class Retention:
     definite: bool
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Accumulation:
     """`total += value` in a loop, on a name bound before it: across iterations."""
 
@@ -473,7 +503,7 @@ class Accumulation:
     reset: bool = False
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class AliasRead:
     """A name read after an in-place write changed its tensor through another name."""
 
@@ -487,7 +517,7 @@ def write_place(mutation: Mutation) -> tuple[str | None, Loc]:
     return mutation.path, mutation.loc
 
 
-@dataclass
+@dataclass(slots=True)
 class Facts:
     """Everything rules need, for one analysis entry point (function or module-level code)."""
 
@@ -539,7 +569,7 @@ class Facts:
         self.hooked = self.hooked or other.hooked
 
 
-@dataclass
+@dataclass(slots=True)
 class Heap:
     """Per-path autograd state: live saves per version group, stale saves, freed saves."""
 
@@ -608,7 +638,7 @@ class Heap:
                 mine_p.extend(p for p in pend if p not in mine_p)
 
 
-@dataclass
+@dataclass(slots=True)
 class Frame:
     """One function activation: its variables and where its code sits in the document."""
 

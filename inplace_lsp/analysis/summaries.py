@@ -45,7 +45,7 @@ from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule
 from inplace_lsp.analysis.units import Cell, Table, Unit
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Resolver:
     """How a path is taken in a caller's world: a step `("attr", name)` on a module by the
     evaluator's module_attr (which builds a submodule's value from the class when first
@@ -70,12 +70,12 @@ _KEPT = 4  # and of a document function's, those beyond the 4 its last updates u
 _KEPT_SLOW = 64  # functions marked too slow to analyse kept per document
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SaveEvent:
     save: Save  # a save, in the function, of a tensor of an argument (its group is a stand-in)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WriteEvent:
     mutation: Mutation  # a write, in the function, into an argument's tensor
     groups: frozenset[int]  # the stand-in groups it writes
@@ -83,7 +83,7 @@ class WriteEvent:
     safe_candidate: bool  # a Hint ("checked: safe") if the caller had nothing saved there
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BackwardEvent:
     graphs: frozenset[int]  # stand-in graphs (of arguments) it runs through
     own: frozenset[int]  # saves of the function on argument tensors it runs through
@@ -92,7 +92,7 @@ class BackwardEvent:
     path: str | None  # the file of `loc` (None: the document)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CarryEvent:
     """An op of the function builds on an argument's graph (an RNN fed `self.hidden`): where
     that graph holds saves a backward() freed, this op is where the next backward() will go
@@ -104,28 +104,28 @@ class CarryEvent:
     inexact: bool  # a call the op is in, or a pass of a loop that may not run
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NoGradsEvent:
     groups: frozenset[int]  # parameter groups zero_grad() left without a gradient
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FreezeEvent:
     groups: frozenset[int]  # parameter groups set to requires_grad=False one by one
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UnknownReadEvent:
     groups: frozenset[int]  # stand-in groups given to a call the analysis does not follow
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepEvent:
     write: WriteEvent  # optimizer.step(): skipped where every parameter has no gradient
     steps: frozenset[int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ValueEvent:
     """A change of an argument object itself: an attribute set (`self.h = h`), an item
     appended, a flag set (`model.eval()`, `requires_grad_`), a graph or grad joined in."""
@@ -152,7 +152,7 @@ Event = (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class Summary:
     fn: ast.FunctionDef | ast.AsyncFunctionDef
     key: Hashable  # the facts of its arguments, of the state it ran in
@@ -194,7 +194,7 @@ class Summary:
         self.key_hash = hash(self.key)
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     """A call of one of the document's functions in a summary's run (Inputs.calls): what a
     later update needs to get the callee's summary for the same arguments again, and the one
@@ -485,7 +485,7 @@ def arguments_key(args: list[Value], kwargs: dict[str, Value]) -> tuple[Hashable
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class SummaryCache:
     """The summaries of a document's analyses, shared by its entry points and kept from one
     update to the next (as an entry point's findings are, engine._cached): a summary holds
