@@ -144,6 +144,7 @@ from inplace_lsp.analysis.torch_ops import (
     SET_GRAD_CONTEXTS,
     TENSOR_ANNOTATION,
     TENSOR_ATTR_VIEWS,
+    TorchOps,
     builtin_call,
     created_tensor,
     mode_off,
@@ -219,6 +220,7 @@ class Interpreter(Objects):
     ) -> None:
         self.model = model
         self.kb = knowledge
+        self.ops = TorchOps(self)
         self.saves: dict[int, Save] = {}
         self.facts = Facts()
         self.functions_made: set[int] = set()
@@ -678,7 +680,7 @@ class Interpreter(Objects):
             inputs=[rhs],
         )
         if op is not None:
-            self.record_saves(op, [current, rhs], current, stmt, frame)
+            self.ops.record_saves(op, [current, rhs], current, stmt, frame)
 
     def stmt_If(self, stmt: ast.If, frame: Frame) -> None:
         test = self.eval(stmt.test, frame)
@@ -1330,7 +1332,7 @@ class Interpreter(Objects):
                 )
                 op = self.kb.op("Tensor.__setitem__")
                 if op is not None and tensor:
-                    self.record_saves(op, [base, value], base, target, frame)
+                    self.ops.record_saves(op, [base, value], base, target, frame)
             else:
                 graph = frozenset(self._graph_of(value))
                 self.escaped |= graph
@@ -1371,7 +1373,7 @@ class Interpreter(Objects):
             return list(value.items)
         if value.kind == "tensor":
             # Unpacking a tensor (or the result of chunk/split/unbind) yields views of it.
-            return [self._unbound(value, frame, name=None) for _ in range(count)]
+            return [self.ops.unbound(value, frame, name=None) for _ in range(count)]
         if value.module is not None and self.list_kind(value.module):
             # `for attn, ff in self.layers:` over a ModuleList of ModuleLists: the children,
             # each at its position.
@@ -1570,7 +1572,7 @@ class Interpreter(Objects):
                     graph=frozenset(),
                 )
             if attr in TENSOR_ATTR_VIEWS:
-                return self._view(
+                return self.ops.view(
                     base, frame, contiguous=view_layout(FACTS.view_attrs[attr], base.contiguous)
                 )
             if attr == "grad":
@@ -1654,7 +1656,7 @@ class Interpreter(Objects):
                     graph=base.graph,
                     origin="indexing",
                 )
-            return self._view(
+            return self.ops.view(
                 base,
                 frame,
                 partial=True,
@@ -1765,22 +1767,22 @@ class Interpreter(Objects):
             )
         if left.kind == "tensor":
             op = self.kb.op(f"Tensor.__{opname}__")
-            return self.apply_op(
+            return self.ops.apply_op(
                 op, f"`{opname}`", [left, right], node, frame, describe=OP_TEXT.get(opname, opname)
             )
         op = self.kb.op(f"Tensor.__r{opname}__")
-        return self.apply_op(
+        return self.ops.apply_op(
             op, f"`{opname}`", [right, left], node, frame, describe=OP_TEXT.get(opname, opname)
         )
 
     def expr_UnaryOp(self, node: ast.UnaryOp, frame: Frame) -> Value:
         operand = self.eval(node.operand, frame)
         if operand.tensorish and isinstance(node.op, ast.USub):
-            return self.apply_op(
+            return self.ops.apply_op(
                 self.kb.op("Tensor.__neg__"), "neg", [operand], node, frame, describe="-"
             )
         if operand.tensorish:
-            return self.derived([operand])
+            return self.ops.derived([operand])
         if operand.has_const and isinstance(node.op, ast.Not):
             return constant(not operand.const)
         number = operand.const if operand.has_const else None
@@ -1981,7 +1983,7 @@ class Interpreter(Objects):
         if iterable.module is not None:
             return element_module(iterable.module)
         if iterable.kind == "tensor":
-            return self._unbound(iterable, frame)
+            return self.ops.unbound(iterable, frame)
         if iterable.kind == "container":
             return Value(
                 "unknown", frozenset({new_id()}), None, iterable.grad, graph=iterable.graph
@@ -2321,7 +2323,7 @@ class Interpreter(Objects):
         if found is None and this is not None and this.module is not None and name == "forward":
             layer = self.torch_layer(this.module)
             if layer is not None and not kwargs:  # `super().forward(x)` of an nn.Conv2d
-                return self.layer_call(layer, args, node, frame)
+                return self.ops.layer_call(layer, args, node, frame)
         if found is None and this is not None and this.module is not None and name == "__init__":
             children = self._listed_children(this.module, args)
             if children is not None:
@@ -2562,7 +2564,7 @@ class Interpreter(Objects):
         if name == "detach":
             return detached(receiver, ".detach()")
         if name == "clone":
-            return self._copy_of(receiver, name, frame, producer="")
+            return self.ops.copy_of(receiver, name, frame, producer="")
         if name == "detach_":
             self.detach_in_place(receiver)  # `hidden.detach_()`: cut from its graph, kept
             return receiver
@@ -2570,7 +2572,7 @@ class Interpreter(Objects):
             self.set_grad(receiver, requires_grad_flag(node), toggled=True)
             return receiver
         if name in LAYOUT_METHODS or name in ALIAS_METHODS:
-            copied = self._copy_or_alias(receiver, name, node, frame)
+            copied = self.ops.copy_or_alias(receiver, name, node, frame)
             if copied is not None:
                 return copied
         if name in ALIAS_METHODS:
@@ -2587,7 +2589,9 @@ class Interpreter(Objects):
             # `name.split(".")`, `seen.add(k)`: as likely a str, list or set as a tensor.
             return self.unknown_call([receiver, *args], kwargs)
         op = self.kb.op(f"Tensor.{name}")
-        return self.apply_op(op, name, [receiver, *args], node, frame, kwargs=kwargs, method=True)
+        return self.ops.apply_op(
+            op, name, [receiver, *args], node, frame, kwargs=kwargs, method=True
+        )
 
     def symbol_call(
         self, qual: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call, frame: Frame
@@ -2669,7 +2673,7 @@ class Interpreter(Objects):
                 if ordered is not None:
                     return ordered  # `OrderedDict({"embedding": ..., "encoder": ...})`
             if qual == "einops.rearrange" and args:
-                arranged = self.rearranged(args[0], node, frame)
+                arranged = self.ops.rearranged(args[0], node, frame)
                 if arranged is not None:
                     return arranged
             if python_values(qual):
@@ -2804,7 +2808,7 @@ class Interpreter(Objects):
             return built
         op = self.kb.op(qual)
         if op is not None or qual.startswith("torch."):
-            return self.apply_op(
+            return self.ops.apply_op(
                 op, qual, args, node, frame, kwargs=kwargs, describe=spelled_call(node.func, qual)
             )
         return self.unknown_call(args, kwargs)
@@ -2844,7 +2848,7 @@ class Interpreter(Objects):
         label = f"{cls.name}.apply"
         reach = parameters_in(args)
         new = {
-            self._save(
+            self.record_save(
                 group,
                 label,
                 "input",

@@ -145,7 +145,7 @@ class Events:
             return
         callee = _callee_name(node, layer)  # (spelled only here: ast.unparse is not cheap)
         new = frozenset(
-            self._save(group, callee, "output", None, node, frame, True, "", unknown=True)
+            self.record_save(group, callee, "output", None, node, frame, True, "", unknown=True)
             for group in sorted(result.groups)
         )
         result.graph = result.graph | new
@@ -207,7 +207,7 @@ class Events:
             graph |= self._graph_of(item)
         return graph
 
-    def _save(
+    def record_save(
         self,
         group: int,
         op: str,

@@ -27,7 +27,7 @@ from inplace_lsp.analysis.domain import (
     tensors_in,
     unknown,
 )
-from inplace_lsp.analysis.events import refreeze
+from inplace_lsp.analysis.events import Events, refreeze
 from inplace_lsp.analysis.knowledge import load as load_knowledge
 from inplace_lsp.analysis.model import (
     ClassInfo,
@@ -45,10 +45,11 @@ from inplace_lsp.analysis.torch_ops import (
 )
 
 
-class Objects(TorchOps):
+class Objects(Events):
     """The evaluator's objects: attributes and methods of modules, calls of modules."""
 
     child_arms: dict[ModuleRef, dict[int, int]]
+    ops: TorchOps  # torch ops and layers (the evaluator's)
 
     @abstractmethod
     def inline(
@@ -265,7 +266,7 @@ class Objects(TorchOps):
                 )
             layer = self.torch_layer(ref) if ref.is_module else None
             if layer is not None:  # `class Conv2d(nn.Conv2d)` with an __init__ of its own
-                return self.layer_call(layer, args or [x], node, frame)
+                return self.ops.layer_call(layer, args or [x], node, frame)
             return self.unknown_call(args, kwargs)
         if sequential and ref.children is not None:
             for child in ref.children:
@@ -273,7 +274,7 @@ class Objects(TorchOps):
             return x
         flag = self.module_attr(ref, "inplace") if ref.qualname in INPLACE_LAYERS else None
         set_inplace = flag.const if flag is not None and isinstance(flag.const, bool) else None
-        return self.layer_call(ref, args, node, frame, set_inplace)
+        return self.ops.layer_call(ref, args, node, frame, set_inplace)
 
     def torch_layer(self, ref: ModuleRef) -> ModuleRef | None:
         """A module of a class of the code derived from a torch.nn layer (`class

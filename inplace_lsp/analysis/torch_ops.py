@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Protocol
 
 from inplace_lsp.analysis.domain import (
     UNSIZED,
     Frame,
+    InferenceSite,
     Loc,
     ModuleRef,
+    Mutation,
     Value,
     constant,
     grad_sources,
@@ -26,8 +29,7 @@ from inplace_lsp.analysis.domain import (
     tensors_in,
     unknown,
 )
-from inplace_lsp.analysis.events import Events
-from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, OpInfo
+from inplace_lsp.analysis.knowledge import SCALAR, TENSOR_GRAD, TENSOR_NO_GRAD, Knowledge, OpInfo
 from inplace_lsp.analysis.knowledge import load as load_knowledge
 from inplace_lsp.analysis.model import (
     ModuleModel,
@@ -153,8 +155,80 @@ OP_TEXT = {
 }
 
 
-class TorchOps(Events):
-    """The evaluator's torch calls: ops and torch.nn layers applied to abstract values."""
+class OpEvents(Protocol):
+    """What torch-op semantics need of the rest of the analysis: the knowledge table and the
+    file's model, the grad-mode state, and the autograd events an op makes (its saves, its
+    writes, the graphs it builds on) recorded on the current path (events.Events)."""
+
+    kb: Knowledge
+    model: ModuleModel
+    inference_at: InferenceSite | None
+    uncertain: int
+
+    def loc(self, node: ast.AST, frame: Frame) -> Loc: ...
+
+    def record_save(
+        self,
+        group: int,
+        op: str,
+        slot: str,
+        grad_fn: str | None,
+        node: ast.AST,
+        frame: Frame,
+        possible: bool,
+        what: str,
+        grad_from: str = "",
+        joined: bool = False,
+        param: str = "",
+        unknown: bool = False,
+        maybe: str = "",
+        reach: frozenset[int] = frozenset(),
+    ) -> int: ...
+
+    def mutate(
+        self,
+        value: Value,
+        *,
+        kind: str,
+        op: str,
+        node: ast.AST,
+        stmt: ast.AST,
+        frame: Frame,
+        target: str | None,
+        fix: str | None,
+        inputs: list[Value],
+        grad_mode: bool | None = None,
+        loc_override: Loc | None = None,
+        loc_path: str | None = None,
+        activation: bool = False,
+        provable: bool = True,
+    ) -> Mutation: ...
+
+    def carry(
+        self, graph: frozenset[int], node: ast.AST, frame: Frame, inexact: bool = False
+    ) -> None: ...
+
+    def unknown_call(
+        self, args: list[Value], kwargs: dict[str, Value], builtin: bool = False
+    ) -> Value: ...
+
+    def maybe_saves(
+        self, result: Value, node: ast.AST, frame: Frame, layer: ModuleRef | None = None
+    ) -> None: ...
+
+    def read_by_unknown(self, groups: frozenset[int]) -> None: ...
+
+    def sees_every_run(self, ref: ModuleRef) -> bool: ...
+
+    def frozen(self, ref: ModuleRef) -> bool: ...
+
+
+class TorchOps:
+    """The evaluator's torch calls: ops and torch.nn layers applied to abstract values. What
+    they do to the autograd state goes through `events` (OpEvents), the one part they see."""
+
+    def __init__(self, events: OpEvents) -> None:
+        self.events = events
 
     def _method_mutation(
         self,
@@ -174,7 +248,7 @@ class TorchOps(Events):
             and isinstance(node.func.value, ast.Name)
         ):
             fix = "method-out-of-place"
-        self.mutate(
+        self.events.mutate(
             receiver,
             kind="method",
             op=f".{name}()",
@@ -195,7 +269,7 @@ class TorchOps(Events):
         frame: Frame,
         flag: ast.AST | None,
     ) -> None:
-        loc = self.loc(flag, frame) if flag is not None else None
+        loc = self.events.loc(flag, frame) if flag is not None else None
         short = name.rsplit(".", 1)[-1].rstrip("()")
         self._inplace_flag_mutation(
             receiver, "inplace_kwarg", f"{short}(..., inplace=True)", node, frame, loc, None,
@@ -217,7 +291,7 @@ class TorchOps(Events):
     ) -> None:
         """A write by `inplace=True` (module or function): the finding goes on the keyword.
         `provable`: whether this run can show the keyword safe (see Events.sees_every_run)."""
-        self.mutate(
+        self.events.mutate(
             value,
             kind=kind,
             op=op,
@@ -235,7 +309,7 @@ class TorchOps(Events):
         )
 
     @staticmethod
-    def _view(base: Value, frame: Frame, **changes: object) -> Value:
+    def view(base: Value, frame: Frame, **changes: object) -> Value:
         """A view of `base` made here: its memory and version counter, not a leaf itself. Its
         view kind says what torch refuses to write into: a view of a leaf that requires grad
         ("leaf"), one made under no_grad of a tensor that may require grad ("no_grad"), or
@@ -248,11 +322,11 @@ class TorchOps(Events):
                 kind = "leaf"
         return replace(base, leaf=False, view_kind=kind, **changes)
 
-    def _unbound(self, value: Value, frame: Frame, **changes: object) -> Value:
+    def unbound(self, value: Value, frame: Frame, **changes: object) -> Value:
         """One of the tensors `a, b = h` or `for row in h` gives: torch unbinds `h`, so with
         grad on they are views of a multi-output node. Only for a tensor a known op or module
         made (`producer`): an unknown function's result may be a tuple of its own."""
-        view = self._view(value, frame, pieces=False, **changes)
+        view = self.view(value, frame, pieces=False, **changes)
         one_tensor = value.producer and not value.pieces and not value.joined
         if one_tensor and frame.grad_enabled and value.grad is not False:
             view.view_kind = "multi"
@@ -277,7 +351,7 @@ class TorchOps(Events):
             contiguous=True,
         )
 
-    def _copy_or_alias(
+    def copy_or_alias(
         self, receiver: Value, name: str, node: ast.Call, frame: Frame
     ) -> Value | None:
         """`.to(dtype)`, `.double()`, `.contiguous()`, `.reshape()`: torch returns the tensor
@@ -286,7 +360,7 @@ class TorchOps(Events):
         None for the usual handling (same dtype, contiguous input)."""
         if name in LAYOUT_METHODS:
             if receiver.contiguous is False and name == "contiguous":
-                return self._copy_of(receiver, name, frame)
+                return self.copy_of(receiver, name, frame)
             if receiver.contiguous is False:
                 # `.reshape()` of a slice or a permuted tensor is a view where its strides
                 # allow (`x[:, 0].reshape(b, n, c)`), a copy otherwise: not known here.
@@ -298,11 +372,11 @@ class TorchOps(Events):
                 maybe = f"`.{name}()` {part}returns a view (it copies a non-contiguous tensor)"
                 return replace(receiver, leaf=False, joined=True, maybe=maybe)
             return None
-        target = target_dtype(name, node, self.model)
+        target = target_dtype(name, node, self.events.model)
         if target is None:
             return None  # `.to(device)`, `.type_as(other)`: unknown here, the usual handling
         if receiver.dtype and receiver.dtype != target:
-            return replace(self._copy_of(receiver, name, frame), dtype=target)
+            return replace(self.copy_of(receiver, name, frame), dtype=target)
         if not receiver.dtype:
             maybe = f"the tensor is already {target} (`.{name}()` then returns it, not a copy)"
             return replace(receiver, leaf=False, joined=True, dtype=target, maybe=maybe)
@@ -322,15 +396,15 @@ class TorchOps(Events):
         order = [axis for group in after for axis in group]
         if not merges:
             kept = receiver.contiguous if order == before else False
-            return self._view(receiver, frame, contiguous=kept, producer="rearrange()")
+            return self.view(receiver, frame, contiguous=kept, producer="rearrange()")
         if receiver.contiguous is True and all(_adjacent(group, before) for group in merges):
             in_order = order == before
-            return self._view(receiver, frame, contiguous=in_order or None, producer="rearrange()")
+            return self.view(receiver, frame, contiguous=in_order or None, producer="rearrange()")
         maybe = "`rearrange()` returns a view (it copies where the strides do not allow one)"
-        view = self._view(receiver, frame, producer="rearrange()")
+        view = self.view(receiver, frame, producer="rearrange()")
         return replace(view, joined=True, maybe=maybe, contiguous=None)
 
-    def _copy_of(
+    def copy_of(
         self, receiver: Value, name: str, frame: Frame, producer: str | None = None
     ) -> Value:
         """A fresh copy of `receiver` made by `.name()` (its own memory, the same grad)."""
@@ -347,7 +421,7 @@ class TorchOps(Events):
             grad_from=receiver.grad_from if grad is None else "",
             dtype=receiver.dtype,
             contiguous=True,
-            inference=self.inference_at,
+            inference=self.events.inference_at,
         )
 
     def layer_call(
@@ -361,12 +435,12 @@ class TorchOps(Events):
         """A call of a torch.nn layer (or of a module the analysis cannot read);
         `set_inplace`: its `inplace` attribute as the code set it after construction."""
         x = args[0] if args else unknown()
-        info = self.kb.module(ref.qualname) if ref.qualname else None
+        info = self.events.kb.module(ref.qualname) if ref.qualname else None
         if info is None:
-            result = self.unknown_call(args, {})
+            result = self.events.unknown_call(args, {})
             if result.grad is None and frame.grad_enabled:
                 result.grad = True  # unknown modules usually hold parameters
-            self.maybe_saves(result, node, frame, layer=ref)
+            self.events.maybe_saves(result, node, frame, layer=ref)
             return result
         inplace = info.inplace_default
         keyword: ast.AST | None = None  # the `inplace=` keyword, or `True` in `nn.ReLU(True)`
@@ -392,13 +466,13 @@ class TorchOps(Events):
         if info.eval_alias and ref.training is False:
             return x
         if info.view:
-            return self._view(x, frame)
+            return self.view(x, frame)
         if "Dropout" in info.name and _dropout_p(ref) == 0:
             return x  # Dropout(p=0) gives its input back, untouched (the same tensor)
         if inplace and x.tensorish:
             uncertain = ref.conditional or ("Dropout" in info.name and _dropout_p(ref) is None)
             if uncertain:
-                self.uncertain += 1
+                self.events.uncertain += 1
             kw_loc = None
             if keyword is not None:
                 kw_loc = location(keyword, ref.site_start)
@@ -406,26 +480,26 @@ class TorchOps(Events):
             self._inplace_flag_mutation(
                 x, "inplace_module", f"nn.{short}(inplace=True)", node, frame, kw_loc,
                 ref.site_path, is_activation(short), fixable=set_inplace is None,
-                provable=self.sees_every_run(ref),
+                provable=self.events.sees_every_run(ref),
             )  # fmt: skip
             if uncertain:
-                self.uncertain -= 1
+                self.events.uncertain -= 1
             out = x
         else:
             # Its graph reaches every input's (an LSTM's `(h0, c0)` carried from the last
             # batch brings that batch's graph along).
             graph = frozenset().union(*(t.graph for a in args for t in tensors_in(a)))
             if frame.grad_enabled:
-                self.carry(graph, node, frame)  # (an LSTM fed the last batch's state)
+                self.events.carry(graph, node, frame)  # (an LSTM fed the last batch's state)
             out = Value("tensor", frozenset({new_id()}), True, None, x.grad_assumed, graph=graph)
             out.producer = "nn." + (ref.qualname or "module").rsplit(".", 1)[-1]
             out.dtype, out.contiguous = x.dtype, True  # a torch.nn layer keeps its input's dtype
-            out.inference = self.inference_at
+            out.inference = self.events.inference_at
         input_grad = x.grad is not False
         # Parameters that require grad (not after `module.requires_grad_(False)`).
         params = (
             bool(info.params)
-            and not self.frozen(ref)
+            and not self.events.frozen(ref)
             # (`emb.weight.requires_grad_(False)`: each of its parameters turned off)
             and not all(p in ref.attrs and ref.attrs[p].grad is False for p in info.params)
         )
@@ -460,7 +534,7 @@ class TorchOps(Events):
                     continue
                 for group in sorted(target_value.groups):
                     new.add(
-                        self._save(
+                        self.events.record_save(
                             group,
                             f"nn.{short}",
                             slot,
@@ -511,9 +585,9 @@ class TorchOps(Events):
             if not tensor_args or (method and args[0].kind != "tensor"):
                 # No torch op of that name, on something not known to be a tensor (a
                 # TensorDict's `.get()`, a config's `.replace()`): nothing is known of it.
-                return self.unknown_call(args, kwargs)
+                return self.events.unknown_call(args, kwargs)
             # An op of no known kind: it may keep its tensors for backward.
-            self.read_by_unknown(frozenset().union(*(t.groups for t in tensor_args)))
+            self.events.read_by_unknown(frozenset().union(*(t.groups for t in tensor_args)))
             return self.derived(tensor_args)
         receiver = args[0] if args else unknown()
         result: Value
@@ -534,7 +608,7 @@ class TorchOps(Events):
         elif out_kw:
             out_value = kwargs.get("out", unknown())
             if out_value.tensorish:
-                self.mutate(
+                self.events.mutate(
                     out_value,
                     kind="out",
                     op=f"{name}(..., out=...)",
@@ -550,7 +624,7 @@ class TorchOps(Events):
                 result = self.derived(tensor_args)
         elif op.view and receiver.tensorish:
             short = name.rsplit(".", 1)[-1]
-            result = self._view(
+            result = self.view(
                 receiver,
                 frame,
                 kind="tensor" if receiver.kind == "unknown" or op.tuple_output else receiver.kind,
@@ -570,7 +644,7 @@ class TorchOps(Events):
                 else Value("tensor", frozenset({new_id()}), True, False)
             )
             result.producer = label
-            result.inference = self.inference_at
+            result.inference = self.events.inference_at
         dim_keyword = call is not None and any(kw.arg == "dim" for kw in call.keywords)
         if result is not receiver:
             result = self._tuple_result(op, args, dim_keyword, result, label)
@@ -584,7 +658,7 @@ class TorchOps(Events):
                 result.graph = frozenset()
             return result
         if result is not receiver:
-            self.carry(result.graph, node, frame)
+            self.events.carry(result.graph, node, frame)
         self.record_saves(
             op, args, result, node, frame, label=label, inplace=inplace_kw, dim_keyword=dim_keyword
         )
@@ -642,7 +716,7 @@ class TorchOps(Events):
                 continue
             for group in sorted(frozenset().union(*(t.groups for t in targets))):
                 new.add(
-                    self._save(
+                    self.events.record_save(
                         group,
                         label or op.name,
                         slot,
@@ -686,7 +760,7 @@ class TorchOps(Events):
                 True,
                 False,
                 producer=label,
-                inference=self.inference_at,
+                inference=self.events.inference_at,
             )
             for _ in range(count - 1)
         )
