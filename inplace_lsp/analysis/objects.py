@@ -6,13 +6,14 @@ parameter groups they step, constructor constants and the submodule a flag choos
 from __future__ import annotations
 
 import ast
-from abc import abstractmethod
 from collections.abc import Collection, Sequence
+from typing import Protocol
 
 from inplace_lsp.analysis.binder import is_static
 from inplace_lsp.analysis.domain import (
     NO_NAMES,
     Ctx,
+    Facts,
     Frame,
     Function,
     Hook,
@@ -27,7 +28,8 @@ from inplace_lsp.analysis.domain import (
     tensors_in,
     unknown,
 )
-from inplace_lsp.analysis.events import Events, refreeze
+from inplace_lsp.analysis.events import refreeze
+from inplace_lsp.analysis.knowledge import Knowledge
 from inplace_lsp.analysis.knowledge import load as load_knowledge
 from inplace_lsp.analysis.model import (
     ClassInfo,
@@ -37,6 +39,7 @@ from inplace_lsp.analysis.model import (
     evaluate,
     spelled_template,
 )
+from inplace_lsp.analysis.summaries import Inputs
 from inplace_lsp.analysis.torch_ops import (
     TorchOps,
     frozen_parameter,
@@ -45,13 +48,21 @@ from inplace_lsp.analysis.torch_ops import (
 )
 
 
-class Objects(Events):
-    """The evaluator's objects: attributes and methods of modules, calls of modules."""
+class ObjectHost(Protocol):
+    """What the objects part needs of the rest of the analysis: the file's model (which it
+    switches while it runs another file's `__init__`), the knowledge table, the state of the
+    path (facts, the summaries being made, which module owns a parameter group, code that may
+    not run), the evaluator's calls and expressions, and the events that change an object
+    (events.Events) or come from an op or a layer (ops)."""
 
-    child_arms: dict[ModuleRef, dict[int, int]]
-    ops: TorchOps  # torch ops and layers (the evaluator's)
+    model: ModuleModel
+    kb: Knowledge
+    facts: Facts
+    runs: list[Inputs]
+    group_owners: dict[int, ModuleRef]
+    uncertain: int
+    ops: TorchOps
 
-    @abstractmethod
     def inline(
         self,
         fn: ast.FunctionDef | ast.AsyncFunctionDef,
@@ -62,13 +73,11 @@ class Objects(Events):
         frame: Frame,
         model: ModuleModel | None = None,
     ) -> Value:
-        """A call of a function of the code, with these arguments (the evaluator's)."""
+        """A call of a function of the code, with these arguments."""
 
-    @abstractmethod
     def eval(self, node: ast.expr, frame: Frame) -> Value:
-        """The value of an expression (the evaluator's)."""
+        """The value of an expression."""
 
-    @abstractmethod
     def call_value(
         self,
         callee: Value,
@@ -77,7 +86,51 @@ class Objects(Events):
         node: ast.Call,
         frame: Frame,
     ) -> Value:
-        """A call of a value an attribute holds (a class, a function): the evaluator's."""
+        """A call of a value an attribute holds (a class, a function)."""
+
+    def unknown_call(
+        self, args: list[Value], kwargs: dict[str, Value], builtin: bool = False
+    ) -> Value: ...
+
+    def maybe_saves(
+        self, result: Value, node: ast.AST, frame: Frame, layer: ModuleRef | None = None
+    ) -> None: ...
+
+    def read_by_unknown(self, groups: frozenset[int]) -> None: ...
+
+    def function_value(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        start: int,
+        model: ModuleModel,
+        bound: ModuleRef | None = None,
+    ) -> Function: ...
+
+    def frozen(self, ref: ModuleRef) -> bool: ...
+
+    def write_parameters(
+        self, groups: frozenset[int], kind: str, node: ast.Call, frame: Frame, origin: str = ""
+    ) -> None: ...
+
+    def clear_gradients(self, groups: frozenset[int]) -> None: ...
+
+    def set_attr(self, ref: ModuleRef, name: str, value: Value) -> None: ...
+
+    def add_child(self, ref: ModuleRef, child: ModuleRef) -> None: ...
+
+    def add_hook(self, ref: ModuleRef, hook: Hook) -> None: ...
+
+    def set_module_flag(self, ref: ModuleRef, flag: str, value: bool | str | None) -> None: ...
+
+
+class Objects:
+    """The evaluator's objects: attributes and methods of modules, calls of modules. It
+    takes the rest of the analysis through `host` (ObjectHost)."""
+
+    def __init__(self, host: ObjectHost) -> None:
+        self.host = host
+        # Per module: the branch arm each split added children on.
+        self.child_arms: dict[ModuleRef, dict[int, int]] = {}
 
     def instance(
         self,
@@ -93,11 +146,11 @@ class Objects(Events):
         value = self.bare_object(cls, qualname, args, kwargs, frame)
         ref = value.module
         assert ref is not None
-        found = self.model.find_method(cls, "__init__")
+        found = self.host.model.find_method(cls, "__init__")
         if found is not None:
-            where = found[0].owner or self.model
+            where = found[0].owner or self.host.model
             init = found[1]
-            self.inline(init, where.start_of(init), [value, *args], kwargs, node, frame, where)
+            self.host.inline(init, where.start_of(init), [value, *args], kwargs, node, frame, where)
             return value
         fields = self._dataclass_fields(cls)
         if fields is not None:
@@ -105,15 +158,15 @@ class Objects(Events):
             known, order = fields
             for name, default in known.items():
                 if name in kwargs:
-                    self.set_attr(ref, name, kwargs[name])
+                    self.host.set_attr(ref, name, kwargs[name])
                 elif order and name in order and order.index(name) < len(args):
-                    self.set_attr(ref, name, args[order.index(name)])
+                    self.host.set_attr(ref, name, args[order.index(name)])
                 elif default is not None and (order or not args):
-                    self.set_attr(ref, name, default)
-            post = self.model.find_method(cls, "__post_init__")
+                    self.host.set_attr(ref, name, default)
+            post = self.host.model.find_method(cls, "__post_init__")
             if post is not None:
-                where = post[0].owner or self.model
-                self.inline(post[1], where.start_of(post[1]), [value], {}, node, frame, where)
+                where = post[0].owner or self.host.model
+                self.host.inline(post[1], where.start_of(post[1]), [value], {}, node, frame, where)
             if _NAMED_TUPLE & set(cls.bases) and order and all(n in ref.attrs for n in order):
                 # a NamedTuple is the tuple of its fields: unpacked or indexed, they come back
                 value = replace(value, items=tuple(ref.attrs[n] for n in order))
@@ -129,7 +182,7 @@ class Objects(Events):
         readable = True
         while current is not None and all(c is not current for c in chain):
             chain.append(current)
-            owner = current.owner or self.model
+            owner = current.owner or self.host.model
             base = owner.base_of(current)
             if base is None and any(
                 b not in ("object", "Generic", *_NAMED_TUPLE) for b in current.bases
@@ -140,7 +193,7 @@ class Objects(Events):
         order: list[str] = []
         is_dataclass = False
         for info in reversed(chain):
-            owner = info.owner or self.model
+            owner = info.owner or self.host.model
             # (a `class State(NamedTuple)` gets the same __init__ as a dataclass)
             generated = bool(_NAMED_TUPLE & set(info.bases)) or _generated_init(info.node, owner)
             if generated is None:
@@ -203,12 +256,12 @@ class Objects(Events):
         construct_module)."""
         ref = value.module
         assert ref is not None
-        found = self.model.find_method(cls, "__init__")
+        found = self.host.model.find_method(cls, "__init__")
         if found is None:
             return
-        where = found[0].owner or self.model
+        where = found[0].owner or self.host.model
         init = found[1]
-        self.inline(init, where.start_of(init), [value, *args], kwargs, node, frame, where)
+        self.host.inline(init, where.start_of(init), [value, *args], kwargs, node, frame, where)
         for attr in sorted(ref.assigned & set(ref.attributes())):
             options = cls.submodule_options.get(attr) or (
                 [cls.submodules[attr]] if attr in cls.submodules else []
@@ -232,7 +285,9 @@ class Objects(Events):
                 or attr in cls.buffers
                 or (
                     conditional
-                    and any(self._builds_module(sub, cls.owner or self.model) for sub in options)
+                    and any(
+                        self._builds_module(sub, cls.owner or self.host.model) for sub in options
+                    )
                 )
             )
             if static:
@@ -251,30 +306,30 @@ class Objects(Events):
         sequential = (
             ref.children is not None
             and self.list_kind(ref) == "torch.nn.Sequential"
-            and (ref.cls is None or self.model.find_method(ref.cls, "forward") is None)
+            and (ref.cls is None or self.host.model.find_method(ref.cls, "forward") is None)
         )
         if ref.cls is not None and not sequential:
-            found = self.model.find_method(ref.cls, "forward" if ref.is_module else "__call__")
+            found = self.host.model.find_method(ref.cls, "forward" if ref.is_module else "__call__")
             if found is None and ref.is_module:
                 # a module whose class defines `__call__` instead of forward runs that
-                found = self.model.find_method(ref.cls, "__call__")
+                found = self.host.model.find_method(ref.cls, "__call__")
             if found is not None:
                 this = Value("module", tensor=False, grad=False, module=ref)
-                owner = found[0].owner or self.model
-                return self.inline(
+                owner = found[0].owner or self.host.model
+                return self.host.inline(
                     found[1], owner.start_of(found[1]), [this, *args], kwargs, node, frame, owner
                 )
             layer = self.torch_layer(ref) if ref.is_module else None
             if layer is not None:  # `class Conv2d(nn.Conv2d)` with an __init__ of its own
-                return self.ops.layer_call(layer, args or [x], node, frame)
-            return self.unknown_call(args, kwargs)
+                return self.host.ops.layer_call(layer, args or [x], node, frame)
+            return self.host.unknown_call(args, kwargs)
         if sequential and ref.children is not None:
             for child in ref.children:
                 x = self.module_call(child, [x], node, frame)
             return x
         flag = self.module_attr(ref, "inplace") if ref.qualname in INPLACE_LAYERS else None
         set_inplace = flag.const if flag is not None and isinstance(flag.const, bool) else None
-        return self.ops.layer_call(ref, args, node, frame, set_inplace)
+        return self.host.ops.layer_call(ref, args, node, frame, set_inplace)
 
     def torch_layer(self, ref: ModuleRef) -> ModuleRef | None:
         """A module of a class of the code derived from a torch.nn layer (`class
@@ -283,7 +338,7 @@ class Objects(Events):
         if ref.cls is None:
             return None
         base = self.torch_base(ref)
-        if not base or self.kb.module(base) is None:
+        if not base or self.host.kb.module(base) is None:
             return None
         return replace(ref, qualname=base, cls=None)
 
@@ -318,7 +373,7 @@ class Objects(Events):
             # `if not self.training:` (an inference path) is decided by train() / eval().
             training = ref.training
             return scalar() if training is None else constant(training)
-        for inputs in reversed(self.runs):
+        for inputs in reversed(self.host.runs):
             real = inputs.real.get(id(ref))
             if isinstance(real, ModuleRef):
                 # The stand-in of a caller's module: its attribute is the caller's, read
@@ -337,7 +392,7 @@ class Objects(Events):
             sub, conditional = _choose(
                 cls.submodule_options.get(attr) or [cls.submodules[attr]], ref.consts, cls.owner
             )
-            owner = cls.owner or self.model
+            owner = cls.owner or self.host.model
             if self._builds_module(sub, owner):
                 value = self.module_value(
                     sub.qualname, sub, new_id(), owner.start_of(cls.node), ref, owner
@@ -485,7 +540,7 @@ class Objects(Events):
             if id(cls) in seen:
                 continue
             seen.add(id(cls))
-            owner = cls.owner or self.model
+            owner = cls.owner or self.host.model
             for base in cls.bases:
                 if wanted(base):
                     return base
@@ -496,16 +551,16 @@ class Objects(Events):
 
     def _property(self, ref: ModuleRef, attr: str) -> Value | None:
         """`self.net.loss` where `loss` is a `@property` of the class: what it returns now."""
-        found = self.model.find_method(ref.cls, attr) if ref.cls is not None else None
+        found = self.host.model.find_method(ref.cls, attr) if ref.cls is not None else None
         if found is None or not any(
             isinstance(d, ast.Name) and d.id == "property" for d in found[1].decorator_list
         ):
             return None
-        owner = found[0].owner or self.model
+        owner = found[0].owner or self.host.model
         method = found[1]
         this = Value("module" if ref.is_module else "object", tensor=False, grad=False, module=ref)
         frame = Frame({}, owner.start_of(method), True, Ctx(), path=owner.path)
-        return self.inline(method, owner.start_of(method), [this], {}, method, frame, owner)
+        return self.host.inline(method, owner.start_of(method), [this], {}, method, frame, owner)
 
     def _bound_method(self, ref: ModuleRef, attr: str) -> Value | None:
         """`self.calc_loss_a` read, not called, where the class defines that method and no
@@ -516,12 +571,12 @@ class Objects(Events):
             return None
         if attr in cls.buffers or attr in cls.plain_attrs:
             return None
-        found = self.model.find_method(cls, attr)
+        found = self.host.model.find_method(cls, attr)
         if found is None or found[1].decorator_list:
             return None  # a property, a staticmethod or classmethod, or wrapped by a decorator
-        owner = found[0].owner or self.model
+        owner = found[0].owner or self.host.model
         method = found[1]
-        function = self.function_value(method, owner.start_of(method), owner, bound=ref)
+        function = self.host.function_value(method, owner.start_of(method), owner, bound=ref)
         qualname = f"{found[0].name}.{attr}"
         return Value("symbol", tensor=False, grad=False, qualname=qualname, function=function)
 
@@ -554,11 +609,11 @@ class Objects(Events):
         name = params[0].arg if params else "self"
         this = Value("module", tensor=False, grad=False, module=ref)
         frame = Frame({name: this}, owner.start_of(cls.node), True, Ctx(), path=owner.path)
-        outer, self.model = self.model, owner
+        outer, self.host.model = self.host.model, owner
         try:
-            return self.eval(sub.call, frame)
+            return self.host.eval(sub.call, frame)
         finally:
-            self.model = outer
+            self.host.model = outer
 
     def module_value(
         self,
@@ -569,7 +624,7 @@ class Objects(Events):
         parent: ModuleRef | None = None,
         site_model: ModuleModel | None = None,
     ) -> Value:
-        site_model = site_model or self.model
+        site_model = site_model or self.host.model
         if qualname is None and sub is not None:
             qualname = _qualname(sub, site_model)  # a class defined below the one using it
         cls = site_model.lookup_class(qualname) if qualname else None
@@ -595,11 +650,11 @@ class Objects(Events):
                 args = [_known(a, parent) for a in sub.call.args if not isinstance(a, ast.Starred)]
                 kwargs = {k.arg: _known(k.value, parent) for k in sub.call.keywords if k.arg}
                 frame = Frame({}, site_start, True, Ctx(), path=site_model.path)
-                outer, self.model = self.model, site_model
+                outer, self.host.model = self.host.model, site_model
                 try:
                     self._run_init(value, cls, args, kwargs, sub.call, frame)
                 finally:
-                    self.model = outer
+                    self.host.model = outer
         if (
             sub is not None
             and sub.children
@@ -622,11 +677,11 @@ class Objects(Events):
             owner = owning_instance(parent)
             env = {k: constant(v) for k, v in (owner.consts if owner is not None else {}).items()}
             frame = Frame(env, site_start, True, Ctx(), path=site_model.path)
-            outer, self.model = self.model, site_model
+            outer, self.host.model = self.host.model, site_model
             try:
-                built = self.eval(child.call, frame)
+                built = self.host.eval(child.call, frame)
             finally:
-                self.model = outer
+                self.host.model = outer
             if built.module is not None:
                 if parent is not None:
                     parent.adopt(built.module)
@@ -658,10 +713,10 @@ class Objects(Events):
                 origin="named" if name == "named_parameters" else "",
             )
         if name == "zero_grad" and sets_to_none(node):
-            self.clear_gradients(self.param_groups(ref))
+            self.host.clear_gradients(self.param_groups(ref))
             return receiver
         if name == "requires_grad_":
-            self.set_module_flag(ref, "frozen", requires_grad_flag(node) is False)
+            self.host.set_module_flag(ref, "frozen", requires_grad_flag(node) is False)
             refreeze(ref)
             return receiver
         if name in ("train", "eval"):
@@ -674,7 +729,7 @@ class Objects(Events):
                 and isinstance(node.args[0], ast.Constant)
             ):
                 training = bool(node.args[0].value)
-            self.set_module_flag(ref, "training_flag", training)
+            self.host.set_module_flag(ref, "training_flag", training)
             return receiver
         if name in (
             "to",
@@ -696,9 +751,9 @@ class Objects(Events):
             added = (args[-1].items or ()) if name == "extend" else [args[-1]]
             for value in added:
                 if value.module is not None:
-                    self.add_child(ref, value.module)
+                    self.host.add_child(ref, value.module)
                 elif value.kind == "unknown":  # a layer nothing is known of, in its place
-                    self.add_child(ref, ModuleRef(None, None, ref.params_group))
+                    self.host.add_child(ref, ModuleRef(None, None, ref.params_group))
             self._children_on_some_paths(ref, frame)
             return unknown()
         if name in ("modules", "children", "named_modules", "named_children"):
@@ -728,11 +783,11 @@ class Objects(Events):
         if name in ("add_module", "register_module") and len(args) == 2:
             child = args[1].module
             if args[0].has_const:
-                self.set_attr(ref, str(args[0].const), args[1])  # `self.add_module("g", g)`
+                self.host.set_attr(ref, str(args[0].const), args[1])  # `self.add_module("g", g)`
             if child is not None and self.list_kind(ref):
                 # `self.body.add_module("block{}".format(i), Block(...))` in a loop: the
                 # Sequential runs it after the ones added before it.
-                self.add_child(ref, child)
+                self.host.add_child(ref, child)
                 self._children_on_some_paths(ref, frame)
             elif not args[0].has_const:
                 if child is not None and ref.is_module:
@@ -741,31 +796,33 @@ class Objects(Events):
                     # are the module's, `model.parameters()` hands them to the optimizer).
                     if ref.child_names is not None:
                         ref.child_names = (*ref.child_names, None)
-                    self.add_child(ref, child)
-                return self.unknown_call(args, kwargs)
+                    self.host.add_child(ref, child)
+                return self.host.unknown_call(args, kwargs)
             return unknown()
         if name == "load_state_dict":
             # Copies into every parameter in place (under no_grad), as an optimizer step does.
-            self.write_parameters(self.param_groups(ref), "method", node, frame)
+            self.host.write_parameters(self.param_groups(ref), "method", node, frame)
             return unknown()
         if name in _HOOKS:
             # What the module's outputs are then rests on a hook: no write into one is checked
             # safe (a backward hook makes them views torch refuses to write into).
-            self.facts.hooked = True
+            self.host.facts.hooked = True
         if name in ("register_full_backward_hook", "register_full_backward_pre_hook"):
-            self.set_module_flag(ref, "backward_hooked", True)
+            self.host.set_module_flag(ref, "backward_hooked", True)
         if name in ("register_forward_hook", "register_forward_pre_hook") and node.args:
             # A hook of this file runs at every call of the module (`output.clamp_(...)` in a
             # hook on nn.Sigmoid writes the output Sigmoid saved).
             function = args[0].function if args else None
             if function is not None and function.bound is None:
-                self.add_hook(ref, Hook("pre" if name.endswith("pre_hook") else "post", function))
+                self.host.add_hook(
+                    ref, Hook("pre" if name.endswith("pre_hook") else "post", function)
+                )
             return unknown()
         if ref.cls is not None:
-            found = self.model.find_method(ref.cls, name)
+            found = self.host.model.find_method(ref.cls, name)
             if found is not None:
-                owner = found[0].owner or self.model
-                return self.inline(
+                owner = found[0].owner or self.host.model
+                return self.host.inline(
                     found[1],
                     owner.start_of(found[1]),
                     args if is_static(found[1]) else [receiver, *args],
@@ -777,7 +834,7 @@ class Objects(Events):
         attr = self.module_attr(ref, name)
         if attr.module is not None:
             return self.module_call(attr.module, args, node, frame, kwargs)
-        return self.call_value(attr, args, kwargs, node, frame)
+        return self.host.call_value(attr, args, kwargs, node, frame)
 
     def _object_method(
         self,
@@ -791,25 +848,25 @@ class Objects(Events):
     ) -> Value:
         """A method of an object that is not a module: its class's (`self.train_step(z)`),
         or a call of what an attribute holds (`self.actor(obs)`, `self.loss_fn(y, t)`)."""
-        found = self.model.find_method(ref.cls, name) if ref.cls is not None else None
+        found = self.host.model.find_method(ref.cls, name) if ref.cls is not None else None
         if found is not None:
-            owner = found[0].owner or self.model
+            owner = found[0].owner or self.host.model
             method = found[1]
             call_args = args if is_static(method) else [receiver, *args]
-            return self.inline(
+            return self.host.inline(
                 method, owner.start_of(method), call_args, kwargs, node, frame, owner
             )
         attr = self.module_attr(ref, name)
         if attr.module is not None:
             return self.module_call(attr.module, args, node, frame, kwargs)
-        return self.call_value(attr, args, kwargs, node, frame)
+        return self.host.call_value(attr, args, kwargs, node, frame)
 
     def _params_grad(self, ref: ModuleRef) -> bool | None:
         """Whether a module's own parameters require grad: False where it is frozen (here or
         by the caller), None where it is frozen on some paths only."""
-        return False if self.frozen(ref) else ref.params_grad
+        return False if self.host.frozen(ref) else ref.params_grad
 
-    def _param_groups(self, value: Value) -> frozenset[int]:
+    def stepped_groups(self, value: Value) -> frozenset[int]:
         """The parameters an optimizer steps: `model.parameters()`, a list of them, param
         groups (`[{"params": G.parameters()}, {"params": [w], "lr": 1e-3}]`)."""
         if value.kind == "params" or value.leaf:
@@ -817,13 +874,13 @@ class Objects(Events):
         if value.keys is not None and value.items is not None:
             if "params" not in value.keys:
                 return frozenset()
-            return self._param_groups(value.items[value.keys.index("params")])
+            return self.stepped_groups(value.items[value.keys.index("params")])
         if value.element is not None:  # `[p for n, p in model.named_parameters() if ...]`
-            return self._param_groups(value.element)
+            return self.stepped_groups(value.element)
         if value.items:
             groups: frozenset[int] = frozenset()
             for item in value.items:
-                groups |= self._param_groups(item)
+                groups |= self.stepped_groups(item)
             return groups
         return value.groups
 
@@ -839,7 +896,7 @@ class Objects(Events):
                 continue
             seen.add(id(current))
             groups.add(current.params_group)
-            self.group_owners[current.params_group] = current
+            self.host.group_owners[current.params_group] = current
             if depth > 8:
                 continue
             below = list(current.children or ())
@@ -869,14 +926,14 @@ class Objects(Events):
             # Which module runs is not known (`self.act = nn.Upsample(...) if flag else
             # nn.Sigmoid()`): the other one may keep its input or output for backward, so
             # no write into them is "checked: safe", and one into the output rests on it.
-            self.uncertain += 1
+            self.host.uncertain += 1
             try:
                 result = self._hooked_call(ref, args, node, frame, kwargs)
             finally:
-                self.uncertain -= 1
+                self.host.uncertain -= 1
             given = [t for a in (*args, *(kwargs or {}).values()) for t in tensors_in(a)]
-            self.read_by_unknown(frozenset().union(*(t.groups for t in given)))
-            self.maybe_saves(result, node, frame, layer=ref)
+            self.host.read_by_unknown(frozenset().union(*(t.groups for t in given)))
+            self.host.maybe_saves(result, node, frame, layer=ref)
             return result
         return self._hooked_call(ref, args, node, frame, kwargs)
 
@@ -913,7 +970,7 @@ class Objects(Events):
         return output
 
     def _run_hook(self, hook: Function, args: list[Value], node: ast.Call, frame: Frame) -> Value:
-        return self.inline(hook.node, hook.start, args, {}, node, frame, hook.model)
+        return self.host.inline(hook.node, hook.start, args, {}, node, frame, hook.model)
 
 
 def twin_module(ref: ModuleRef, parent: ModuleRef | None = None, depth: int = 0) -> ModuleRef:
