@@ -29,7 +29,6 @@ from inplace_lsp.analysis.domain import (
     unknown,
 )
 from inplace_lsp.analysis.events import refreeze
-from inplace_lsp.analysis.knowledge import Knowledge
 from inplace_lsp.analysis.knowledge import load as load_knowledge
 from inplace_lsp.analysis.model import (
     ClassInfo,
@@ -41,6 +40,7 @@ from inplace_lsp.analysis.model import (
 )
 from inplace_lsp.analysis.summaries import Inputs
 from inplace_lsp.analysis.torch_ops import (
+    OpEvents,
     TorchOps,
     frozen_parameter,
     requires_grad_flag,
@@ -48,19 +48,16 @@ from inplace_lsp.analysis.torch_ops import (
 )
 
 
-class ObjectHost(Protocol):
-    """What the objects part needs of the rest of the analysis: the file's model (which it
-    switches while it runs another file's `__init__`), the knowledge table, the state of the
-    path (facts, the summaries being made, which module owns a parameter group, code that may
-    not run), the evaluator's calls and expressions, and the events that change an object
-    (events.Events) or come from an op or a layer (ops)."""
+class ObjectHost(OpEvents, Protocol):
+    """What the objects part needs of the rest of the analysis: what torch ops do (OpEvents:
+    the file's model, which it switches while it runs another file's `__init__`, the
+    knowledge table, the events of ops and unknown calls), the state of the path (facts, the
+    summaries being made, which module owns a parameter group), the evaluator's calls and
+    expressions, the events that change an object (events.Events), and the ops themselves."""
 
-    model: ModuleModel
-    kb: Knowledge
     facts: Facts
     runs: list[Inputs]
     group_owners: dict[int, ModuleRef]
-    uncertain: int
     ops: TorchOps
 
     def inline(
@@ -88,16 +85,6 @@ class ObjectHost(Protocol):
     ) -> Value:
         """A call of a value an attribute holds (a class, a function)."""
 
-    def unknown_call(
-        self, args: list[Value], kwargs: dict[str, Value], builtin: bool = False
-    ) -> Value: ...
-
-    def maybe_saves(
-        self, result: Value, node: ast.AST, frame: Frame, layer: ModuleRef | None = None
-    ) -> None: ...
-
-    def read_by_unknown(self, groups: frozenset[int]) -> None: ...
-
     def function_value(
         self,
         node: ast.FunctionDef | ast.AsyncFunctionDef,
@@ -105,8 +92,6 @@ class ObjectHost(Protocol):
         model: ModuleModel,
         bound: ModuleRef | None = None,
     ) -> Function: ...
-
-    def frozen(self, ref: ModuleRef) -> bool: ...
 
     def write_parameters(
         self, groups: frozenset[int], kind: str, node: ast.Call, frame: Frame, origin: str = ""
