@@ -226,6 +226,8 @@ class Interpreter(Events):
         # (measured: no change in time or peak memory on 60 transformers models).
         self.ops = TorchOps(self)
         self.objects = Objects(self)
+        # How a summary's paths are taken here (held like the parts: the same cycle).
+        self.resolver = Resolver(self.objects.module_attr, self.global_value, self.frozen)
         self.saves: dict[int, Save] = {}
         self.facts = Facts()
         self.functions_made: set[int] = set()
@@ -281,11 +283,6 @@ class Interpreter(Events):
         self._clocks: list[list[Any]] = []
         self.entry: ast.AST | None = None  # the entry point run_function runs
         self.entry_object: ModuleRef | None = None
-
-    @property
-    def resolver(self) -> Resolver:
-        """How a summary's paths are taken here."""
-        return Resolver(self.objects.module_attr, self.global_value, self.frozen)
 
     # ------------------------------------------------------------------ entry points
 
