@@ -17,7 +17,7 @@ from edits import parses, semantic_edits
 from generated import with_slow_function
 
 from inplace_lsp.analysis import evaluator, summaries
-from inplace_lsp.analysis.blocks import ParseCache
+from inplace_lsp.analysis.blocks import ParseCache, Splitter
 from inplace_lsp.analysis.engine import (
     DocumentAnalysis,
     DocumentResult,
@@ -115,17 +115,32 @@ def _mutations(text: str, rng: random.Random) -> list[str]:
     "name", ["residual_after_sigmoid.py", "gan_step_order.py", "relu_inplace_reused.py"]
 )
 def test_incremental_equals_fresh(name: str) -> None:
+    """After each keystroke of a typing session that leaves the text parsing, the findings
+    are a fresh analysis's. While it does not parse, a block that does not stands as it last
+    parsed (test_a_class_broken_for_a_keystroke_still_defines_what_it_did), which a fresh
+    analysis has no past for: then each finding lies on the text's lines."""
     rng = random.Random(name)
     text = (EXAMPLES / name).read_text(encoding="utf-8")
     live = DocumentAnalysis()
     live.update(text)
+    broken = 0
     for version in _mutations(text, rng):
         incremental = live.update(version)
         fresh = DocumentAnalysis().update(version)
-        assert incremental.findings == fresh.findings
+        if parses(version):
+            assert incremental.findings == fresh.findings
+        else:
+            broken += 1
+            lines = len(version.splitlines())
+            assert all(
+                1 <= span.line <= span.end_line <= lines
+                for f in incremental.findings
+                for span in (f.span, *(r.span for r in f.related if r.path is None))
+            )
         # Where errors are cut out is a heuristic (the edited block vs. column-0 pieces); both
         # must see that the text does not parse.
         assert bool(incremental.syntax_errors) == bool(fresh.syntax_errors) == (not parses(version))
+    assert broken > 5
 
 
 def test_edit_reparses_only_the_edited_block() -> None:
@@ -933,6 +948,75 @@ def test_a_class_broken_for_a_keystroke_comes_back_without_analysis() -> None:
     again = live.update(text)
     assert again.functions_analysed == 0
     assert again.findings == first.findings
+
+
+ACT = """\
+import torch
+import torch.nn as nn
+
+
+class Act(nn.Module):
+    def forward(self, x):
+        return torch.sigmoid(x)
+
+    def scale(self):
+        return 1
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = Act()
+
+    def forward(self, x):
+        h = self.act(x)
+        h += 1
+        return h
+"""
+
+
+def _errors(result: DocumentResult) -> list[tuple[str, int]]:
+    return [(f.code, f.line) for f in result.findings if f.severity is Severity.ERROR]
+
+
+def test_a_class_broken_for_a_keystroke_still_defines_what_it_did() -> None:
+    """While a method is mid-typing (its class does not parse), the class stands as it last
+    parsed: the analyses that read it keep their findings and are not run again (`Net`'s
+    error rests on `Act.forward` saving its output); a first open of broken text has no
+    such past. Once the class parses again, the findings are a fresh analysis's."""
+    live = DocumentAnalysis()
+    assert _errors(live.update(ACT)) == [("IPL001", 20)]
+    typed = ACT.replace("        return 1\n", "        return 1\n        probe = (\n")
+    for step in (typed, typed.replace("(\n", "(2\n")):
+        broken = live.update(step)
+        assert broken.syntax_errors and broken.functions_analysed == 0
+        assert _errors(broken) == [("IPL001", 21)]
+    assert _errors(analyze_document(typed)) == []  # (no past: `Act` is not known)
+    for done in (
+        typed.replace("(\n", "(2)\n"),
+        typed.replace("probe = (\n", "pass\n").replace("torch.sigmoid", "torch.relu"),
+    ):
+        assert live.update(done).findings == DocumentAnalysis().update(done).findings
+    assert _errors(live.update(ACT)) == [("IPL001", 20)]
+
+
+def test_a_syntax_error_block_holds_the_blocks_it_replaced_where_they_fit() -> None:
+    """Block.stands_for: the blocks a region that stopped parsing replaced, as they last
+    parsed, moved with the lines above them; carried while the region stays broken, and
+    none where lines were deleted from under them."""
+    splitter = Splitter()
+    first = splitter.split(ACT)
+    act = next(b for b in first if b.text.startswith("class Act"))
+    typed = ACT.replace("        return 1\n", "        return (\n")
+    broken = next(b for b in splitter.split(typed) if b.tree is None)
+    assert broken.stands_for == (act,)
+    for above in ("\n\n" + typed, "\n\n" + typed.replace("(\n", "(1\n")):
+        again = next(b for b in splitter.split(above) if b.tree is None)
+        assert [(b.key, b.start_line) for b in again.stands_for] == [(act.key, act.start_line + 2)]
+    assert splitter.split(ACT)[1].stands_for == ()
+    deleted = ACT.replace("    def scale(self):\n        return 1\n", "    def scale(self:\n")
+    splitter.split(ACT)
+    assert next(b for b in splitter.split(deleted) if b.tree is None).stands_for == ()
 
 
 def test_modules_never_become_their_own_parents() -> None:

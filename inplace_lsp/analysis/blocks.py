@@ -13,7 +13,8 @@ import ast
 import functools
 import hashlib
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from inplace_lsp.analysis.lines import line_count, lines_with_ends
 
@@ -37,6 +38,11 @@ class Block:
     error: SyntaxError | None
     tree_line0: int = 1  # the tree's line number of the block's first line
     error_line: int = 0  # document line of the syntax error
+    # A block that does not parse: the blocks it replaced as they last parsed (where they
+    # are now), which stand for it in the model of the file until it parses again (a
+    # keystroke that breaks a method for a moment does not unmake its class, and with it
+    # every analysis that reads the class).
+    stands_for: tuple[Block, ...] = ()
 
     @functools.cached_property
     def line_count(self) -> int:
@@ -48,6 +54,7 @@ class Block:
         return self.start_line - self.tree_line0 + 1
 
     def moved(self, start_line: int) -> Block:
+        delta = start_line - self.start_line
         return Block(
             start_line,
             self.text,
@@ -55,7 +62,8 @@ class Block:
             self.tree,
             self.error,
             self.tree_line0,
-            self.error_line + start_line - self.start_line if self.error else 0,
+            self.error_line + delta if self.error else 0,
+            tuple(b.moved(b.start_line + delta) for b in self.stands_for),
         )
 
 
@@ -219,7 +227,11 @@ class Splitter:
         if not middle:
             first, last = narrow
             r_start, r_end = self._bounds(old_blocks, first, last, delta)
-            middle = self._region(new, r_start, r_end)
+            middle = _standing(
+                self._region(new, r_start, r_end),
+                old_blocks[first : last + 1],
+                lambda b: b.moved(b.start_line + delta) if b.start_line > old_end else b,
+            )
         after = [b.moved(b.start_line + delta) for b in old_blocks[last + 1 :]]
         return old_blocks[:first] + middle + after
 
@@ -326,6 +338,34 @@ class Splitter:
             self._region(lines, e_end, end, depth=depth + 1) if e_end < end and depth <= 64 else []
         )
         return [*before, bad, *after]
+
+
+def _standing(
+    middle: list[Block], replaced: list[Block], moved: Callable[[Block], Block]
+) -> list[Block]:
+    """The blocks of an edited region, the first that does not parse holding the blocks it
+    replaced as they last parsed (Block.stands_for): those of `replaced` (the old blocks
+    around the edit, or what an old syntax-error block stood for) whose text is not in the
+    region now, `moved` where they are now. Only where they fit in the lines that do not
+    parse: lines deleted from under them leave none (as a region that never parsed)."""
+    broken = [b for b in middle if b.tree is None]
+    if not broken:
+        return middle
+    now = {b.key for b in middle if b.tree is not None}
+    stands = tuple(
+        moved(last)
+        for b in replaced
+        for last in ((b,) if b.tree is not None else b.stands_for)
+        if last.key not in now
+    )
+    spans = [(b.start_line, b.start_line + b.line_count) for b in broken]
+    if not stands or not all(
+        any(first <= s.start_line and s.start_line + s.line_count <= end for first, end in spans)
+        for s in stands
+    ):
+        return middle
+    at = middle.index(broken[0])
+    return [*middle[:at], replace(broken[0], stands_for=stands), *middle[at + 1 :]]
 
 
 def pieces(lines: list[str]) -> list[tuple[int, int]]:

@@ -243,18 +243,21 @@ class DocumentAnalysis:
     def _update(self, text: str, alone: bool) -> DocumentResult:
         blocks = self.splitter.split(text)
         parsed = [b for b in blocks if b.tree is not None]
-        texts = {b.key: self._text_facts(b) for b in parsed}
-        self._meaning = self._meanings(parsed, texts)
+        # The file's definitions: the blocks that parse, and for one that does not, what it
+        # was when it last did (Block.stands_for). Only those that parse are analysed.
+        defining = [d for b in blocks for d in ((b,) if b.tree is not None else b.stands_for)]
+        texts = {b.key: self._text_facts(b) for b in defining}
+        self._meaning = self._meanings(defining, texts)
         self._forget_other_texts(texts)
         training = "backward" in text or ".step(" in text
         same = self._same_as_last(blocks, parsed, alone, training)
         if same is not None:
             return same
-        model = self._model(parsed, alone)
+        model = self._model(defining, alone)
         model.mentions_training = training
         ctx = DocContext(text, model, self.workspace.files() if self.workspace else None)
         defs: dict[str, Block] = {}
-        for block in parsed:
+        for block in defining:
             for name in texts[block.key].defines:
                 defs[name] = block
         self._candidates = _candidate_defs(defs, texts, frozenset(model.functions))
@@ -267,7 +270,7 @@ class DocumentAnalysis:
         notes: list[Note] = []
         follows: list[tuple[str, frozenset[str]]] = []
         analysed = self._ran = 0
-        table = Table(((b, self._block_units(b)) for b in parsed), model)
+        table = Table(((b, self._block_units(b)) for b in defining), model)
         self._revision += 1
         last, self._last_table = self._last_table, table
         # From the file alone, or with the files it imports: which file a name resolves to
