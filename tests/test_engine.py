@@ -1000,6 +1000,39 @@ def test_a_class_broken_for_a_keystroke_still_defines_what_it_did() -> None:
     assert _errors(live.update(ACT)) == [("IPL001", 20)]
 
 
+DECORATED = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+@torch.inference_mode()
+def evaluate(model, x, y):
+    probs = F.softmax(model(x), dim=-1)
+    nll = -probs.gather(1, y[:, None]).log_().mean()
+    return nll.item()
+
+
+def run() -> None:
+    model = nn.Linear(4, 3)
+    x, y = torch.randn(6, 4), torch.randint(0, 3, (6,))
+    evaluate(model, x, y)
+"""
+
+
+def test_an_edit_of_a_decorated_callee_analyses_its_callers_again() -> None:
+    """What `run` finds rests on the text of `evaluate`, which it calls, decorated or not:
+    without `@torch.inference_mode()` the write is checked safe (a Hint) through `run`.
+    (The callee's text was read only by chance, and a decorator that turns grad mode off
+    skipped that read: `run` kept its findings from before the edit.)"""
+    live = DocumentAnalysis()
+    live.update(DECORATED)
+    plain = DECORATED.replace("@torch.inference_mode()\n", "")
+    result = live.update(plain)
+    assert result.findings == DocumentAnalysis().update(plain).findings
+    assert [(f.code, f.severity, f.line) for f in result.findings] == [("IPL001", Severity.HINT, 8)]
+
+
 def test_a_syntax_error_block_holds_the_blocks_it_replaced_where_they_fit() -> None:
     """Block.stands_for: the blocks a region that stopped parsing replaced, as they last
     parsed, moved with the lines above them; carried while the region stays broken, and

@@ -2951,6 +2951,11 @@ class Interpreter(Events):
                     summary.cells | {slot[1]},
                 )
             )
+        cells = self.recorder[0]
+        if cells is not None and slot[1] is not None:
+            # What the call does rests on the callee's text, however it was looked up (a
+            # function as a value, a decorated one).
+            cells.add(slot[1])
         return self._apply(summary, args, kwargs, node, frame)
 
     def _found(
