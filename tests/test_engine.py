@@ -744,7 +744,13 @@ def unrelated(t):
         # A method nothing else runs: only it is analysed again.
         ("mul_(0.5)", "mul_(0.25)", {"Net.reset"}),
         ("t.add_(1)", "t.add_(2)", {"unrelated"}),
-        # A method another one runs: both, not the other methods of either class.
+        # A method another one runs, that now says something else: both, not the other
+        # methods of either class.
+        ("torch.sigmoid(self.fc", "torch.tanh(self.fc", {"Block.forward", "Net.forward"}),
+        # ... that says the same (its summary for the arguments the other gave it): only it,
+        # the other's findings stand and its `self` is not built again (early cutoff); not
+        # where one of them names the line edited (its message quotes it).
+        ("        return h\n", "        return (h)\n", {"Block.forward"}),
         ("h += 1", "h += 2", {"Block.forward", "Net.forward"}),
         # __init__ gives the class its attributes: what reads the class is analysed again.
         ("nn.Linear(4, 2)", "nn.Linear(4, 3)", {"Net.forward", "Net.reset"}),

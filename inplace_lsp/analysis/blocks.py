@@ -162,10 +162,14 @@ class Splitter:
         self.cache = cache or ParseCache()
         self._lines: list[str] = []
         self._blocks: list[Block] = []
+        # The lines of the last text split that differ from the text before it (1-based,
+        # first and last: last < first where lines were only deleted); None: no text before.
+        self.edited: tuple[int, int] | None = None
 
     def split(self, text: str) -> list[Block]:
         lines = lines_with_ends(text)
         old_lines, old_blocks = self._lines, self._blocks
+        self.edited = None
         if not old_blocks:
             key = digest(text)
             known = self.cache.document(key)
@@ -187,6 +191,7 @@ class Splitter:
         suffix = 0
         while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
             suffix += 1
+        self.edited = (prefix + 1, len(new) - suffix)
         if prefix == len(old) == len(new):
             return old_blocks
         delta = len(new) - len(old)

@@ -253,6 +253,13 @@ class Interpreter(Events):
         # What the analysis reads of the document's definitions (model.Recorded's box): a
         # summary made here or reused here counts what its run read.
         self.recorder: list[set[Cell] | None] = recorder if recorder is not None else [None]
+        # The summaries applied by the entry point's own run, outside any summary (the
+        # `__init__` that built `self`, the entry function's), where they are kept, and what
+        # their runs read: the recorder has only what the entry's run read itself (an
+        # entry's findings hold while that is unchanged and those summaries hold,
+        # engine.DocumentAnalysis._cut_off).
+        self.tops: list[tuple[Hashable, Summary]] = []
+        self.top_cells: set[Cell] = set()
         # The module-level variables (while module-level code runs, the functions it calls
         # read them), and how summaries take paths in the current world.
         self.module_frame: Frame | None = None
@@ -275,7 +282,7 @@ class Interpreter(Events):
         self.inference_at: InferenceSite | None = None
         self.too_deep_line: int | None = None  # the statement Python's stack could not take
         self.library_calls = 0  # functions of other files on the call stack
-        self._checking: set[int] = set()  # suspect summaries being checked (_still_holds)
+        self._checking: set[int] = set()  # suspect summaries being checked (still_holds)
         # The longest a function's run may take, in seconds of this thread's CPU time (None:
         # no limit), and a clock per running summary, innermost last: [function, started,
         # deadline]. A callee that ran out of time gives its callers back the time it took.
@@ -2955,7 +2962,9 @@ class Interpreter(Events):
         if cells is not None and slot[1] is not None:
             # What the call does rests on the callee's text, however it was looked up (a
             # function as a value, a decorated one).
-            cells.add(slot[1])
+            (self.top_cells if self.inputs is None else cells).add(slot[1])
+        if self.inputs is None:
+            self.tops.append((slot[0], summary))
         return self._apply(summary, args, kwargs, node, frame)
 
     def _found(
@@ -2963,12 +2972,12 @@ class Interpreter(Events):
     ) -> Summary | None:
         """The kept summary for these arguments, if it still holds."""
         summary = self.summaries.find(slot, key, args, kwargs, self.resolver)
-        if summary is not None and summary.suspect and not self._still_holds(summary):
+        if summary is not None and summary.suspect and not self.still_holds(summary):
             self.summaries.drop(slot, summary)
             return None
         return summary
 
-    def _still_holds(self, summary: Summary) -> bool:
+    def still_holds(self, summary: Summary) -> bool:
         """A summary kept from an earlier update, some of whose callees changed since: it
         holds if each changed callee, given the arguments the summary's run gave it, has a
         summary that says the same as the one that run applied (salsa's early cutoff: the
@@ -3017,7 +3026,13 @@ class Interpreter(Events):
         if key != call.key:
             return None
         slot = self.summaries.slot(fn, self.model)
-        found = self._found(slot[0], key, call.args, call.kwargs)
+        # (one made for another check of this update serves: the entry points that call a
+        # changed function check it for the same arguments)
+        self.summaries.checking += 1
+        try:
+            found = self._found(slot[0], key, call.args, call.kwargs)
+        finally:
+            self.summaries.checking -= 1
         if found is not None:
             return found
         outer = (self.call_stack, self.uncertain, self.library_calls, self.runs)
@@ -3184,7 +3199,7 @@ class Interpreter(Events):
         the function made (its tensors' saves, writes and frees) into the caller's heap."""
         cells = self.recorder[0]
         if cells is not None:
-            cells |= summary.cells
+            (self.top_cells if self.inputs is None else cells).update(summary.cells)
         use = Application(
             summary,
             args,

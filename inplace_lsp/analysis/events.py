@@ -87,7 +87,7 @@ class Events:
     events: list[Event]
     # The functions of the code made into values in this run (a method read off `self`, a
     # nested def) and in the runs of the summaries it applied: a kept summary that holds a
-    # changed function's old def as a value no longer holds (Interpreter._still_holds).
+    # changed function's old def as a value no longer holds (Interpreter.still_holds).
     functions_made: set[int]
     runs: list[Inputs]  # the summaries being made, innermost last (`inputs` is the last)
     frozen_groups: set[int]  # parameter groups frozen one parameter at a time

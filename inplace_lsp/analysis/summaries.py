@@ -152,7 +152,7 @@ Event = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)  # (engine._Stored refers to it weakly)
 class Summary:
     fn: ast.FunctionDef | ast.AsyncFunctionDef
     key: Hashable  # the facts of its arguments, of the state it ran in
@@ -183,7 +183,7 @@ class Summary:
     used: int = 0  # the last update that found or made it
     # The cells its deps hold through the functions it called (their own and what their
     # runs read), and those of them changed since it was made: it holds if each changed
-    # callee's summary for the same arguments says the same (Interpreter._still_holds).
+    # callee's summary for the same arguments says the same (Interpreter.still_holds).
     inherited: frozenset[Cell] = frozenset()
     suspect: frozenset[Cell] = frozenset()
     name: str = ""  # "Net.forward"
@@ -502,7 +502,7 @@ class SummaryCache:
     document: Hashable = None
     table: Table | None = None  # this update's units (None: one analysis, nothing kept)
     revision: int = 0
-    # Summaries made while checking a suspect one (Interpreter._still_holds), from the
+    # Summaries made while checking a suspect one (Interpreter.still_holds), from the
     # arguments its run gave a callee as they were then: what the callee reads lazily of them
     # (an object's attributes) is not all there, so they serve only such checks, which
     # compare them with the summaries they stand for, and go at the next update.
@@ -1099,7 +1099,7 @@ def _is_global(read: tuple[Path, Hashable]) -> bool:
 
 def fingerprint(summary: Summary) -> Hashable:
     """What a summary says, without its ids (see _Canon); not what its run read of the
-    document (Interpreter._still_holds checks that the caller depends on it), nor which
+    document (Interpreter.still_holds checks that the caller depends on it), nor which
     module-level names it read (the caller's run read them too: it takes them, global_reads).
     Worked out the first time it is asked for: what a summary says does not change."""
     if summary.said is None:
