@@ -41,6 +41,7 @@ from inplace_lsp.analysis.rules.base import DocContext, Rule
 from inplace_lsp.analysis.rules.ipl006_anomaly_left_on import AnomalyLeftOn
 from inplace_lsp.analysis.summaries import Summary, SummaryCache
 from inplace_lsp.analysis.units import BlockUnits, Cell, Table, Unit, block_units
+from inplace_lsp.analysis.units import places as unit_places
 from inplace_lsp.analysis.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -625,15 +626,17 @@ class DocumentAnalysis:
         if _touches(stored.result, *edited):
             return None  # (a finding names a line that changed: it may quote it)
         kept = self._summaries.by_function
-        tops = [(slot, ref()) for slot, ref in stored.tops]
-        if not all(any(s is top for s in kept.get(slot, ())) for slot, top in tops):
-            return None  # (one of them no longer holds: SummaryCache.begin dropped it)
+        tops: list[tuple[Hashable, Summary]] = []
+        for slot, ref in stored.tops:
+            top = ref()
+            if top is None or all(s is not top for s in kept.get(slot, ())):
+                return None  # (it no longer holds: SummaryCache.begin dropped it)
+            tops.append((slot, top))
         self._box[0] = set()
         interp = Interpreter(model, self.knowledge, self._summaries, self._box)
         interp.time_limit = self.time_limit_s
         try:
             for slot, top in tops:
-                assert top is not None  # (kept)
                 if top.suspect and not interp.still_holds(top):
                     self._no_cutoff.update(changed)
                     self._summaries.drop(slot, top)
@@ -642,13 +645,12 @@ class DocumentAnalysis:
             return None
         finally:
             self._box[0] = None
-        held = [top for _, top in tops if top is not None]
-        cells = set(stored.direct).union(*(top.cells for top in held))
-        cells.update(*(top.inherited for top in held))
+        cells = set(stored.direct).union(*(top.cells for _, top in tops))
+        cells.update(*(top.inherited for _, top in tops))
         units = table.layout(table.units_of(cells, own))
-        if units is None or _unit_places(units) != _unit_places(stored.layout):
+        if units is None or unit_places(units) != unit_places(stored.layout):
             return None  # (a unit it ran moved: its findings would move too)
-        for top in held:
+        for _, top in tops:
             top.used = self._summaries.revision
         stored.deps = {cell: table.value(cell) for cell in cells}
         stored.layout = units
@@ -1021,11 +1023,6 @@ def _candidate_defs(
 
 
 _LINE_REFERENCE = re.compile(r"\bline (\d+)")
-
-
-def _unit_places(layout: _Layout) -> tuple[Hashable, ...]:
-    """Where each unit of a layout is, by its class and name (not its text)."""
-    return tuple((unit[:2], first, last) for unit, first, last in layout)  # type: ignore[index]
 
 
 def _touches(result: _Analysed, first: int, last: int) -> bool:

@@ -42,7 +42,7 @@ from inplace_lsp.analysis.domain import (
     unknown,
 )
 from inplace_lsp.analysis.model import ClassInfo, ModuleModel, Submodule
-from inplace_lsp.analysis.units import Cell, Table, Unit
+from inplace_lsp.analysis.units import Cell, Table, Unit, places
 
 
 @dataclass(frozen=True, slots=True)
@@ -605,7 +605,7 @@ class SummaryCache:
             # a changed callee's unit has a new text hash, in the same place
             units = tuple(table.units_of(summary.deps))
             layout = table.layout(units)
-            if layout is None or _places(layout) != _places(summary.layout):
+            if layout is None or places(layout) != places(summary.layout):
                 return False
             summary.units, summary.layout = units, layout
         summary.verified = self.revision
@@ -713,11 +713,6 @@ def _with_class_infos(cells: frozenset[Cell]) -> frozenset[Cell]:
     """The cells, and the ClassInfo cell of each class whose shape they hold: the objects
     of a class a run made or read hold that class's ClassInfo."""
     return cells.union(("ci", name) for tag, name in cells if tag == "c")
-
-
-def _places(layout: tuple[tuple[Hashable, int, int], ...]) -> tuple[Hashable, ...]:
-    """Where each unit of a layout is, by its class and name (not its text)."""
-    return tuple((unit[:2], first, last) for unit, first, last in layout)  # type: ignore[index]
 
 
 def resolve_path(

@@ -240,3 +240,9 @@ class Table:
                 return None
             placed.append((unit, *spans[0]))
         return tuple(placed)
+
+
+def places(layout: tuple[tuple[Hashable, int, int], ...]) -> tuple[Hashable, ...]:
+    """Where each unit of a layout (Table.layout) is, by its class and name (not its text):
+    a function whose text changed in place is where it was."""
+    return tuple((unit[:2], first, last) for unit, first, last in layout)  # type: ignore[index]
